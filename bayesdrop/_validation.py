@@ -1,0 +1,99 @@
+"""Argument checks shared by the functional cores and the estimators."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def check_random_state(random_state):
+    """Turn ``random_state`` into a :class:`numpy.random.Generator`.
+
+    Accepts None (fresh OS entropy), an int, a :class:`numpy.random.SeedSequence`,
+    a :class:`numpy.random.Generator` (returned as is) or a bit generator, like
+    ``polyagamma``'s ``random_state`` argument. The legacy ``RandomState`` is refused:
+    its ``wald`` sampler is inaccurate for large means.
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.BitGenerator):
+        return np.random.Generator(random_state)
+    if random_state is None or isinstance(random_state, np.random.SeedSequence):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative integer, got {random_state}")
+        return np.random.default_rng(int(random_state))
+    if isinstance(random_state, np.random.RandomState):
+        raise TypeError(
+            "random_state must be None, an int, a SeedSequence or a numpy Generator; the "
+            "legacy RandomState is not supported (use numpy.random.default_rng)"
+        )
+    raise TypeError(
+        "random_state must be None, an int, a SeedSequence or a numpy Generator, got "
+        f"{type(random_state).__name__}"
+    )
+
+
+def check_scalar(value, name, *, min_val=None, max_val=None, include_min=True,
+                 include_max=True, integer=False):
+    """Validate a real (or integer) scalar parameter and return it as float (or int)."""
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise TypeError(
+            f"{name} must be {'an integer' if integer else 'a real number'}, "
+            f"got {type(value).__name__}"
+        )
+    value = int(value) if integer else float(value)
+    if not integer and not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if min_val is not None:
+        bad = value < min_val if include_min else value <= min_val
+        if bad:
+            op = ">=" if include_min else ">"
+            raise ValueError(f"{name} must be {op} {min_val}, got {value!r}")
+    if max_val is not None:
+        bad = value > max_val if include_max else value >= max_val
+        if bad:
+            op = "<=" if include_max else "<"
+            raise ValueError(f"{name} must be {op} {max_val}, got {value!r}")
+    return value
+
+
+def as_float_design(X, name="X"):
+    """Return ``X`` as float64 dense array or CSR matrix, without copying if possible.
+
+    Raises a ValueError naming ``name`` for NaN/inf or a wrong number of dimensions.
+    """
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        data = X.data
+    else:
+        X = np.asarray(X, dtype=np.float64)
+        data = X
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-dimensional, got shape {X.shape}")
+    if not np.all(np.isfinite(data)):
+        raise ValueError(f"{name} contains NaN or infinity")
+    return X
+
+
+def as_float_vector(y, n, name="y"):
+    """Return ``y`` as a finite float64 vector of length ``n``."""
+    y = np.asarray(y, dtype=np.float64)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {y.shape}")
+    if y.shape[0] != n:
+        raise ValueError(f"{name} has {y.shape[0]} entries but X has {n} rows")
+    if not np.all(np.isfinite(y)):
+        raise ValueError(f"{name} contains NaN or infinity")
+    return y
+
+
+def check_binary_labels(y, name="y"):
+    """Check that ``y`` only holds -1 and +1."""
+    if not np.all(np.isin(y, (-1.0, 1.0))):
+        raise ValueError(f"{name} must hold only -1 and +1 for a binary loss")
+    return y

@@ -1,0 +1,54 @@
+"""A learning problem: the corrupted design, an augmented loss and the targets."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .design import Design
+from .losses import Loss, objective
+
+__all__ = ["Problem"]
+
+
+class Problem(NamedTuple):
+    """``(design, loss, y)``: everything IRLS and the Gibbs sampler need.
+
+    Attributes
+    ----------
+    design : Design
+    loss : Loss
+    y : ndarray of shape (n_samples,)
+        Targets, validated by the loss (labels in {-1, +1} for binary losses).
+    """
+
+    design: Design
+    loss: Loss
+    y: np.ndarray
+
+    @classmethod
+    def create(cls, X, y, loss, noise="none", fit_intercept=True):
+        """Validate inputs and build a problem.
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        loss : Loss
+        noise : str, NoiseModel or FeatureVariance
+        fit_intercept : bool
+        """
+        if not isinstance(loss, Loss):
+            raise TypeError(f"loss must be a Loss instance, got {type(loss).__name__}")
+        design = Design(X, noise, fit_intercept)
+        return cls(design, loss, loss.check_target(y, design.n_samples))
+
+    def objective(self, theta, gradient=False):
+        """``J(theta)`` (and its gradient); see :func:`bayesdrop.losses.objective`."""
+        return objective(self.design, self.loss, self.y, theta, gradient=gradient)
+
+    def irls_weights(self, theta):
+        """``(rho, t)`` of the weighted least-squares system at ``theta`` (E-step)."""
+        m, s = self.design.scores(theta)
+        return self.loss.irls_weights(m, s, self.y)

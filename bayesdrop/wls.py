@@ -1,0 +1,156 @@
+"""The one weighted least-squares system shared by every loss (MATH.md section 4).
+
+Given per-example weights ``rho_n >= 0`` and targets ``t_n`` (supplied by a loss from
+its augmentation variables)::
+
+    A = 2 I' + sum_n rho_n (xbar_n xbar_n^T + diag(vbar_n))
+      = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho, 0)
+    r = sum_n t_n xbar_n = Xbar^T t
+
+IRLS solves ``A theta = r`` (:func:`solve`); the Gibbs sampler draws
+``theta ~ N(A^{-1} r, A^{-1})`` from the same system (:mod:`bayesdrop.gibbs`).
+
+Two linear-algebra back-ends:
+
+``"cholesky"``
+    forms the dense ``(D+1) x (D+1)`` matrix (cost ``O(N D^2)`` dense, ``O(nnz D)``
+    sparse) and factorises it; for moderate ``D``.
+``"cg"``
+    matrix-free preconditioned conjugate gradients with
+    ``A z = 2 I' z + Xbar^T (rho * (Xbar z)) + (V^T rho) * z`` (cost ``O(nnz)`` per
+    iteration) and a Jacobi preconditioner; never forms a ``D x D`` matrix.
+
+``"auto"`` picks Cholesky up to :data:`MAX_CHOLESKY_PARAMS` parameters, CG beyond.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse.linalg as spla
+
+__all__ = [
+    "MAX_CHOLESKY_PARAMS",
+    "SOLVERS",
+    "choose_solver",
+    "normal_matrix",
+    "normal_rhs",
+    "normal_operator",
+    "cholesky_factor",
+    "solve",
+]
+
+#: Largest number of parameters for which ``solver="auto"`` forms ``A`` densely.
+MAX_CHOLESKY_PARAMS = 2000
+
+SOLVERS = ("auto", "cholesky", "cg")
+
+
+def choose_solver(design, solver="auto"):
+    """Resolve ``solver="auto"`` to ``"cholesky"`` or ``"cg"`` for this design."""
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    if solver != "auto":
+        return solver
+    return "cholesky" if design.n_params <= MAX_CHOLESKY_PARAMS else "cg"
+
+
+def _diagonal_part(design, rho):
+    """``2 I' + diag(V^T rho, 0)`` as a vector."""
+    return 2.0 * design.penalty_mask() + design.noise_diagonal(rho)
+
+
+def normal_matrix(design, rho):
+    """Dense ``A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho, 0)``.
+
+    Parameters
+    ----------
+    design : Design
+    rho : ndarray of shape (n_samples,), non-negative
+
+    Returns
+    -------
+    ndarray of shape (n_params, n_params)
+    """
+    A = design.gram(rho)
+    A[np.diag_indices_from(A)] += _diagonal_part(design, rho)
+    return A
+
+
+def normal_rhs(design, t):
+    """``r = Xbar^T t``."""
+    return design.rmatvec(t)
+
+
+def normal_operator(design, rho):
+    """Matrix-free ``A`` as a :class:`scipy.sparse.linalg.LinearOperator`, and its diagonal."""
+    diag_part = _diagonal_part(design, rho)
+
+    def matvec(z):
+        z = np.ravel(z)
+        return design.rmatvec(rho * design.matvec(z)) + diag_part * z
+
+    p = design.n_params
+    op = spla.LinearOperator((p, p), matvec=matvec, rmatvec=matvec, dtype=np.float64)
+    return op, diag_part + design.gram_diagonal(rho)
+
+
+def cholesky_factor(A):
+    """Lower Cholesky factor of the symmetric positive definite ``A``.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        With a message explaining that ``A`` is not positive definite.
+    """
+    try:
+        return sla.cholesky(A, lower=True, check_finite=False)
+    except np.linalg.LinAlgError as exc:  # pragma: no cover - rho > 0 makes A SPD
+        raise np.linalg.LinAlgError(
+            "the weighted normal matrix A is not positive definite; check for NaN weights "
+            "or an intercept with all weights zero"
+        ) from exc
+
+
+def solve(design, rho, t, *, solver="auto", x0=None, cg_tol=1e-10, cg_maxiter=None):
+    """Solve ``A theta = r`` for the weights ``rho`` and targets ``t``.
+
+    Parameters
+    ----------
+    design : Design
+    rho : ndarray of shape (n_samples,)
+        Per-example weights (non-negative).
+    t : ndarray of shape (n_samples,)
+        Per-example targets.
+    solver : {"auto", "cholesky", "cg"}
+    x0 : ndarray of shape (n_params,), optional
+        Warm start for conjugate gradients.
+    cg_tol : float
+        Relative residual tolerance of conjugate gradients.
+    cg_maxiter : int, optional
+        Default ``10 * n_params``.
+
+    Returns
+    -------
+    theta : ndarray of shape (n_params,)
+    info : dict
+        ``solver`` and, for CG, ``cg_iterations`` and ``cg_converged``.
+    """
+    solver = choose_solver(design, solver)
+    r = normal_rhs(design, t)
+    if solver == "cholesky":
+        L = cholesky_factor(normal_matrix(design, rho))
+        theta = sla.cho_solve((L, True), r, check_finite=False)
+        return theta, {"solver": "cholesky"}
+    op, diag = normal_operator(design, rho)
+    precond = spla.LinearOperator(op.shape, matvec=lambda z: np.ravel(z) / diag,
+                                  dtype=np.float64)
+    count = [0]
+
+    def callback(_):
+        count[0] += 1
+
+    maxiter = cg_maxiter if cg_maxiter is not None else 10 * design.n_params
+    theta, status = spla.cg(op, r, x0=x0, rtol=cg_tol, atol=0.0, M=precond,
+                            maxiter=maxiter, callback=callback)
+    return theta, {"solver": "cg", "cg_iterations": count[0], "cg_converged": status == 0}
