@@ -1,0 +1,72 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from bayesdrop import Design
+from bayesdrop import wls
+from bayesdrop.noise import AdditiveGaussian, Dropout, NoNoise, Poisson
+
+from .conftest import sparse_counts
+
+
+def explicit_system(X, V, rho, t, fit_intercept=True):
+    """A and r by the defining sum over examples (MATH.md section 4)."""
+    N, D = X.shape
+    p = D + fit_intercept
+    A = np.zeros((p, p))
+    A[np.arange(D), np.arange(D)] = 2.0
+    r = np.zeros(p)
+    for n in range(N):
+        xb = np.append(X[n], 1.0) if fit_intercept else X[n]
+        vb = np.append(V[n], 0.0) if fit_intercept else V[n]
+        A += rho[n] * (np.outer(xb, xb) + np.diag(vb))
+        r += t[n] * xb
+    return A, r
+
+
+@pytest.mark.parametrize("noise", [NoNoise(), Dropout(0.3), AdditiveGaussian(0.4), Poisson()],
+                         ids=repr)
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_normal_equations_match_definition(noise, sparse, fit_intercept):
+    Xd = sparse_counts(n=50, d=7, density=0.4, seed=1).toarray()
+    X = sp.csr_matrix(Xd) if sparse else Xd
+    rng = np.random.default_rng(0)
+    rho, t = rng.random(50) + 0.1, rng.normal(size=50)
+    design = Design(X, noise, fit_intercept)
+    A_ref, r_ref = explicit_system(Xd, noise.feature_variance_values(Xd), rho, t, fit_intercept)
+    assert np.allclose(wls.normal_matrix(design, rho), A_ref, rtol=1e-12)
+    assert np.allclose(wls.normal_rhs(design, t), r_ref, rtol=1e-12)
+    op, diag = wls.normal_operator(design, rho)
+    z = rng.normal(size=design.n_params)
+    assert np.allclose(op @ z, A_ref @ z, rtol=1e-12)
+    assert np.allclose(diag, np.diag(A_ref), rtol=1e-12)
+    ref = np.linalg.solve(A_ref, r_ref)
+    for solver in ("cholesky", "cg"):
+        theta, info = wls.solve(design, rho, t, solver=solver, cg_tol=1e-12)
+        assert info["solver"] == solver
+        assert np.allclose(theta, ref, rtol=1e-8, atol=1e-10)
+
+
+def test_auto_uses_matrix_free_cg_for_large_sparse_design(monkeypatch):
+    """D = 30000 sparse: 'auto' must not build a D x D matrix."""
+    X = sparse_counts(n=300, d=30_000, density=0.002, seed=2)
+    design = Design(X, Dropout(0.5))
+    assert wls.choose_solver(design) == "cg"
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a dense normal matrix was formed")
+
+    monkeypatch.setattr(Design, "gram", forbidden)
+    rng = np.random.default_rng(1)
+    rho, t = rng.random(300) + 0.1, rng.normal(size=300)
+    theta, info = wls.solve(design, rho, t)
+    assert info["cg_converged"]
+    op, _ = wls.normal_operator(design, rho)
+    r = wls.normal_rhs(design, t)
+    assert np.linalg.norm(op @ theta - r) <= 1e-8 * np.linalg.norm(r)
+
+
+def test_unknown_solver():
+    with pytest.raises(ValueError, match="solver must be one of"):
+        wls.choose_solver(Design(np.eye(3)), "qr")
