@@ -14,6 +14,14 @@ extrapolated point is used only if, after one more IRLS map, its objective is no
 that of two plain maps. Every accepted iterate therefore has ``J`` no larger than plain
 IRLS would have reached from the same start, and the history is monotone.
 
+At zero noise the hinge and epsilon-insensitive objectives are piecewise linear-quadratic
+and plain IRLS converges sublinearly for the examples that end exactly on a kink (the
+margin, the tube's edge): their weights grow without bound. Each step then also tries an
+**active-set polish** (:func:`active_set_polish`): starting from the kinks read off the
+IRLS iterate, a few primal-dual active-set rounds solve the equality-constrained quadratic
+problem exactly. The result is kept only with a KKT certificate (it is then the exact
+minimiser and IRLS stops) and if it does not raise ``J``.
+
 The kernel API follows BlackJAX: :func:`init` builds an :class:`IRLSState`,
 :func:`step` returns the next state and an :class:`IRLSInfo`; :func:`fit` is the driver.
 """
@@ -46,6 +54,7 @@ class IRLSInfo(NamedTuple):
     n_maps: int  # IRLS maps evaluated (1 plain, 3 accelerated)
     accelerated: bool  # whether the extrapolated point was accepted
     solver_info: dict
+    polished: bool = False  # whether the active-set polish was accepted
 
 
 class IRLSResult(NamedTuple):
@@ -72,6 +81,107 @@ def irls_map(problem, theta, *, solver="auto", cg_tol=1e-10):
     return wls.solve(problem.design, rho, t, solver=solver, x0=theta, cg_tol=cg_tol)
 
 
+#: Distance to a kink (relative to the kink spacing scale) below which the polish starts
+#: an example on the kink.
+POLISH_TAU = 1e-3
+#: Rounds of active-set updates the polish may take.
+POLISH_ROUNDS = 8
+
+
+def _equality_qp(design, on_kink, target, slope):
+    """Minimise ``theta^T I' theta + sum_n slope_n m_n`` s.t. ``m_n = target_n`` on kinks.
+
+    With ``g = -Xbar^T slope`` the KKT conditions give ``w = (g_w + X_E^T beta) / 2`` and
+    the bordered system ``[[X_E X_E^T / 2, 1], [1^T, 0]] [beta; b] = [c_E - X_E g_w / 2;
+    -g_b]`` (least squares, as it may be singular). Returns ``theta`` and ``beta``.
+    """
+    idx = np.flatnonzero(on_kink)
+    g = -design.rmatvec(np.where(on_kink, 0.0, slope))
+    g_w = g[: design.n_features]
+    XE = design.X[idx]
+    G = XE @ XE.T
+    G = (G.toarray() if hasattr(G, "toarray") else np.asarray(G)) / 2.0
+    rhs = target[idx] - np.asarray(XE @ g_w).ravel() / 2.0
+    k = idx.size
+    if design.fit_intercept:
+        K = np.zeros((k + 1, k + 1))
+        K[:k, :k] = G
+        K[:k, k] = K[k, :k] = 1.0
+        sol = np.linalg.lstsq(K, np.append(rhs, -g[-1]), rcond=None)[0]
+        beta, b = sol[:k], sol[k]
+    else:
+        beta = np.linalg.lstsq(G, rhs, rcond=None)[0] if k else np.zeros(0)
+    w = (g_w + np.asarray(XE.T @ beta).ravel()) / 2.0
+    theta = np.append(w, b) if design.fit_intercept else w
+    return theta, beta
+
+
+def active_set_polish(problem, theta):
+    """Exact minimiser of a piecewise linear-quadratic ``J`` from the IRLS active set.
+
+    At zero noise the hinge and epsilon-insensitive terms are piecewise linear in the
+    score ``m_n`` (:meth:`bayesdrop.losses.Loss.kinks`). Examples within
+    :data:`POLISH_TAU` of a kink at ``theta`` start on it; the others on the piece they lie
+    in. A primal-dual active-set iteration then solves the equality-constrained quadratic
+    problem (:func:`_equality_qp`), moves kink examples whose multiplier ``a_n = -beta_n``
+    leaves the subgradient interval ``[left slope, right slope]`` onto that piece, and
+    examples that crossed a kink onto it, until nothing moves. Then the KKT conditions of
+    the convex problem hold and the result is the exact minimiser; otherwise (noise
+    present, smooth loss, or no certificate within :data:`POLISH_ROUNDS` rounds) returns
+    None.
+
+    Returns
+    -------
+    theta : ndarray or None
+    objective : float
+    """
+    design, loss, y = problem
+    pieces = loss.kinks(y) if design.variance.is_zero else None
+    if pieces is None:
+        return None, np.inf
+    pos, slopes = pieces
+    n, k = pos.shape
+    rows = np.arange(n)
+    scale = max(float(np.max(np.abs(pos))), 1.0)
+    tol_m = 1e-9 * scale
+    tol_a = 1e-9 * max(float(np.max(np.abs(slopes))), 1.0)
+    m = design.matvec(theta)
+    dist = np.abs(m[:, None] - pos)
+    kink_j = np.argmin(dist, axis=1)
+    on_kink = dist[rows, kink_j] <= POLISH_TAU * scale
+    piece = np.sum(m[:, None] > pos, axis=1)  # piece index 0..k
+    for _ in range(POLISH_ROUNDS):
+        slope = slopes[rows, piece]
+        target = pos[rows, kink_j]
+        cand, beta = _equality_qp(design, on_kink, target, slope)
+        m = design.matvec(cand)
+        changed = False
+        # kink examples whose multiplier leaves the subgradient interval
+        idx = np.flatnonzero(on_kink)
+        a = -beta
+        lo, hi = slopes[idx, kink_j[idx]], slopes[idx, kink_j[idx] + 1]
+        go_left, go_right = a < lo - tol_a, a > hi + tol_a
+        if np.any(go_left | go_right):
+            changed = True
+            on_kink[idx[go_left | go_right]] = False
+            piece[idx[go_left]] = kink_j[idx[go_left]]
+            piece[idx[go_right]] = kink_j[idx[go_right]] + 1
+        # piece examples that crossed a kink
+        free = np.flatnonzero(~on_kink)
+        p = piece[free]
+        lower = np.where(p > 0, pos[free, np.maximum(p - 1, 0)], -np.inf)
+        upper = np.where(p < k, pos[free, np.minimum(p, k - 1)], np.inf)
+        below, above = m[free] < lower - tol_m, m[free] > upper + tol_m
+        if np.any(below | above):
+            changed = True
+            on_kink[free[below | above]] = True
+            kink_j[free[below]] = p[below] - 1
+            kink_j[free[above]] = p[above]
+        if not changed:
+            return cand, problem.objective(cand)
+    return None, np.inf
+
+
 def init(problem, theta0=None):
     """Initial state; ``theta0`` defaults to zeros."""
     if theta0 is None:
@@ -84,7 +194,7 @@ def init(problem, theta0=None):
     return IRLSState(theta0, problem.objective(theta0))
 
 
-def step(problem, state, *, accelerate=True, solver="auto", cg_tol=1e-10):
+def step(problem, state, *, accelerate=True, polish=True, solver="auto", cg_tol=1e-10):
     """One IRLS iteration (plain, or SQUAREM-accelerated with a monotone safeguard).
 
     Parameters
@@ -96,12 +206,23 @@ def step(problem, state, *, accelerate=True, solver="auto", cg_tol=1e-10):
         ``v = theta2 - 2 theta1 + theta0``, ``alpha = -||r|| / ||v||`` (at most -1),
         ``theta' = F(theta0 - 2 alpha r + alpha^2 v)``; ``theta'`` is kept if
         ``J(theta') <= J(theta2)``, otherwise ``theta2``.
+    polish : bool
+        Also try :func:`active_set_polish` (zero-noise piecewise-linear losses only)
+        and keep it if it lowers ``J``.
 
     Returns
     -------
     IRLSState, IRLSInfo
     """
-    kw = {"solver": solver, "cg_tol": cg_tol}
+    new, info = _mm_step(problem, state, accelerate, {"solver": solver, "cg_tol": cg_tol})
+    if polish:
+        theta_p, J_p = active_set_polish(problem, new.theta)
+        if theta_p is not None and J_p <= new.objective:
+            return IRLSState(theta_p, J_p), info._replace(polished=True)
+    return new, info
+
+
+def _mm_step(problem, state, accelerate, kw):
     theta0 = state.theta
     theta1, info = irls_map(problem, theta0, **kw)
     if not accelerate:
@@ -122,8 +243,8 @@ def step(problem, state, *, accelerate=True, solver="auto", cg_tol=1e-10):
     return IRLSState(theta2, J2), IRLSInfo(3, False, info)
 
 
-def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, solver="auto",
-        cg_tol=None, warn=True):
+def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, polish=True,
+        solver="auto", cg_tol=None, warn=True):
     """Run IRLS to convergence.
 
     Stops when both the relative decrease of ``J`` and the relative change of the
@@ -144,6 +265,8 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, solve
         Maximum number of iterations (each is 1 map, or 3 when accelerated).
     accelerate : bool, default=True
         SQUAREM acceleration with monotone safeguard (see :func:`step`).
+    polish : bool, default=True
+        Active-set polish at zero noise (see :func:`active_set_polish`).
     solver : {"auto", "cholesky", "cg"}
     cg_tol : float, optional
         Relative residual of conjugate gradients; default ``min(1e-10, tol * 1e-2)``.
@@ -165,7 +288,8 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, solve
     param_tol = np.sqrt(tol)
     it = 0
     for it in range(1, max_iter + 1):
-        new, info = step(problem, state, accelerate=accelerate, solver=solver, cg_tol=cg_tol)
+        new, info = step(problem, state, accelerate=accelerate, polish=polish, solver=solver,
+                         cg_tol=cg_tol)
         n_maps += info.n_maps
         if not np.isfinite(new.objective):
             raise FloatingPointError(f"IRLS produced a non-finite objective at iteration {it}")
@@ -174,6 +298,9 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, solve
         dtheta = np.max(np.abs(new.theta - state.theta), initial=0.0)
         scale = max(np.max(np.abs(new.theta), initial=0.0), 1.0)
         state = new
+        if info.polished:  # KKT certificate: exact minimiser
+            converged = True
+            break
         if dJ <= tol * max(abs(new.objective), 1.0) and dtheta <= param_tol * scale:
             converged = True
             break

@@ -94,6 +94,16 @@ class Loss:
         """``(rho, t)`` with the augmentation variables at their conditional means."""
         return self.system_weights(self.expected_augmentation(m, s, y), y)
 
+    def kinks(self, y):
+        """Kinks of a piecewise-linear term at zero noise, or None for smooth losses.
+
+        Returns ``(positions, slopes)``: ``positions`` of shape (n_samples, k) holds the
+        values of ``m`` where ``term(m)`` bends (sorted per row), ``slopes`` of shape
+        (n_samples, k + 1) the slopes ``d term / dm`` of the pieces between them. Used by
+        the IRLS active-set polish (:func:`bayesdrop.irls.active_set_polish`).
+        """
+        return None
+
     def __repr__(self):
         params = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
         return f"{type(self).__name__}({params})"
@@ -158,6 +168,13 @@ class HingeLoss(Loss):
         C = self.C
         rho = C * C * u
         return rho, (C + self.margin * rho) * y
+
+    def kinks(self, y):
+        # 2C max(0, l - y m): kink at m = l y; slope -2C y on the side where y m < l
+        c2 = 2.0 * self.C
+        left = np.where(y > 0, -c2, 0.0)
+        right = np.where(y > 0, 0.0, c2)
+        return (self.margin * y)[:, None], np.column_stack([left, right])
 
 
 class LogisticLoss(Loss):
@@ -266,6 +283,13 @@ class EpsilonInsensitiveLoss(Loss):
         c2 = self.C * self.C
         eps = self.epsilon
         return c2 * (u + u2), c2 * (u * (y - eps) + u2 * (y + eps))
+
+    def kinks(self, y):
+        # 2C max(0, |y - m| - eps): kinks at y -+ eps, slopes -2C, 0, 2C
+        c2 = 2.0 * self.C
+        n = y.shape[0]
+        slopes = np.tile([-c2, 0.0, c2], (n, 1))
+        return np.column_stack([y - self.epsilon, y + self.epsilon]), slopes
 
 
 class SquaredLoss(Loss):

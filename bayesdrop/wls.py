@@ -20,7 +20,13 @@ Two linear-algebra back-ends:
     ``A z = 2 I' z + Xbar^T (rho * (Xbar z)) + (V^T rho) * z`` (cost ``O(nnz)`` per
     iteration) and a Jacobi preconditioner; never forms a ``D x D`` matrix.
 
-``"auto"`` picks Cholesky up to :data:`MAX_CHOLESKY_PARAMS` parameters, CG beyond.
+``"woodbury"``
+    exact dual solve for ``D > N`` through the ``N x N`` matrix
+    ``S = diag(1/rho) + X K X^T``, ``K = diag(1 / (2 + V^T rho))`` (see
+    :class:`WoodburyFactor`); cost ``O(N^2 D + N^3)`` dense, less for sparse ``X``.
+
+``"auto"`` picks Cholesky up to :data:`MAX_CHOLESKY_PARAMS` parameters; beyond that
+Woodbury when ``N <= MAX_WOODBURY_SAMPLES`` and ``N < D``, conjugate gradients otherwise.
 """
 
 from __future__ import annotations
@@ -37,13 +43,17 @@ __all__ = [
     "normal_rhs",
     "normal_operator",
     "cholesky_factor",
+    "WoodburyFactor",
     "solve",
 ]
 
 #: Largest number of parameters for which ``solver="auto"`` forms ``A`` densely.
 MAX_CHOLESKY_PARAMS = 2000
 
-SOLVERS = ("auto", "cholesky", "cg")
+#: Largest number of examples for which ``solver="auto"`` uses the dual (Woodbury) solve.
+MAX_WOODBURY_SAMPLES = 6000
+
+SOLVERS = ("auto", "cholesky", "woodbury", "cg")
 
 
 def choose_solver(design, solver="auto"):
@@ -52,7 +62,11 @@ def choose_solver(design, solver="auto"):
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     if solver != "auto":
         return solver
-    return "cholesky" if design.n_params <= MAX_CHOLESKY_PARAMS else "cg"
+    if design.n_params <= MAX_CHOLESKY_PARAMS:
+        return "cholesky"
+    if design.n_samples <= MAX_WOODBURY_SAMPLES and design.n_samples < design.n_features:
+        return "woodbury"
+    return "cg"
 
 
 def _diagonal_part(design, rho):
@@ -112,6 +126,56 @@ def cholesky_factor(A):
         ) from exc
 
 
+class WoodburyFactor:
+    """Exact solve of ``A theta = r`` through the ``N x N`` dual system (``"woodbury"``).
+
+    With ``K = diag(1 / (2 + V^T rho))`` (the inverse diagonal of the weight block), the
+    normal equations are equivalent to the dual system in ``mu = rho * (X w + b)``::
+
+        S mu - b 1 = X K r_w,    1^T mu = r_b,    S = diag(1/rho) + X K X^T,
+        w = K (r_w - X^T mu)
+
+    ``S`` is symmetric positive definite and involves no subtraction, so huge weights
+    (points on the margin) stay accurate; the intercept follows from the positive Schur
+    complement ``1^T S^{-1} 1``. Without intercept this is the Woodbury identity
+    ``A^{-1} = K - K X^T S^{-1} X K``.
+
+    Parameters
+    ----------
+    design : Design
+    rho : ndarray of shape (n_samples,), positive
+    """
+
+    def __init__(self, design, rho):
+        self.design = design
+        X = design.X
+        self.k = 1.0 / (2.0 + design.variance.weighted_column_sums(rho))
+        if design.sparse:
+            S = (X.multiply(self.k[None, :]).tocsr() @ X.T).toarray()
+        else:
+            S = (X * self.k) @ X.T
+        S[np.diag_indices_from(S)] += 1.0 / np.maximum(rho, 1e-300)
+        self.L = cholesky_factor(S)
+        if design.fit_intercept:
+            self.s1 = self._solve_dual(np.ones(design.n_samples))
+            self.schur = float(np.sum(self.s1))
+
+    def _solve_dual(self, v):
+        return sla.cho_solve((self.L, True), v, check_finite=False)
+
+    def solve(self, r):
+        """``A^{-1} r``."""
+        design = self.design
+        r_w = r[: design.n_features]
+        v = np.asarray(design.X @ (self.k * r_w)).ravel()
+        mu = self._solve_dual(v)
+        if design.fit_intercept:
+            b = (r[-1] - np.sum(mu)) / self.schur
+            mu = mu + b * self.s1
+        w = self.k * (r_w - np.asarray(design.X.T @ mu).ravel())
+        return np.append(w, b) if design.fit_intercept else w
+
+
 def solve(design, rho, t, *, solver="auto", x0=None, cg_tol=1e-10, cg_maxiter=None):
     """Solve ``A theta = r`` for the weights ``rho`` and targets ``t``.
 
@@ -122,7 +186,7 @@ def solve(design, rho, t, *, solver="auto", x0=None, cg_tol=1e-10, cg_maxiter=No
         Per-example weights (non-negative).
     t : ndarray of shape (n_samples,)
         Per-example targets.
-    solver : {"auto", "cholesky", "cg"}
+    solver : {"auto", "cholesky", "woodbury", "cg"}
     x0 : ndarray of shape (n_params,), optional
         Warm start for conjugate gradients.
     cg_tol : float
@@ -142,6 +206,8 @@ def solve(design, rho, t, *, solver="auto", x0=None, cg_tol=1e-10, cg_maxiter=No
         L = cholesky_factor(normal_matrix(design, rho))
         theta = sla.cho_solve((L, True), r, check_finite=False)
         return theta, {"solver": "cholesky"}
+    if solver == "woodbury":
+        return WoodburyFactor(design, rho).solve(r), {"solver": "woodbury"}
     op, diag = normal_operator(design, rho)
     precond = spla.LinearOperator(op.shape, matvec=lambda z: np.ravel(z) / diag,
                                   dtype=np.float64)

@@ -97,3 +97,39 @@ def test_warm_start_and_max_iter_warning(small_problem_data):
         irls.fit(p, np.zeros(2))
     with pytest.raises(ValueError, match="tol must be > 0"):
         irls.fit(p, tol=0)
+
+
+def test_polish_only_at_zero_noise_and_certifies_optimum(cancer):
+    X, y = cancer
+    noisy = Problem.create(X, y, HingeLoss(1.0), Dropout(0.2))
+    assert irls.active_set_polish(noisy, np.zeros(31))[0] is None
+    smooth = Problem.create(X, y, LogisticLoss(1.0), "none")
+    assert irls.active_set_polish(smooth, np.zeros(31))[0] is None
+    p = Problem.create(X, y, HingeLoss(1.0), "none")
+    polished = irls.fit(p, tol=1e-10)
+    plain = irls.fit(p, tol=1e-13, max_iter=3000, accelerate=False, polish=False, warn=False)
+    # plain IRLS creeps towards the same minimum from above, monotonically
+    assert polished.objective[-1] <= plain.objective[-1] <= polished.objective[-1] * (1 + 1e-5)
+    assert np.all(np.diff(plain.objective) <= floor_slack(p))
+    # KKT: subgradient multipliers of margin points lie in [0, 2C]
+    w, b = p.design.split(polished.theta)
+    zeta = 1 - y * (X @ w + b)
+    grad_smooth = 2 * w - 2.0 * ((zeta > 1e-8) * y) @ X
+    on = np.abs(zeta) <= 1e-8
+    nu = np.linalg.lstsq((y[on, None] * X[on]).T, grad_smooth, rcond=None)[0] / 2.0
+    assert np.all(nu >= -1e-6) and np.all(nu <= 1 + 1e-6)
+    assert np.allclose((y[on, None] * X[on]).T @ nu * 2, grad_smooth, atol=1e-6)
+
+
+def test_zero_noise_hinge_on_sparse_text_with_more_features_than_examples():
+    from sklearn.svm import SVC
+
+    from bayesdrop.datasets import load_newsgroups
+
+    X, y = load_newsgroups()
+    X, y = X[::4], y[::4]
+    p = Problem.create(X, y, HingeLoss(1.0), "none")
+    res = irls.fit(p, tol=1e-10)
+    ref = SVC(kernel="linear", C=1.0, tol=1e-8).fit(X, y)
+    J_ref = p.objective(np.append(ref.coef_.toarray().ravel(), ref.intercept_[0]))
+    assert res.converged and res.objective[-1] <= J_ref * (1 + 1e-6)

@@ -42,7 +42,7 @@ def test_normal_equations_match_definition(noise, sparse, fit_intercept):
     assert np.allclose(op @ z, A_ref @ z, rtol=1e-12)
     assert np.allclose(diag, np.diag(A_ref), rtol=1e-12)
     ref = np.linalg.solve(A_ref, r_ref)
-    for solver in ("cholesky", "cg"):
+    for solver in ("cholesky", "woodbury", "cg"):
         theta, info = wls.solve(design, rho, t, solver=solver, cg_tol=1e-12)
         assert info["solver"] == solver
         assert np.allclose(theta, ref, rtol=1e-8, atol=1e-10)
@@ -52,6 +52,7 @@ def test_auto_uses_matrix_free_cg_for_large_sparse_design(monkeypatch):
     """D = 30000 sparse: 'auto' must not build a D x D matrix."""
     X = sparse_counts(n=300, d=30_000, density=0.002, seed=2)
     design = Design(X, Dropout(0.5))
+    monkeypatch.setattr(wls, "MAX_WOODBURY_SAMPLES", 100)
     assert wls.choose_solver(design) == "cg"
 
     def forbidden(*args, **kwargs):
@@ -62,6 +63,21 @@ def test_auto_uses_matrix_free_cg_for_large_sparse_design(monkeypatch):
     rho, t = rng.random(300) + 0.1, rng.normal(size=300)
     theta, info = wls.solve(design, rho, t)
     assert info["cg_converged"]
+    op, _ = wls.normal_operator(design, rho)
+    r = wls.normal_rhs(design, t)
+    assert np.linalg.norm(op @ theta - r) <= 1e-8 * np.linalg.norm(r)
+
+
+def test_auto_uses_woodbury_when_features_outnumber_examples(monkeypatch):
+    X = sparse_counts(n=300, d=30_000, density=0.002, seed=2)
+    design = Design(X, Dropout(0.5))
+    monkeypatch.setattr(wls, "MAX_WOODBURY_SAMPLES", 1000)
+    assert wls.choose_solver(design) == "woodbury"
+    monkeypatch.setattr(Design, "gram", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
+    rng = np.random.default_rng(1)
+    rho, t = 10.0 ** rng.uniform(-3, 9, size=300), rng.normal(size=300)  # ill-conditioned
+    theta, info = wls.solve(design, rho, t)
+    assert info["solver"] == "woodbury"
     op, _ = wls.normal_operator(design, rho)
     r = wls.normal_rhs(design, t)
     assert np.linalg.norm(op @ theta - r) <= 1e-8 * np.linalg.norm(r)
