@@ -42,10 +42,12 @@ __all__ = ["IRLSState", "IRLSInfo", "IRLSResult", "irls_map", "init", "step", "f
 
 
 class IRLSState(NamedTuple):
-    """Current iterate ``theta`` and its objective ``J(theta)``."""
+    """Current iterate ``theta``, its objective ``J(theta)`` and (zero-noise
+    piecewise-linear losses) the examples within :data:`POLISH_TAU` of a kink."""
 
     theta: np.ndarray
     objective: float
+    kinks: np.ndarray | None = None
 
 
 class IRLSInfo(NamedTuple):
@@ -84,8 +86,32 @@ def irls_map(problem, theta, *, solver="auto", cg_tol=1e-10):
 #: Distance to a kink (relative to the kink spacing scale) below which the polish starts
 #: an example on the kink.
 POLISH_TAU = 1e-3
+#: Relative decrease of ``J`` in one step below which the polish is attempted.
+POLISH_SETTLED = 1e-3
 #: Rounds of active-set updates the polish may take.
 POLISH_ROUNDS = 8
+
+
+def _solve_or_lstsq(K, rhs):
+    try:
+        sol = np.linalg.solve(K, rhs)
+        if np.all(np.isfinite(sol)):
+            return sol
+    except np.linalg.LinAlgError:
+        pass
+    return np.linalg.lstsq(K, rhs, rcond=None)[0]
+
+
+def kink_set(problem, theta):
+    """Examples within ``POLISH_TAU`` of a kink at ``theta`` (None if not applicable)."""
+    design, loss, y = problem
+    pieces = loss.kinks(y) if design.variance.is_zero else None
+    if pieces is None:
+        return None
+    pos = pieces[0]
+    scale = max(float(np.max(np.abs(pos))), 1.0)
+    m = design.matvec(theta)
+    return np.min(np.abs(m[:, None] - pos), axis=1) <= POLISH_TAU * scale
 
 
 def _equality_qp(design, on_kink, target, slope):
@@ -107,10 +133,10 @@ def _equality_qp(design, on_kink, target, slope):
         K = np.zeros((k + 1, k + 1))
         K[:k, :k] = G
         K[:k, k] = K[k, :k] = 1.0
-        sol = np.linalg.lstsq(K, np.append(rhs, -g[-1]), rcond=None)[0]
+        sol = _solve_or_lstsq(K, np.append(rhs, -g[-1]))
         beta, b = sol[:k], sol[k]
     else:
-        beta = np.linalg.lstsq(G, rhs, rcond=None)[0] if k else np.zeros(0)
+        beta = _solve_or_lstsq(G, rhs) if k else np.zeros(0)
     w = (g_w + np.asarray(XE.T @ beta).ravel()) / 2.0
     theta = np.append(w, b) if design.fit_intercept else w
     return theta, beta
@@ -151,6 +177,8 @@ def active_set_polish(problem, theta):
     on_kink = dist[rows, kink_j] <= POLISH_TAU * scale
     piece = np.sum(m[:, None] > pos, axis=1)  # piece index 0..k
     for _ in range(POLISH_ROUNDS):
+        if np.count_nonzero(on_kink) > design.n_params:
+            return None, np.inf  # more equalities than unknowns: not a generic optimum
         slope = slopes[rows, piece]
         target = pos[rows, kink_j]
         cand, beta = _equality_qp(design, on_kink, target, slope)
@@ -207,18 +235,26 @@ def step(problem, state, *, accelerate=True, polish=True, solver="auto", cg_tol=
         ``theta' = F(theta0 - 2 alpha r + alpha^2 v)``; ``theta'`` is kept if
         ``J(theta') <= J(theta2)``, otherwise ``theta2``.
     polish : bool
-        Also try :func:`active_set_polish` (zero-noise piecewise-linear losses only)
-        and keep it if it lowers ``J``.
+        Also try :func:`active_set_polish` (zero-noise piecewise-linear losses only,
+        once the examples near a kink are the same as at the previous step) and keep it
+        if it is certified optimal and does not raise ``J``.
 
     Returns
     -------
     IRLSState, IRLSInfo
     """
     new, info = _mm_step(problem, state, accelerate, {"solver": solver, "cg_tol": cg_tol})
-    if polish:
+    if not polish:
+        return new, info
+    kinks = kink_set(problem, new.theta)
+    new = new._replace(kinks=kinks)
+    # attempt the polish once J has nearly settled and so has the set of examples at a kink
+    settled = state.objective - new.objective <= POLISH_SETTLED * abs(new.objective)
+    if (kinks is not None and settled and state.kinks is not None
+            and np.array_equal(kinks, state.kinks)):
         theta_p, J_p = active_set_polish(problem, new.theta)
         if theta_p is not None and J_p <= new.objective:
-            return IRLSState(theta_p, J_p), info._replace(polished=True)
+            return IRLSState(theta_p, J_p, kinks), info._replace(polished=True)
     return new, info
 
 
