@@ -147,8 +147,8 @@ def active_set_polish(problem, theta):
 
     At zero noise the hinge and epsilon-insensitive terms are piecewise linear in the
     score ``m_n`` (:meth:`bayesdrop.losses.Loss.kinks`). Examples within
-    :data:`POLISH_TAU` of a kink at ``theta`` start on it; the others on the piece they lie
-    in. A primal-dual active-set iteration then solves the equality-constrained quadratic
+    :data:`POLISH_TAU` of a kink at ``theta`` start on it (at most ``n_params``, the
+    closest); the others on the piece they lie in. A primal-dual active-set iteration then solves the equality-constrained quadratic
     problem (:func:`_equality_qp`), moves kink examples whose multiplier ``a_n = -beta_n``
     leaves the subgradient interval ``[left slope, right slope]`` onto that piece, and
     examples that crossed a kink onto it, until nothing moves. Then the KKT conditions of
@@ -174,7 +174,11 @@ def active_set_polish(problem, theta):
     m = design.matvec(theta)
     dist = np.abs(m[:, None] - pos)
     kink_j = np.argmin(dist, axis=1)
-    on_kink = dist[rows, kink_j] <= POLISH_TAU * scale
+    d_min = dist[rows, kink_j]
+    on_kink = d_min <= POLISH_TAU * scale
+    if np.count_nonzero(on_kink) > design.n_params:  # keep the closest n_params
+        on_kink[:] = False
+        on_kink[np.argsort(d_min)[: design.n_params]] = True
     piece = np.sum(m[:, None] > pos, axis=1)  # piece index 0..k
     for _ in range(POLISH_ROUNDS):
         if np.count_nonzero(on_kink) > design.n_params:
@@ -236,7 +240,7 @@ def step(problem, state, *, accelerate=True, polish=True, solver="auto", cg_tol=
         ``J(theta') <= J(theta2)``, otherwise ``theta2``.
     polish : bool
         Also try :func:`active_set_polish` (zero-noise piecewise-linear losses only,
-        once the examples near a kink are the same as at the previous step) and keep it
+        once the relative decrease of ``J`` is below :data:`POLISH_SETTLED`) and keep it
         if it is certified optimal and does not raise ``J``.
 
     Returns
@@ -248,10 +252,9 @@ def step(problem, state, *, accelerate=True, polish=True, solver="auto", cg_tol=
         return new, info
     kinks = kink_set(problem, new.theta)
     new = new._replace(kinks=kinks)
-    # attempt the polish once J has nearly settled and so has the set of examples at a kink
+    # attempt the polish once J has nearly settled
     settled = state.objective - new.objective <= POLISH_SETTLED * abs(new.objective)
-    if (kinks is not None and settled and state.kinks is not None
-            and np.array_equal(kinks, state.kinks)):
+    if kinks is not None and settled:
         theta_p, J_p = active_set_polish(problem, new.theta)
         if theta_p is not None and J_p <= new.objective:
             return IRLSState(theta_p, J_p, kinks), info._replace(polished=True)
