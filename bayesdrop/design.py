@@ -124,6 +124,13 @@ class Design:
             G[D, D] = np.sum(rho)
         return G
 
+    def row_gram(self):
+        """Dense ``X X^T`` of shape (n_samples, n_samples), computed once and cached."""
+        if getattr(self, "_row_gram", None) is None:
+            G = self.X @ self.X.T
+            self._row_gram = G.toarray() if sp.issparse(G) else np.asarray(G)
+        return self._row_gram
+
     def gram_diagonal(self, rho):
         """Diagonal of ``Xbar.T diag(rho) Xbar`` (for Jacobi preconditioning)."""
         X2 = self.X.multiply(self.X) if self.sparse else self.X * self.X

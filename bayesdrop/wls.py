@@ -150,7 +150,9 @@ class WoodburyFactor:
         self.design = design
         X = design.X
         self.k = 1.0 / (2.0 + design.variance.weighted_column_sums(rho))
-        if design.sparse:
+        if design.variance.is_zero:  # K = I/2: reuse the cached X X^T
+            S = 0.5 * design.row_gram()
+        elif design.sparse:
             S = (X.multiply(self.k[None, :]).tocsr() @ X.T).toarray()
         else:
             S = (X * self.k) @ X.T
