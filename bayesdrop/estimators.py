@@ -65,9 +65,6 @@ class _DropoutLinearModel(BaseEstimator):
 
     _loss_name = "base"
 
-    def _make_loss(self):  # pragma: no cover - abstract
-        raise NotImplementedError
-
     def _check_params(self):
         check_scalar(self.C, "C", min_val=0.0, include_min=False)
         check_scalar(self.tol, "tol", min_val=0.0, include_min=False)

@@ -30,6 +30,8 @@ most ``C * ROOT_FLOOR / 2`` per example in one IRLS step.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 from ._validation import as_float_vector, check_binary_labels, check_scalar
@@ -62,7 +64,7 @@ def _excess_root(a, s):
     return out, root
 
 
-class Loss:
+class Loss(ABC):
     """Base class of the augmented losses. See the module docstring for the contract."""
 
     name = "base"
@@ -78,17 +80,17 @@ class Loss:
             check_binary_labels(y)
         return y
 
-    def terms(self, m, s, y):  # pragma: no cover - abstract
+    @abstractmethod
+    def terms(self, m, s, y):
         """Return ``(value, d_value/d_m, d_value/d_s)`` per example."""
-        raise NotImplementedError
 
-    def expected_augmentation(self, m, s, y):  # pragma: no cover - abstract
+    @abstractmethod
+    def expected_augmentation(self, m, s, y):
         """Conditional means of the augmentation variables given ``(m, s)``."""
-        raise NotImplementedError
 
-    def system_weights(self, aug, y):  # pragma: no cover - abstract
+    @abstractmethod
+    def system_weights(self, aug, y):
         """Per-example ``(rho, t)`` of the weighted least-squares system."""
-        raise NotImplementedError
 
     def irls_weights(self, m, s, y):
         """``(rho, t)`` with the augmentation variables at their conditional means."""

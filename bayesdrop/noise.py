@@ -24,6 +24,7 @@ diagonal noise term of the weighted normal equations).
 from __future__ import annotations
 
 import numbers
+from abc import ABC, abstractmethod
 
 import numpy as np
 import scipy.sparse as sp
@@ -144,7 +145,7 @@ def _sparse_map(X, func):
     return X
 
 
-class NoiseModel:
+class NoiseModel(ABC):
     """Base class of the unbiased, feature-wise corrupting distributions.
 
     Subclasses implement :meth:`_variance` (the per-entry variance) and
@@ -220,8 +221,9 @@ class NoiseModel:
             return FeatureVariance(None, 0.0, X.shape)
         return self._variance(X)
 
-    def _variance(self, X):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _variance(self, X):
+        """Return the :class:`FeatureVariance` of ``X`` for a positive level."""
 
     def feature_variance_values(self, x):
         """Return ``v(x)`` elementwise for an array of feature values ``x``."""
@@ -260,8 +262,9 @@ class NoiseModel:
             return X.copy()
         return self._corrupt_values(X, rng)
 
-    def _corrupt_values(self, x, rng):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _corrupt_values(self, x, rng):
+        """Return corrupted copies of the values ``x`` drawn with ``rng``."""
 
 
 class NoNoise(NoiseModel):
