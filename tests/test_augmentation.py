@@ -62,3 +62,65 @@ def test_reproducible_from_generator_state_and_validates():
         gig_half(np.array([-1.0]))
     with pytest.raises(TypeError, match="RandomState"):
         inverse_gaussian(np.ones(2), np.random.RandomState(0))
+
+
+# --------------------------------------------------------------------------- Polya-Gamma
+from bayesdrop.augmentation import polya_gamma, polya_gamma_moments  # noqa: E402
+
+PG_DRAWS = 100_000
+
+
+def _pg_series_cumulants(h, z, n_terms=2_000_000):
+    """Cumulants 1-4 of PG(h, z) from its series (independent of the closed forms):
+    kappa_j = h (j-1)! sum_k c_k^j, c_k = 1 / (2 pi^2 ((k-1/2)^2 + (z / 2 pi)^2))."""
+    k = np.arange(1, n_terms + 1) - 0.5
+    c = 1.0 / (2 * np.pi**2 * (k * k + (z / (2 * np.pi)) ** 2))
+    cum = [h * f * np.sum(c**j) for j, f in zip((1, 2, 3, 4), (1, 1, 2, 6))]
+    cum[0] += h / (2 * np.pi**2 * n_terms)  # the mean's remainder, sum_{k > n} ~ 1/n
+    return cum
+
+
+@pytest.mark.parametrize("z", [0.0, 0.5, 3.0, 30.0])
+@pytest.mark.parametrize("h", [0.5, 1.0, 1.5, 2.7, 7.3, 20.0])
+def test_polya_gamma_moments(h, z):
+    """Mean, variance and third cumulant within 4 standard errors of the exact values.
+
+    The standard errors use the exact cumulants: sd of the sample variance is
+    sqrt((mu4 - sigma^4) / n) with mu4 = kappa4 + 3 kappa2^2; the third central moment's
+    from the sample itself."""
+    k1, k2, k3, k4 = _pg_series_cumulants(h, z)
+    mean, var = polya_gamma_moments(h, z)
+    assert mean == pytest.approx(k1, rel=1e-6) and var == pytest.approx(k2, rel=1e-6)
+    x = polya_gamma(h, np.full(PG_DRAWS, z), random_state=2024)
+    assert np.all(np.isfinite(x)) and np.all(x > 0)
+    assert abs(x.mean() - k1) <= 4 * np.sqrt(k2 / PG_DRAWS)
+    d = x - k1
+    assert abs(np.mean(d**2) - k2) <= 4 * np.sqrt((k4 + 2 * k2**2) / PG_DRAWS)
+    c3 = d**3
+    assert abs(c3.mean() - k3) <= 4 * c3.std() / np.sqrt(PG_DRAWS)
+
+
+@pytest.mark.parametrize("z", [0.0, 2.0, 30.0])
+def test_polya_gamma_fraction_composes_to_devroye(z):
+    """PG(0.5) + PG(0.5) (jitted series / inverse-Gaussian branch) has the law of PG(1)
+    drawn by polyagamma's exact devroye method: two-sample KS test."""
+    from polyagamma import random_polyagamma
+    from scipy import stats
+
+    zz = np.full(PG_DRAWS, z)
+    ours = polya_gamma(0.5, zz, random_state=1) + polya_gamma(0.5, zz, random_state=2)
+    ref = random_polyagamma(1.0, zz, method="devroye", random_state=np.random.default_rng(3))
+    assert stats.ks_2samp(ours, ref).pvalue > 1e-3
+
+
+def test_polya_gamma_reproducible_and_validates():
+    z = np.linspace(0, 40, 50)
+    assert np.array_equal(polya_gamma(2.7, z, random_state=5), polya_gamma(2.7, z, random_state=5))
+    assert np.array_equal(polya_gamma(2.7, -z, random_state=5), polya_gamma(2.7, z, random_state=5))
+    out = np.empty(50)
+    assert polya_gamma(1.3, z, random_state=5, out=out) is out
+    for bad in (0.0, -1.0, np.nan, np.inf, "2"):
+        with pytest.raises(ValueError, match="h must be"):
+            polya_gamma(bad, z)
+    with pytest.raises(ValueError, match="z must be finite"):
+        polya_gamma(1.0, np.array([0.0, np.nan]))
