@@ -27,7 +27,9 @@ from .noise import (
     Poisson,
     make_noise,
 )
+from .posterior import sample_posterior
 from .problem import Problem
+from . import diagnostics, gibbs, posterior  # noqa: E402  (submodules as attributes)
 
 try:
     __version__ = version("bayesdrop")
@@ -54,5 +56,9 @@ __all__ = [
     "AdditiveLaplace",
     "Poisson",
     "make_noise",
+    "sample_posterior",
+    "gibbs",
+    "diagnostics",
+    "posterior",
     "__version__",
 ]

@@ -20,9 +20,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import irls
+from ._arviz import to_inference_data
 from ._validation import check_scalar
 from .losses import EpsilonInsensitiveLoss, HingeLoss, LogisticLoss
 from .noise import make_noise
+from .posterior import sample_problems, vote_fractions
 from .problem import Problem
 from .wls import SOLVERS
 
@@ -115,6 +117,80 @@ class _DropoutLinearModel(BaseEstimator):
         self.fit_time_ = time.perf_counter() - start
         return self
 
+    def _problems(self, X, y):
+        """The fitted model's binary problems on ``(X, y)`` and their IRLS estimates."""
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        targets = self._encode_targets(y, X.shape[0])
+        loss = self._make_loss()
+        coef = np.atleast_2d(self.coef_)
+        intercept = np.atleast_1d(self.intercept_)
+        problems, thetas, problem = [], [], None
+        for k in range(targets.shape[1]):
+            if problem is None:
+                problem = Problem.create(X, targets[:, k], loss, self.noise_, self.fit_intercept)
+            else:
+                problem = problem._replace(y=loss.check_target(targets[:, k], X.shape[0]))
+            problems.append(problem)
+            thetas.append(problem.design.pack(coef[k], intercept[k]))
+        return problems, thetas
+
+    def sample_posterior(self, X, y, *, draws=1000, tune=500, chains=4, thin=1,
+                         random_state=None, progressbar=True, init="irls", cores=None,
+                         store_augmentation=False):
+        """Fit by IRLS, then sample the pseudo-posterior ``exp(-J(w, b))`` by Gibbs.
+
+        Each binary (one-vs-rest) problem is sampled by :func:`bayesdrop.gibbs.sample`:
+        augmentation variables and ``theta`` drawn in turn from the same weighted
+        least-squares system that IRLS solves. The chains are independent processes by
+        default; the same ``random_state`` gives the same draws either way.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        draws : int, default=1000
+            Kept draws per chain.
+        tune : int, default=500
+            Burn-in sweeps per chain.
+        chains : int, default=4
+        thin : int, default=1
+        random_state : None, int, SeedSequence or numpy.random.Generator
+        progressbar : bool, default=True
+            Quiet anyway when the ``CI`` environment variable is set.
+        init : {"irls", "overdispersed"} or ndarray, default="irls"
+            Start at the IRLS estimate, or at it plus three times a draw from the Gaussian
+            of the IRLS system (see :func:`bayesdrop.gibbs.sample`).
+        cores : int, optional
+            Parallel chain processes (default ``min(chains, cpu_count)``; 1: in sequence).
+        store_augmentation : bool, default=False
+            Keep full traces of the augmentation variables; their posterior means per
+            example are always kept (group ``augmentation_mean``).
+
+        Returns
+        -------
+        arviz.InferenceData
+            ``posterior`` (``coef`` with dims ``(chain, draw, [class,] feature)``,
+            ``intercept``), ``sample_stats`` (``lp = -J``), ``observed_data`` (``y``),
+            ``augmentation_mean``; attributes name the loss, ``C``, the noise and its
+            level, timings and the library version.
+        """
+        self.fit(X, y)
+        problems, thetas = self._problems(X, y)
+        results = sample_problems(problems, thetas, random_state=random_state, draws=draws,
+                                  tune=tune, chains=chains, thin=thin, init=init,
+                                  progressbar=progressbar, cores=cores,
+                                  store_augmentation=store_augmentation, solver=self.solver)
+        classes = getattr(self, "classes_", None)
+        class_names = list(classes) if classes is not None and len(problems) > 1 else None
+        attrs = {"estimator": type(self).__name__}
+        if classes is not None:
+            attrs["classes"] = ",".join(str(c) for c in classes)
+        return to_inference_data(results, loss=self.loss_, noise=self.noise_,
+                                 fit_intercept=self.fit_intercept, y=np.asarray(y),
+                                 feature_names=getattr(self, "feature_names_in_", None),
+                                 class_names=class_names, attrs=attrs)
+
     def _decision(self, X):
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
@@ -151,11 +227,39 @@ class _DropoutClassifier(ClassifierMixin, _DropoutLinearModel):
                 f"y contains only one class ({self.classes_[0]!r}); at least two classes "
                 "are needed"
             )
+        return self._fit_problems(X, self._one_vs_rest(y_idx), noise)
+
+    def _one_vs_rest(self, y_idx):
         if self.classes_.shape[0] == 2:
-            targets = np.where(y_idx == 1, 1.0, -1.0)[:, None]
-        else:
-            targets = np.where(y_idx[:, None] == np.arange(self.classes_.shape[0]), 1.0, -1.0)
-        return self._fit_problems(X, targets, noise)
+            return np.where(y_idx == 1, 1.0, -1.0)[:, None]
+        return np.where(y_idx[:, None] == np.arange(self.classes_.shape[0]), 1.0, -1.0)
+
+    def _encode_targets(self, y, n_samples):
+        y = np.asarray(y)
+        if y.shape != (n_samples,):
+            raise ValueError(f"y must have shape ({n_samples},), got {y.shape}")
+        y_idx = np.searchsorted(self.classes_, y)
+        y_idx = np.clip(y_idx, 0, self.classes_.shape[0] - 1)
+        if not np.all(self.classes_[y_idx] == y):
+            raise ValueError("y contains labels not seen in fit")
+        return self._one_vs_rest(y_idx)
+
+    def predict_vote_fractions(self, X, idata):
+        """Posterior predictive class probabilities as vote fractions of the draws.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        idata : arviz.InferenceData
+            From :meth:`sample_posterior`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Fraction of posterior draws whose prediction is each class of ``classes_``.
+        """
+        check_is_fitted(self)
+        return vote_fractions(idata, self._validate_X(X, reset=False))
 
     def decision_function(self, X):
         """Mean scores ``w.x + b``.
@@ -385,6 +489,27 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
         self.objective_ = self.objective_[0]
         self.converged_ = bool(self.converged_[0])
         return self
+
+    def _encode_targets(self, y, n_samples):
+        y = np.asarray(y, dtype=float)
+        if y.shape != (n_samples,):
+            raise ValueError(f"y must have shape ({n_samples},), got {y.shape}")
+        return y[:, None]
+
+    def predict_interval(self, X, idata, prob=0.94):
+        """Posterior mean and central ``prob`` interval of ``w.x + b`` for each row.
+
+        See :func:`bayesdrop.posterior.predictive_interval`.
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,)
+        interval : ndarray of shape (n_samples, 2)
+        """
+        from .posterior import predictive_interval
+
+        check_is_fitted(self)
+        return predictive_interval(idata, self._validate_X(X, reset=False), prob)
 
     def predict(self, X):
         """Predictions ``w.x + b``."""

@@ -12,6 +12,8 @@ A loss supplies
   gradient of ``J`` follows by the chain rule, see :func:`objective`);
 * :meth:`Loss.expected_augmentation` -- the conditional means of its augmentation
   variables (the IRLS / E-step weights);
+* :meth:`Loss.draw_augmentation` -- a draw of the augmentation variables from their
+  conditional distribution (the Gibbs step);
 * :meth:`Loss.system_weights` -- the per-example weight ``rho_n`` and target ``t_n`` of the
   shared weighted least-squares system (:mod:`bayesdrop.wls`)::
 
@@ -35,6 +37,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from ._validation import as_float_vector, check_binary_labels, check_scalar
+from .augmentation import inverse_gaussian, polya_gamma
 
 __all__ = [
     "ROOT_FLOOR",
@@ -87,6 +90,15 @@ class Loss(ABC):
     @abstractmethod
     def expected_augmentation(self, m, s, y):
         """Conditional means of the augmentation variables given ``(m, s)``."""
+
+    @abstractmethod
+    def draw_augmentation(self, m, s, y, rng):
+        """Draw the augmentation variables from their conditional law given ``(m, s)``.
+
+        Returns a tuple like :meth:`expected_augmentation`; ``rng`` is a
+        :class:`numpy.random.Generator`. No floor is applied: a zero root gives the exact
+        limit law (Levy for the inverse-Gaussian augmentations).
+        """
 
     @abstractmethod
     def system_weights(self, aug, y):
@@ -165,6 +177,12 @@ class HingeLoss(Loss):
         root = np.maximum(np.sqrt(zeta * zeta + s), ROOT_FLOOR)
         return (1.0 / (self.C * root),)
 
+    def draw_augmentation(self, m, s, y, rng):
+        zeta = self.margin - y * m
+        with np.errstate(divide="ignore"):
+            mean = 1.0 / (self.C * np.sqrt(zeta * zeta + s))
+        return (inverse_gaussian(mean, rng),)
+
     def system_weights(self, aug, y):
         (u,) = aug
         C = self.C
@@ -227,6 +245,9 @@ class LogisticLoss(Loss):
     def expected_augmentation(self, m, s, y):
         return (self._mean_pg(np.sqrt(m * m + s)),)
 
+    def draw_augmentation(self, m, s, y, rng):
+        return (polya_gamma(self.h, np.sqrt(m * m + s), rng),)
+
     def system_weights(self, aug, y):
         (lam,) = aug
         return lam, 0.5 * self.h * y
@@ -280,6 +301,14 @@ class EpsilonInsensitiveLoss(Loss):
         root_m = np.maximum(np.sqrt((r + eps) ** 2 + s), ROOT_FLOOR)
         return 1.0 / (self.C * root_p), 1.0 / (self.C * root_m)
 
+    def draw_augmentation(self, m, s, y, rng):
+        r = y - m
+        eps = self.epsilon
+        with np.errstate(divide="ignore"):
+            mean_p = 1.0 / (self.C * np.sqrt((r - eps) ** 2 + s))
+            mean_m = 1.0 / (self.C * np.sqrt((r + eps) ** 2 + s))
+        return inverse_gaussian(mean_p, rng), inverse_gaussian(mean_m, rng)
+
     def system_weights(self, aug, y):
         u, u2 = aug
         c2 = self.C * self.C
@@ -325,6 +354,9 @@ class SquaredLoss(Loss):
         return 0.5 * C * (r * r + s), -C * r, np.full_like(m, 0.5 * C)
 
     def expected_augmentation(self, m, s, y):
+        return ()
+
+    def draw_augmentation(self, m, s, y, rng):
         return ()
 
     def system_weights(self, aug, y):

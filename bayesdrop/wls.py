@@ -8,7 +8,11 @@ its augmentation variables)::
     r = sum_n t_n xbar_n = Xbar^T t
 
 IRLS solves ``A theta = r`` (:func:`solve`); the Gibbs sampler draws
-``theta ~ N(A^{-1} r, A^{-1})`` from the same system (:mod:`bayesdrop.gibbs`).
+``theta ~ N(A^{-1} r, A^{-1})`` from the same system (:func:`sample`, used by
+:mod:`bayesdrop.gibbs`): with the Cholesky factor ``A = L L^T`` as
+``theta = L^{-T} (L^{-1} r + z)``, ``z ~ N(0, I)``; with the other back-ends by
+perturb-then-solve, ``theta = A^{-1} (r + eta)`` with ``eta ~ N(0, A)`` built from the
+pieces of ``A`` (:func:`perturbation`).
 
 Two linear-algebra back-ends:
 
@@ -45,6 +49,8 @@ __all__ = [
     "cholesky_factor",
     "WoodburyFactor",
     "solve",
+    "perturbation",
+    "sample",
 ]
 
 #: Largest number of parameters for which ``solver="auto"`` forms ``A`` densely.
@@ -178,6 +184,22 @@ class WoodburyFactor:
         return np.append(w, b) if design.fit_intercept else w
 
 
+def _cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
+    """Preconditioned CG on ``A theta = r``."""
+    op, diag = normal_operator(design, rho)
+    precond = spla.LinearOperator(op.shape, matvec=lambda z: np.ravel(z) / diag,
+                                  dtype=np.float64)
+    count = [0]
+
+    def callback(_):
+        count[0] += 1
+
+    maxiter = cg_maxiter if cg_maxiter is not None else 10 * design.n_params
+    theta, status = spla.cg(op, r, x0=x0, rtol=cg_tol, atol=0.0, M=precond,
+                            maxiter=maxiter, callback=callback)
+    return theta, {"solver": "cg", "cg_iterations": count[0], "cg_converged": status == 0}
+
+
 def solve(design, rho, t, *, solver="auto", x0=None, cg_tol=1e-10, cg_maxiter=None):
     """Solve ``A theta = r`` for the weights ``rho`` and targets ``t``.
 
@@ -210,15 +232,68 @@ def solve(design, rho, t, *, solver="auto", x0=None, cg_tol=1e-10, cg_maxiter=No
         return theta, {"solver": "cholesky"}
     if solver == "woodbury":
         return WoodburyFactor(design, rho).solve(r), {"solver": "woodbury"}
-    op, diag = normal_operator(design, rho)
-    precond = spla.LinearOperator(op.shape, matvec=lambda z: np.ravel(z) / diag,
-                                  dtype=np.float64)
-    count = [0]
+    return _cg_solve(design, rho, r, x0, cg_tol, cg_maxiter)
 
-    def callback(_):
-        count[0] += 1
 
-    maxiter = cg_maxiter if cg_maxiter is not None else 10 * design.n_params
-    theta, status = spla.cg(op, r, x0=x0, rtol=cg_tol, atol=0.0, M=precond,
-                            maxiter=maxiter, callback=callback)
-    return theta, {"solver": "cg", "cg_iterations": count[0], "cg_converged": status == 0}
+def perturbation(design, rho, rng):
+    """Draw ``eta ~ N(0, A)`` without forming ``A``.
+
+    ``eta = sqrt(2) I' z1 + Xbar^T (sqrt(rho) * z2) + sqrt(V^T rho) * z3`` with independent
+    standard normal ``z1, z2, z3`` (``z3`` is skipped at zero noise); its covariance is
+    ``2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho) = A``. Cost ``O(nnz)``.
+
+    Parameters
+    ----------
+    design : Design
+    rho : ndarray of shape (n_samples,), non-negative
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of shape (n_params,)
+    """
+    eta = np.sqrt(2.0) * design.penalty_mask() * rng.standard_normal(design.n_params)
+    eta += design.rmatvec(np.sqrt(rho) * rng.standard_normal(design.n_samples))
+    if not design.variance.is_zero:
+        eta += np.sqrt(design.noise_diagonal(rho)) * rng.standard_normal(design.n_params)
+    return eta
+
+
+def sample(design, rho, t, rng, *, solver="auto", x0=None, cg_tol=1e-12, cg_maxiter=None):
+    """Draw ``theta ~ N(A^{-1} r, A^{-1})`` from the shared system (the Gibbs step).
+
+    ``"cholesky"``: ``A = L L^T`` and ``theta = L^{-T} (L^{-1} r + z)``, ``z ~ N(0, I)``.
+    ``"woodbury"`` and ``"cg"``: perturb-then-solve, ``theta = A^{-1} (r + eta)`` with
+    ``eta ~ N(0, A)`` from :func:`perturbation`; then ``E theta = A^{-1} r`` and
+    ``Cov theta = A^{-1} A A^{-1} = A^{-1}``. The Woodbury solve is exact; conjugate
+    gradients are run to the relative residual ``cg_tol`` (warm-started at ``x0``).
+
+    Parameters
+    ----------
+    design : Design
+    rho, t : ndarray of shape (n_samples,)
+        Weights (drawn augmentation variables through ``loss.system_weights``) and targets.
+    rng : numpy.random.Generator
+    solver : {"auto", "cholesky", "woodbury", "cg"}
+    x0 : ndarray, optional
+        Warm start for conjugate gradients (e.g. the previous draw).
+    cg_tol : float
+    cg_maxiter : int, optional
+
+    Returns
+    -------
+    theta : ndarray of shape (n_params,)
+    info : dict
+    """
+    solver = choose_solver(design, solver)
+    r = normal_rhs(design, t)
+    if solver == "cholesky":
+        L = cholesky_factor(normal_matrix(design, rho))
+        v = sla.solve_triangular(L, r, lower=True, check_finite=False)
+        v += rng.standard_normal(design.n_params)
+        theta = sla.solve_triangular(L, v, lower=True, trans="T", check_finite=False)
+        return theta, {"solver": "cholesky"}
+    r = r + perturbation(design, rho, rng)
+    if solver == "woodbury":
+        return WoodburyFactor(design, rho).solve(r), {"solver": "woodbury"}
+    return _cg_solve(design, rho, r, x0, cg_tol, cg_maxiter)

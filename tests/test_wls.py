@@ -86,3 +86,36 @@ def test_auto_uses_woodbury_when_features_outnumber_examples(monkeypatch):
 def test_unknown_solver():
     with pytest.raises(ValueError, match="solver must be one of"):
         wls.choose_solver(Design(np.eye(3)), "qr")
+
+
+@pytest.mark.parametrize("solver", ["cholesky", "woodbury", "cg"])
+@pytest.mark.parametrize("noise", [NoNoise(), Dropout(0.4)], ids=repr)
+def test_gaussian_draw_has_mean_inv_A_r_and_covariance_inv_A(solver, noise):
+    """wls.sample: theta ~ N(A^{-1} r, A^{-1}) for every back-end (sparse, D > N so the
+    Woodbury dual is valid). Each mean within 4 SE; each covariance entry within 4 SE
+    of a sample covariance, sqrt((S_ii S_jj + S_ij^2) / n)."""
+    Xd = sparse_counts(n=6, d=9, density=0.5, seed=3).toarray()
+    design = Design(sp.csr_matrix(Xd), noise, True)
+    rng = np.random.default_rng(7)
+    rho, t = rng.random(6) + 0.2, rng.normal(size=6)
+    A, r = explicit_system(Xd, noise.feature_variance_values(Xd), rho, t)
+    S = np.linalg.inv(A)
+    mu = S @ r
+    n = 2_000 if solver == "cg" else 4_000
+    draws = np.array([wls.sample(design, rho, t, rng, solver=solver)[0] for _ in range(n)])
+    assert np.all(np.abs(draws.mean(0) - mu) <= 4 * np.sqrt(np.diag(S) / n))
+    emp = np.cov(draws.T)
+    se = np.sqrt((np.outer(np.diag(S), np.diag(S)) + S**2) / n)
+    assert np.all(np.abs(emp - S) <= 4.5 * se)
+
+
+def test_perturbation_covariance_is_A():
+    Xd = sparse_counts(n=8, d=4, density=0.6, seed=5).toarray()
+    design = Design(Xd, Dropout(0.3), True)
+    rng = np.random.default_rng(1)
+    rho = rng.random(8) + 0.5
+    A, _ = explicit_system(Xd, Dropout(0.3).feature_variance_values(Xd), rho, np.zeros(8))
+    n = 10_000
+    eta = np.array([wls.perturbation(design, rho, rng) for _ in range(n)])
+    se = np.sqrt((np.outer(np.diag(A), np.diag(A)) + A**2) / n)
+    assert np.all(np.abs(np.cov(eta.T) - A) <= 4.5 * se)

@@ -1,0 +1,175 @@
+"""Every call into ArviZ lives here (the library targets the ArviZ 0.23 line).
+
+Converts :class:`bayesdrop.gibbs.SamplerResult` objects (one per binary / one-vs-rest
+problem) into :class:`arviz.InferenceData` and wraps the few ArviZ statistics the
+diagnostics use, so that moving to ArviZ 1.x touches one module.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import xarray as xr
+
+with warnings.catch_warnings():  # ArviZ 0.23 announces its 1.0 refactor on import
+    warnings.simplefilter("ignore", FutureWarning)
+    import arviz as az
+
+__all__ = ["az", "to_inference_data", "summary_stats", "hdi", "from_netcdf"]
+
+AUGMENTATION_NAMES = {
+    "hinge": ("u",),
+    "epsilon_insensitive": ("u", "u_prime"),
+    "logistic": ("lambda",),
+}
+
+
+def _stack_problems(arrays, multiclass):
+    """Stack per-problem arrays along a class axis inserted after (chain, draw)."""
+    if not multiclass:
+        return arrays[0]
+    return np.stack(arrays, axis=2)
+
+
+def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=None,
+                      class_names=None, attrs=None):
+    """Build the InferenceData of a sampled model.
+
+    Parameters
+    ----------
+    results : list of SamplerResult
+        One per binary problem (one-vs-rest: one per class).
+    loss : Loss
+    noise : NoiseModel
+    fit_intercept : bool
+    y : array-like of shape (n_samples,)
+        Observed targets as the user gave them (class labels or reals).
+    feature_names : sequence of str, optional
+    class_names : sequence, optional
+        Names of the one-vs-rest problems; None for a single (binary or regression)
+        problem, which then has no ``class`` dimension.
+    attrs : dict, optional
+        Extra attributes (strings and numbers only, so that netCDF keeps them).
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``posterior``: ``coef`` (chain, draw, [class,] feature), ``intercept``
+        (chain, draw, [class]) and, if stored, the augmentation traces;
+        ``sample_stats``: ``lp = -J``; ``observed_data``: ``y``;
+        ``augmentation_mean``: per chain and example, the posterior mean of each
+        augmentation variable (``u``, ``u_prime`` or ``lambda``).
+    """
+    multiclass = class_names is not None
+    n_features = results[0].theta.shape[-1] - int(fit_intercept)
+    n_samples = results[0].augmentation_mean.shape[-1]
+    if feature_names is None:
+        feature_names = [f"x{j}" for j in range(n_features)]
+    feature_names = [str(f) for f in feature_names]
+    cls = ["class"] if multiclass else []
+    coords = {
+        "feature": feature_names,
+        "example": np.arange(n_samples),
+    }
+    if multiclass:
+        coords["class"] = [str(c) for c in class_names]
+    theta = _stack_problems([r.theta for r in results], multiclass)
+    post = {"coef": (("chain", "draw", *cls, "feature"), theta[..., :n_features])}
+    if fit_intercept:
+        post["intercept"] = (("chain", "draw", *cls), theta[..., n_features])
+    names = AUGMENTATION_NAMES.get(loss.name, ())
+    if results[0].augmentation is not None:
+        for j, name in enumerate(names):
+            trace = _stack_problems([r.augmentation[:, :, j] for r in results], multiclass)
+            post[name] = (("chain", "draw", *cls, "example"), trace)
+    n_chains, n_draws = theta.shape[:2]
+    coords["chain"] = np.arange(n_chains)
+    coords["draw"] = np.arange(n_draws)
+    posterior = xr.Dataset(post, coords={k: v for k, v in coords.items() if k != "example"
+                                         or results[0].augmentation is not None})
+    lp = _stack_problems([r.lp for r in results], multiclass)
+    sample_stats = xr.Dataset({"lp": (("chain", "draw", *cls), lp)},
+                              coords={k: coords[k] for k in ("chain", "draw", *cls)})
+    aug_mean = {}
+    for j, name in enumerate(names):
+        if multiclass:
+            arr = np.stack([r.augmentation_mean[:, j] for r in results], axis=1)
+        else:
+            arr = results[0].augmentation_mean[:, j]
+        aug_mean[name] = (("chain", *cls, "example"), arr)
+    aug_coords = {k: coords[k] for k in ("chain", *cls, "example")}
+    y = np.asarray(y)
+    if y.dtype.kind == "O":
+        y = y.astype(str)
+    observed = xr.Dataset({"y": (("example",), y)}, coords={"example": coords["example"]})
+
+    from . import __version__
+
+    meta = {
+        "inference_library": "bayesdrop",
+        "inference_library_version": __version__,
+        "created_at_library": "bayesdrop",
+        "loss": loss.name,
+        "C": float(loss.C),
+        "noise": noise.name,
+        "noise_level": float(noise.level),
+        "fit_intercept": int(bool(fit_intercept)),
+        "tuning_steps": int(results[0].tune),
+        "thin": int(results[0].thin),
+        "sampling_time": float(sum(r.draw_time.sum() for r in results)),
+        "tuning_time": float(sum(r.tune_time.sum() for r in results)),
+        "interrupted": int(any(r.interrupted for r in results)),
+    }
+    for key in ("margin", "epsilon"):
+        if hasattr(loss, key):
+            meta[key] = float(getattr(loss, key))
+    if attrs:
+        meta.update(attrs)
+    groups = {
+        "posterior": posterior,
+        "sample_stats": sample_stats,
+        "observed_data": observed,
+    }
+    if aug_mean:
+        groups["augmentation_mean"] = xr.Dataset(aug_mean, coords=aug_coords)
+    for ds in groups.values():
+        ds.attrs.update(meta)
+    return az.InferenceData(**groups)
+
+
+def summary_stats(idata, var_names=None, hdi_prob=0.94):
+    """``arviz.summary`` of the posterior (mean, sd, HDI, MCSE, ESS, R-hat)."""
+    return az.summary(idata, var_names=var_names, hdi_prob=hdi_prob, kind="all",
+                      round_to="none")
+
+
+def hdi(values, hdi_prob=0.94):
+    """Highest-density interval of an array of draws."""
+    return az.hdi(np.asarray(values), hdi_prob=hdi_prob)
+
+
+def ess(values, method="bulk"):
+    """Effective sample size of an array of shape (chain, draw)."""
+    return float(az.ess(np.asarray(values), method=method))
+
+
+def mcse(values, method="mean"):
+    """Monte Carlo standard error of an array of shape (chain, draw)."""
+    return float(az.mcse(np.asarray(values), method=method))
+
+
+def rhat(values):
+    """Rank-normalised split R-hat of an array of shape (chain, draw)."""
+    return float(az.rhat(np.asarray(values)))
+
+
+def from_netcdf(path):
+    """Load an InferenceData written by ``idata.to_netcdf(path)``."""
+    return az.from_netcdf(path)
+
+
+def plot_density(idata, var_names, coords, ax):
+    """``arviz.plot_posterior`` of selected variables onto the axes ``ax``."""
+    return az.plot_posterior(idata, var_names=var_names, coords=coords, ax=ax,
+                             hdi_prob=0.94, point_estimate="mean")

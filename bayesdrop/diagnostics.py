@@ -1,0 +1,186 @@
+"""Compare posterior draws with the IRLS point estimate (MATH.md section 4).
+
+The Gibbs chain targets ``exp(-J(w, b))`` and IRLS returns ``argmin J``, so
+
+* the IRLS estimate is the posterior **mode**: no draw may have a larger ``lp = -J``
+  than the IRLS estimate (:func:`check_mode`);
+* for a nearly Gaussian posterior the mode and the mean are close in units of the
+  posterior sd (the ``z`` column of :func:`compare_with_irls`);
+* the IRLS weights ``E[u_n | theta_irls]`` (the augmentation means at the point
+  estimate) and the posterior means ``E[u_n | data]`` agree to first order
+  (:func:`augmentation_comparison`, :func:`plot_weights`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import _arviz
+
+__all__ = [
+    "compare_with_irls",
+    "check_mode",
+    "augmentation_comparison",
+    "plot_posterior_vs_irls",
+    "plot_weights",
+]
+
+
+def _irls_parameters(estimator):
+    """IRLS estimate as (coef (n_problems, D), intercept (n_problems,))."""
+    coef = np.atleast_2d(np.asarray(estimator.coef_, dtype=float))
+    intercept = np.atleast_1d(np.asarray(estimator.intercept_, dtype=float))
+    return coef, intercept
+
+
+def _check_match(idata, estimator):
+    coef, _ = _irls_parameters(estimator)
+    post = idata.posterior["coef"]
+    n_problems = post.sizes.get("class", 1)
+    if post.sizes["feature"] != coef.shape[1] or n_problems != coef.shape[0]:
+        raise ValueError(
+            f"the posterior ({n_problems} problem(s) x {post.sizes['feature']} features) "
+            f"does not match the estimator ({coef.shape[0]} x {coef.shape[1]})"
+        )
+
+
+def compare_with_irls(idata, estimator, hdi_prob=0.94):
+    """Per-coefficient table: IRLS estimate against the posterior.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        From ``estimator.sample_posterior``.
+    estimator : fitted DropoutSVC, DropoutLogisticRegression or DropoutSVR
+    hdi_prob : float
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed like ``arviz.summary`` (``coef[x0]``, ``coef[1, x0]``, ``intercept``, ...),
+        with columns ``irls``, ``mean``, ``sd``, the HDI bounds, ``mcse_mean``,
+        ``mcse_sd``, ``ess_bulk``, ``ess_tail``, ``r_hat`` and the standardised distance
+        ``z = (mean - irls) / sd``.
+    """
+    _check_match(idata, estimator)
+    coef, intercept = _irls_parameters(estimator)
+    var_names = ["coef"] + (["intercept"] if "intercept" in idata.posterior else [])
+    table = _arviz.summary_stats(idata, var_names=var_names, hdi_prob=hdi_prob)
+    irls_values = list(coef.ravel())  # class-major, as ArviZ flattens (class, feature)
+    if "intercept" in var_names:
+        irls_values += list(intercept)
+    table.insert(0, "irls", np.asarray(irls_values))
+    table["z"] = (table["mean"] - table["irls"]) / table["sd"]
+    return table
+
+
+def check_mode(idata, estimator, rtol=1e-7):
+    """Check that the IRLS estimate is the posterior mode.
+
+    ``lp_irls = -J(theta_irls)`` (the last entry of ``objective_``) must be at least the
+    largest ``lp`` of any draw, up to ``rtol * max(1, |lp_irls|)`` (the IRLS stopping
+    tolerance).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per binary problem: ``lp_irls``, ``lp_max_draws``, ``gap`` (``>= 0``
+        when no draw beats the IRLS estimate) and ``is_mode``.
+    """
+    _check_match(idata, estimator)
+    history = estimator.objective_
+    if isinstance(history, np.ndarray) and history.ndim == 1:
+        history = [history]
+    lp = idata.sample_stats["lp"].values
+    if lp.ndim == 2:
+        lp = lp[..., None]
+    rows = []
+    for k, hist in enumerate(history):
+        lp_irls = -float(hist[-1])
+        lp_max = float(np.max(lp[..., k]))
+        gap = lp_irls - lp_max
+        rows.append({"lp_irls": lp_irls, "lp_max_draws": lp_max, "gap": gap,
+                     "is_mode": bool(gap >= -rtol * max(1.0, abs(lp_irls)))})
+    return pd.DataFrame(rows)
+
+
+def augmentation_comparison(idata, estimator, X, y):
+    """IRLS weights ``E[aug | theta_irls]`` against posterior means ``E[aug | data]``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per example (and problem, and augmentation variable) with columns
+        ``problem``, ``variable``, ``example``, ``irls`` and ``posterior_mean`` (averaged
+        over chains).
+    """
+    _check_match(idata, estimator)
+    problems, thetas = estimator._problems(X, y)
+    group = idata["augmentation_mean"]
+    frames = []
+    for k, (problem, theta) in enumerate(zip(problems, thetas)):
+        m, s = problem.design.scores(theta)
+        expected = problem.loss.expected_augmentation(m, s, problem.y)
+        for j, name in enumerate(group.data_vars):
+            post = group[name].values
+            post = post[:, k] if post.ndim == 3 else post
+            frames.append(pd.DataFrame({
+                "problem": k, "variable": name, "example": np.arange(problem.y.shape[0]),
+                "irls": expected[j], "posterior_mean": post.mean(axis=0),
+            }))
+    return pd.concat(frames, ignore_index=True)
+
+
+def plot_posterior_vs_irls(idata, estimator, features=None, problem=0, max_plots=12):
+    """Posterior densities of coefficients with the IRLS estimate marked.
+
+    Parameters
+    ----------
+    idata, estimator
+    features : sequence of feature names, optional
+        Default: the first ``max_plots`` features.
+    problem : int
+        One-vs-rest problem (class index) for multiclass posteriors.
+
+    Returns
+    -------
+    numpy.ndarray of matplotlib Axes
+    """
+    _check_match(idata, estimator)
+    coef, _ = _irls_parameters(estimator)
+    names = list(idata.posterior["feature"].values)
+    if features is None:
+        features = names[:max_plots]
+    coords = {"feature": list(features)}
+    if "class" in idata.posterior["coef"].dims:
+        coords["class"] = [idata.posterior["class"].values[problem]]
+    axes = np.atleast_1d(_arviz.plot_density(idata, ["coef"], coords, None)).ravel()
+    for ax, name in zip(axes, features):
+        value = coef[problem, names.index(name)]
+        ax.axvline(value, color="C3", linestyle="--", label="IRLS")
+    axes[0].legend(loc="upper right")
+    return axes
+
+
+def plot_weights(idata, estimator, X, y, ax=None):
+    """Scatter of IRLS weights against posterior mean augmentation weights (log-log).
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    import matplotlib.pyplot as plt
+
+    table = augmentation_comparison(idata, estimator, X, y)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.5, 4.5))
+    for name, part in table.groupby("variable"):
+        ax.loglog(part["irls"], part["posterior_mean"], ".", alpha=0.5, label=name)
+    lo = float(np.nanmin(table[["irls", "posterior_mean"]].values))
+    hi = float(np.nanmax(table[["irls", "posterior_mean"]].values))
+    ax.plot([lo, hi], [lo, hi], "k:", lw=1)
+    ax.set_xlabel("IRLS weight E[aug | theta_irls]")
+    ax.set_ylabel("posterior mean E[aug | data]")
+    ax.legend()
+    return ax

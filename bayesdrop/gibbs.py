@@ -1,0 +1,403 @@
+"""Gibbs sampler for the pseudo-posterior ``exp(-J(w, b))`` (MATH.md sections 3-4).
+
+One sweep alternates the two exact conditional draws of the augmented model::
+
+    aug   ~ p(aug | theta)      loss.draw_augmentation(m(theta), s(theta), y)
+    theta ~ N(A^{-1} r, A^{-1}) wls.sample(design, *loss.system_weights(aug, y))
+
+The second line is the IRLS step with the expectations replaced by draws and the solve
+replaced by a Gaussian draw from the *same* system ``(A, r)``. The marginal of the chain in
+``theta = (w, b)`` is exactly ``exp(-J)``, whose mode is the IRLS estimate.
+
+The kernel follows BlackJAX: :func:`init` builds a :class:`GibbsState`, :func:`step` takes
+a :class:`numpy.random.Generator`, the problem and a state and returns the next state and
+a :class:`GibbsInfo`. :func:`sample` is the driver: chains (in parallel processes by
+default), burn-in (``tune``), thinning, initialisation, a progress bar and
+``KeyboardInterrupt`` handling. Every chain draws from its own child of one
+:class:`numpy.random.SeedSequence`, so the draws do not depend on whether the chains run
+in parallel or in sequence.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from typing import NamedTuple
+
+import numpy as np
+
+from . import wls
+from ._progress import ProgressBar
+from ._validation import check_scalar
+
+__all__ = [
+    "GibbsState",
+    "GibbsInfo",
+    "SamplerResult",
+    "init",
+    "step",
+    "log_density",
+    "seed_sequence",
+    "sample",
+]
+
+
+class GibbsState(NamedTuple):
+    """``theta`` and its mean scores ``m`` and score variances ``s`` (what the next
+    augmentation draw needs)."""
+
+    theta: np.ndarray
+    m: np.ndarray
+    s: np.ndarray
+
+
+class GibbsInfo(NamedTuple):
+    """What one :func:`step` drew besides ``theta``."""
+
+    augmentation: tuple  # the augmentation variables used for this theta draw
+    solver_info: dict
+
+
+class SamplerResult(NamedTuple):
+    """Output of :func:`sample` for one problem.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (chains, draws, n_params)
+    lp : ndarray of shape (chains, draws)
+        ``-J(theta)`` of each kept draw.
+    augmentation_mean : ndarray of shape (chains, n_augmentation, n_samples)
+        Running mean of the augmentation variables over the kept sweeps (``u`` for the
+        hinge, ``(u, u')`` for epsilon-insensitive, ``lambda`` for the logistic loss).
+    augmentation : ndarray of shape (chains, draws, n_augmentation, n_samples) or None
+        Full traces, only with ``store_augmentation=True``.
+    theta_init : ndarray of shape (chains, n_params)
+    tune_time, draw_time : ndarray of shape (chains,)
+        Wall-clock seconds of burn-in and of the kept part of each chain.
+    tune, thin : int
+    interrupted : bool
+        Whether sampling was stopped by ``KeyboardInterrupt`` (the draws are those
+        collected until then, the same number for every chain).
+    """
+
+    theta: np.ndarray
+    lp: np.ndarray
+    augmentation_mean: np.ndarray
+    augmentation: np.ndarray | None
+    theta_init: np.ndarray
+    tune_time: np.ndarray
+    draw_time: np.ndarray
+    tune: int
+    thin: int
+    interrupted: bool
+
+
+# ------------------------------------------------------------------------------ kernel
+def init(problem, theta):
+    """Build the state at ``theta`` (computes ``m`` and ``s``)."""
+    theta = np.array(theta, dtype=float)
+    if theta.shape != (problem.design.n_params,):
+        raise ValueError(
+            f"initial theta has shape {theta.shape}, expected ({problem.design.n_params},)"
+        )
+    if not np.all(np.isfinite(theta)):
+        raise ValueError("initial theta must be finite")
+    m, s = problem.design.scores(theta)
+    return GibbsState(theta, m, s)
+
+
+def step(rng, problem, state, *, solver="auto", cg_tol=1e-12):
+    """One Gibbs sweep: draw the augmentation given ``theta``, then ``theta`` given it.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    problem : Problem
+    state : GibbsState
+    solver : {"auto", "cholesky", "woodbury", "cg"}
+        Back-end of the Gaussian draw (:func:`bayesdrop.wls.sample`).
+    cg_tol : float
+        Relative residual of the conjugate-gradient solve (``solver="cg"``).
+
+    Returns
+    -------
+    state : GibbsState
+    info : GibbsInfo
+    """
+    loss, y = problem.loss, problem.y
+    aug = loss.draw_augmentation(state.m, state.s, y, rng)
+    rho, t = loss.system_weights(aug, y)
+    theta, solver_info = wls.sample(problem.design, rho, t, rng, solver=solver,
+                                    x0=state.theta, cg_tol=cg_tol)
+    return init(problem, theta), GibbsInfo(aug, solver_info)
+
+
+def log_density(problem, state):
+    """``-J(theta)`` from the state's scores (no extra pass over ``X``)."""
+    w, _ = problem.design.split(state.theta)
+    value, _, _ = problem.loss.terms(state.m, state.s, problem.y)
+    return -float(w @ w + np.sum(value))
+
+
+# ------------------------------------------------------------------------------ seeding
+def seed_sequence(random_state):
+    """A :class:`numpy.random.SeedSequence` from ``random_state``.
+
+    None (fresh entropy), an int, a SeedSequence (used as is) or a Generator (four words
+    are drawn from it, so the same generator state gives the same chains).
+    """
+    if isinstance(random_state, np.random.SeedSequence):
+        return random_state
+    if random_state is None:
+        return np.random.SeedSequence()
+    if isinstance(random_state, np.random.Generator):
+        return np.random.SeedSequence(random_state.integers(0, 2**63, size=4).tolist())
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative integer, got {random_state}")
+        return np.random.SeedSequence(int(random_state))
+    raise TypeError(
+        "random_state must be None, an int, a SeedSequence or a numpy Generator, got "
+        f"{type(random_state).__name__}"
+    )
+
+
+# ------------------------------------------------------------------------------ one chain
+class _Chain(NamedTuple):
+    theta: np.ndarray
+    lp: np.ndarray
+    aug_mean: np.ndarray
+    aug: np.ndarray | None
+    n_kept: int
+    tune_time: float
+    draw_time: float
+    interrupted: bool
+
+
+def _run_chain(problem, theta0, seed, *, tune, draws, thin, solver, cg_tol,
+               store_augmentation, report=None, stop=None):
+    """Run one chain; ``report(n_sweeps_done)`` is called after every sweep and
+    ``stop()`` polled before every sweep."""
+    rng = np.random.default_rng(seed)
+    n_aug, n = problem.loss.n_augmentation, problem.design.n_samples
+    p = problem.design.n_params
+    theta_out = np.empty((draws, p))
+    lp_out = np.empty(draws)
+    aug_sum = np.zeros((n_aug, n))
+    aug_out = np.empty((draws, n_aug, n)) if store_augmentation else None
+    state = init(problem, theta0)
+    kept = 0
+    sweep = 0
+    interrupted = False
+    t0 = time.perf_counter()
+    t_tune = None
+    try:
+        for sweep in range(tune + draws * thin):
+            if stop is not None and stop():
+                interrupted = True
+                break
+            if sweep == tune:
+                t_tune = time.perf_counter()
+            state, info = step(rng, problem, state, solver=solver, cg_tol=cg_tol)
+            if sweep >= tune and (sweep - tune + 1) % thin == 0:
+                theta_out[kept] = state.theta
+                lp_out[kept] = log_density(problem, state)
+                for j, a in enumerate(info.augmentation):
+                    aug_sum[j] += a
+                    if aug_out is not None:
+                        aug_out[kept, j] = a
+                kept += 1
+            if report is not None:
+                report(sweep + 1)
+    except KeyboardInterrupt:
+        interrupted = True
+    t_end = time.perf_counter()
+    if t_tune is None:
+        t_tune = t_end
+    aug_mean = aug_sum / max(kept, 1)
+    return _Chain(theta_out[:kept], lp_out[:kept], aug_mean,
+                  None if aug_out is None else aug_out[:kept], kept,
+                  t_tune - t0, t_end - t_tune, interrupted)
+
+
+# ----------------------------------------------------------------- parallel machinery
+_WORKER = {}
+
+
+def _worker_init(problem, kwargs, counts, stop_event):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    _WORKER.update(problem=problem, kwargs=kwargs, counts=counts, stop=stop_event)
+    try:  # one BLAS thread per chain process: the chains are the parallelism
+        from threadpoolctl import threadpool_limits
+
+        _WORKER["limits"] = threadpool_limits(1)
+    except Exception:  # pragma: no cover - threadpoolctl ships with scikit-learn
+        pass
+
+
+def _worker_chain(index, theta0, seed):
+    counts = _WORKER["counts"]
+
+    def report(k):
+        counts[index] = k
+
+    return _run_chain(_WORKER["problem"], theta0, seed, report=report,
+                      stop=_WORKER["stop"].is_set, **_WORKER["kwargs"])
+
+
+def _mp_context():
+    methods = mp.get_all_start_methods()
+    return mp.get_context("fork" if "fork" in methods else methods[0])
+
+
+def _run_parallel(problem, inits, seeds, kwargs, cores, bar):
+    ctx = _mp_context()
+    chains = len(seeds)
+    counts = ctx.Array("q", chains, lock=False)
+    stop_event = ctx.Event()
+    results = [None] * chains
+    with ProcessPoolExecutor(max_workers=cores, mp_context=ctx, initializer=_worker_init,
+                             initargs=(problem, kwargs, counts, stop_event)) as pool:
+        futures = [pool.submit(_worker_chain, c, inits[c], seeds[c]) for c in range(chains)]
+        pending = set(range(chains))
+        while pending:
+            try:
+                for c in list(pending):
+                    if futures[c].done():
+                        results[c] = futures[c].result()
+                        pending.discard(c)
+                bar.update(sum(counts[:]))
+                if pending:
+                    time.sleep(0.05)
+            except KeyboardInterrupt:
+                stop_event.set()
+    return results
+
+
+# ------------------------------------------------------------------------------ driver
+def _initial_points(problem, init, theta_irls, chains, rng, solver):
+    p = problem.design.n_params
+    if isinstance(init, str):
+        if init not in ("irls", "overdispersed"):
+            raise ValueError(f"init must be 'irls', 'overdispersed' or an array, got {init!r}")
+        if theta_irls is None:
+            raise ValueError(f"init={init!r} needs the IRLS estimate theta_irls")
+        theta_irls = np.asarray(theta_irls, dtype=float)
+        if init == "irls":
+            return np.tile(theta_irls, (chains, 1))
+        # IRLS estimate plus 3 x a draw from N(0, A^{-1}) of the IRLS system at it
+        rho, _ = problem.irls_weights(theta_irls)
+        zero = np.zeros(problem.design.n_samples)
+        return np.array([
+            theta_irls + 3.0 * wls.sample(problem.design, rho, zero, rng, solver=solver)[0]
+            for _ in range(chains)
+        ])
+    arr = np.asarray(init, dtype=float)
+    if arr.shape == (p,):
+        return np.tile(arr, (chains, 1))
+    if arr.shape == (chains, p):
+        return arr.copy()
+    raise ValueError(f"init array must have shape ({p},) or ({chains}, {p}), got {arr.shape}")
+
+
+def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
+           theta_irls=None, random_state=None, progressbar=True, cores=None,
+           store_augmentation=False, solver="auto", cg_tol=1e-12):
+    """Run Gibbs chains on ``exp(-J(theta))`` for one problem.
+
+    Parameters
+    ----------
+    problem : Problem
+    draws : int >= 1
+        Kept draws per chain (after thinning).
+    tune : int >= 0
+        Burn-in sweeps per chain, discarded.
+    chains : int >= 1
+    thin : int >= 1
+        Keep every ``thin``-th sweep; a chain runs ``tune + draws * thin`` sweeps.
+    init : {"irls", "overdispersed"} or array of shape (n_params,) or (chains, n_params)
+        ``"irls"`` starts every chain at ``theta_irls``; ``"overdispersed"`` at
+        ``theta_irls + 3 eta`` with ``eta ~ N(0, A^{-1})`` of the IRLS system.
+    theta_irls : ndarray of shape (n_params,), optional
+        The IRLS estimate (needed by the two named ``init`` options).
+    random_state : None, int, SeedSequence or numpy.random.Generator
+        Chain ``c`` uses child ``c`` of one SeedSequence (see :func:`seed_sequence`).
+    progressbar : bool
+        Shown on stderr unless False or the ``CI`` environment variable is set.
+    cores : int, optional
+        Processes running chains at once; default ``min(chains, os.cpu_count())``.
+        ``cores=1`` runs the chains in sequence in this process (same draws).
+    store_augmentation : bool
+        Keep full traces of the augmentation variables (memory ``chains * draws * N``).
+    solver : {"auto", "cholesky", "woodbury", "cg"}
+    cg_tol : float
+
+    Returns
+    -------
+    SamplerResult
+    """
+    draws = check_scalar(draws, "draws", min_val=1, integer=True)
+    tune = check_scalar(tune, "tune", min_val=0, integer=True)
+    chains = check_scalar(chains, "chains", min_val=1, integer=True)
+    thin = check_scalar(thin, "thin", min_val=1, integer=True)
+    if cores is None:
+        cores = min(chains, os.cpu_count() or 1)
+    cores = check_scalar(cores, "cores", min_val=1, integer=True)
+    if solver not in wls.SOLVERS:
+        raise ValueError(f"solver must be one of {wls.SOLVERS}, got {solver!r}")
+    if problem.loss.n_augmentation == 0:
+        raise ValueError(
+            f"the {problem.loss.name} loss has no augmentation: its posterior is Gaussian "
+            "and needs no Gibbs sampler"
+        )
+    ss = seed_sequence(random_state)
+    init_seed, *chain_seeds = ss.spawn(chains + 1)
+    inits = _initial_points(problem, init, theta_irls, chains,
+                            np.random.default_rng(init_seed), solver)
+    kwargs = dict(tune=tune, draws=draws, thin=thin, solver=solver, cg_tol=cg_tol,
+                  store_augmentation=store_augmentation)
+    total = chains * (tune + draws * thin)
+    with ProgressBar(total, enabled=progressbar,
+                     description=f"Gibbs {problem.loss.name}, {chains} chain(s)") as bar:
+        if cores > 1 and chains > 1:
+            results = _run_parallel(problem, inits, chain_seeds, kwargs, min(cores, chains), bar)
+        else:
+            results = []
+            done = [0]
+            for c in range(chains):
+                def report(k, _base=done[0]):
+                    bar.update(_base + k)
+
+                res = _run_chain(problem, inits[c], chain_seeds[c], report=report, **kwargs)
+                results.append(res)
+                done[0] += tune + draws * thin
+                if res.interrupted:
+                    break
+    interrupted = any(r.interrupted for r in results) or len(results) < chains
+    kept = min(r.n_kept for r in results)
+    if interrupted:
+        warnings.warn(
+            f"sampling interrupted: returning the {kept} draw(s) per chain collected so far "
+            f"from {len(results)} chain(s)", RuntimeWarning, stacklevel=2,
+        )
+        if kept == 0:
+            raise RuntimeError("sampling interrupted before any draw was kept")
+    aug_traces = None
+    if store_augmentation:
+        aug_traces = np.stack([r.aug[:kept] for r in results])
+    return SamplerResult(
+        theta=np.stack([r.theta[:kept] for r in results]),
+        lp=np.stack([r.lp[:kept] for r in results]),
+        augmentation_mean=np.stack([r.aug_mean for r in results]),
+        augmentation=aug_traces,
+        theta_init=inits[: len(results)],
+        tune_time=np.array([r.tune_time for r in results]),
+        draw_time=np.array([r.draw_time for r in results]),
+        tune=tune,
+        thin=thin,
+        interrupted=interrupted,
+    )

@@ -1,0 +1,179 @@
+"""Posterior sampling entry points and posterior predictive helpers.
+
+:func:`sample_posterior` is the functional entry point (arrays in, InferenceData out); the
+estimators' ``sample_posterior`` methods call :func:`sample_problems` for their binary /
+one-vs-rest problems. The predictive helpers read the draws back from the InferenceData:
+
+* :func:`decision_draws` -- ``w.x + b`` for every draw;
+* :func:`vote_fractions` -- classifiers: the fraction of posterior draws voting for each
+  class (binary: ``score > 0``; one-vs-rest: largest score);
+* :func:`predictive_interval` -- regression: posterior mean and central interval of the
+  regression function ``w.x + b``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import gibbs, irls
+from ._arviz import to_inference_data
+from ._validation import as_float_design, check_scalar
+from .losses import make_loss
+from .noise import make_noise
+from .problem import Problem
+
+__all__ = [
+    "sample_problems",
+    "sample_posterior",
+    "decision_draws",
+    "vote_fractions",
+    "predictive_interval",
+]
+
+
+def sample_problems(problems, thetas_irls, *, random_state=None, **kwargs):
+    """Run :func:`bayesdrop.gibbs.sample` on each problem with independent seeds.
+
+    Problem ``k`` gets child ``k`` of the SeedSequence of ``random_state``.
+
+    Returns
+    -------
+    list of SamplerResult
+    """
+    seeds = gibbs.seed_sequence(random_state).spawn(len(problems))
+    return [gibbs.sample(pr, theta_irls=th, random_state=seed, **kwargs)
+            for pr, th, seed in zip(problems, thetas_irls, seeds)]
+
+
+def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_level=None,
+                     fit_intercept=True, draws=1000, tune=500, chains=4, thin=1,
+                     init="irls", random_state=None, progressbar=True, cores=None,
+                     store_augmentation=False, solver="auto", feature_names=None,
+                     **loss_params):
+    """Sample ``exp(-J(w, b))`` for one binary or regression problem (functional API).
+
+    Fits the IRLS estimate first (for ``init`` and for the diagnostics), then runs the
+    Gibbs sampler (:func:`bayesdrop.gibbs.sample`).
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,)
+        Labels in {-1, +1} for ``"hinge"`` and ``"logistic"``, reals for
+        ``"epsilon_insensitive"``.
+    loss : {"hinge", "logistic", "epsilon_insensitive"}
+    C : float > 0
+    noise, noise_level
+        As for the estimators.
+    fit_intercept : bool
+    draws, tune, chains, thin, init, random_state, progressbar, cores,
+    store_augmentation, solver
+        See :func:`bayesdrop.gibbs.sample`.
+    feature_names : sequence of str, optional
+    **loss_params
+        ``margin`` (hinge) or ``epsilon`` (epsilon-insensitive).
+
+    Returns
+    -------
+    idata : arviz.InferenceData
+        See :func:`bayesdrop._arviz.to_inference_data`; ``posterior.attrs`` also holds
+        the IRLS estimate as ``irls_theta``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100, 2)); y = np.where(X[:, 0] + rng.normal(size=100) > 0, 1, -1)
+    >>> idata = sample_posterior(X, y, C=0.5, noise="none", draws=200, tune=50, chains=2,
+    ...                          random_state=1, progressbar=False, cores=1)
+    >>> idata.posterior["coef"].shape
+    (2, 200, 2)
+    """
+    loss_obj = make_loss(loss, C=C, **loss_params)
+    noise_obj = make_noise(noise, noise_level)
+    X = as_float_design(X)
+    problem = Problem.create(X, y, loss_obj, noise_obj, fit_intercept)
+    fit = irls.fit(problem, None, solver=solver)
+    (res,) = sample_problems([problem], [fit.theta], random_state=random_state,
+                             draws=draws, tune=tune, chains=chains, thin=thin, init=init,
+                             progressbar=progressbar, cores=cores,
+                             store_augmentation=store_augmentation, solver=solver)
+    return to_inference_data([res], loss=loss_obj, noise=noise_obj,
+                             fit_intercept=fit_intercept, y=np.asarray(y),
+                             feature_names=feature_names,
+                             attrs={"irls_theta": fit.theta, "irls_objective": fit.objective[-1]})
+
+
+def _coef_draws(idata):
+    post = idata.posterior
+    coef = post["coef"].values
+    if "intercept" in post:
+        b = post["intercept"].values
+    else:
+        b = np.zeros(coef.shape[:-1])
+    return coef, b
+
+
+def decision_draws(idata, X):
+    """Scores ``w.x + b`` of every posterior draw.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+
+    Returns
+    -------
+    ndarray of shape (chain, draw, n_samples) or (chain, draw, n_samples, n_classes)
+    """
+    X = as_float_design(X)
+    coef, b = _coef_draws(idata)
+    if X.shape[1] != coef.shape[-1]:
+        raise ValueError(f"X has {X.shape[1]} features, the posterior {coef.shape[-1]}")
+    flat = coef.reshape(-1, coef.shape[-1])  # (draws [x classes], features)
+    scores = np.asarray(X @ flat.T).T  # (draws [x classes], n)
+    scores = scores.reshape(*coef.shape[:-1], X.shape[0]) + b[..., None]
+    if coef.ndim == 4:  # (chain, draw, class, n) -> (chain, draw, n, class)
+        scores = np.moveaxis(scores, 2, 3)
+    return scores
+
+
+def vote_fractions(idata, X):
+    """Fraction of posterior draws that classify each row of ``X`` as each class.
+
+    Binary problems vote ``score > 0`` for the second class; one-vs-rest problems vote
+    for the class with the largest score.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes), rows summing to one; columns in the order
+    of the estimator's ``classes_``.
+    """
+    scores = decision_draws(idata, X)
+    if scores.ndim == 3:
+        p1 = np.mean(scores > 0, axis=(0, 1))
+        return np.column_stack([1.0 - p1, p1])
+    k = scores.shape[-1]
+    winners = np.argmax(scores, axis=-1).reshape(-1, scores.shape[2])
+    counts = np.stack([(winners == c).sum(axis=0) for c in range(k)], axis=1)
+    return counts / winners.shape[0]
+
+
+def predictive_interval(idata, X, prob=0.94):
+    """Posterior mean and central ``prob`` interval of the regression function.
+
+    The pseudo-posterior ``exp(-J)`` has no observation-noise model, so the interval is
+    that of ``w.x + b`` (a credible band), computed from the draws.
+
+    Returns
+    -------
+    mean : ndarray of shape (n_samples,)
+    interval : ndarray of shape (n_samples, 2)
+    """
+    prob = check_scalar(prob, "prob", min_val=0.0, max_val=1.0, include_min=False,
+                        include_max=False)
+    scores = decision_draws(idata, X)
+    if scores.ndim != 3:
+        raise ValueError("predictive_interval needs a single-output (regression) posterior")
+    flat = scores.reshape(-1, scores.shape[-1])
+    lo, hi = np.quantile(flat, [(1 - prob) / 2, (1 + prob) / 2], axis=0)
+    return flat.mean(axis=0), np.column_stack([lo, hi])
