@@ -151,17 +151,29 @@ def hdi(values, hdi_prob=0.94):
 
 def ess(values, method="bulk"):
     """Effective sample size of an array of shape (chain, draw)."""
-    return float(az.ess(np.asarray(values), method=method))
+    return float(np.squeeze(az.ess(np.asarray(values), method=method)))
 
 
 def mcse(values, method="mean"):
-    """Monte Carlo standard error of an array of shape (chain, draw)."""
-    return float(az.mcse(np.asarray(values), method=method))
+    """Monte Carlo standard error of an array of shape (chain, draw).
+
+    ArviZ 0.23's numba path of ``mcse(method="sd")`` calls ``float`` on a 1-element
+    array, which numpy >= 2.4 refuses; ArviZ's numba acceleration is switched off for the
+    duration of the call.
+    """
+    flag = az.Numba.numba_flag
+    if flag:
+        az.Numba.disable_numba()
+    try:
+        return float(np.squeeze(az.mcse(np.asarray(values), method=method)))
+    finally:
+        if flag:
+            az.Numba.enable_numba()
 
 
 def rhat(values):
     """Rank-normalised split R-hat of an array of shape (chain, draw)."""
-    return float(az.rhat(np.asarray(values)))
+    return float(np.squeeze(az.rhat(np.asarray(values))))
 
 
 def from_netcdf(path):
