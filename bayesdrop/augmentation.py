@@ -230,8 +230,8 @@ def polya_gamma(h, z, random_state=None, out=None):
     Examples
     --------
     >>> lam = polya_gamma(2.7, np.zeros(200_000), random_state=0)
-    >>> round(float(lam.mean()), 2)  # h / 4
-    0.68
+    >>> bool(abs(lam.mean() - 2.7 / 4) < 0.005)  # E = h / 4 at z = 0
+    True
     """
     if not (isinstance(h, (int, float, np.integer, np.floating)) and np.isfinite(h) and h > 0):
         raise ValueError(f"h must be a finite number > 0, got {h!r}")

@@ -1,0 +1,137 @@
+"""Estimator-level sampling API: InferenceData layout, netCDF round trip, diagnostics,
+posterior predictive helpers."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_iris
+
+from bayesdrop import (
+    DropoutLogisticRegression,
+    DropoutSVC,
+    DropoutSVR,
+    diagnostics,
+    sample_posterior,
+)
+from bayesdrop._arviz import from_netcdf
+
+from .conftest import sparse_counts
+
+KW = dict(draws=150, tune=50, chains=2, random_state=0, progressbar=False, cores=1)
+
+
+def test_binary_logistic_inference_data_layout_and_roundtrip(small_problem_data, tmp_path):
+    X, y, _ = small_problem_data
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(5)])
+    labels = np.where(y > 0, "spam", "ham")
+    clf = DropoutLogisticRegression(C=0.7, noise_level=0.3)
+    idata = clf.sample_posterior(frame, labels, **KW)
+    post = idata.posterior
+    assert post["coef"].dims == ("chain", "draw", "feature")
+    assert list(post["feature"].values) == list(frame.columns)
+    assert post["intercept"].shape == (2, 150)
+    assert idata.sample_stats["lp"].shape == (2, 150)
+    assert list(idata.observed_data["y"].values) == list(labels)
+    assert idata["augmentation_mean"]["lambda"].shape == (2, 120)
+    attrs = post.attrs
+    assert attrs["loss"] == "logistic" and attrs["C"] == 0.7
+    assert attrs["noise"] == "dropout" and attrs["noise_level"] == 0.3
+    assert attrs["inference_library"] == "bayesdrop" and attrs["classes"] == "ham,spam"
+    path = tmp_path / "post.nc"
+    idata.to_netcdf(str(path))
+    back = from_netcdf(str(path))
+    for group in idata.groups():
+        assert back[group].equals(idata[group])
+        assert dict(back[group].attrs) == pytest.approx(dict(idata[group].attrs))
+    # lp is -J of the stored draws
+    from bayesdrop import Problem
+
+    problem = Problem.create(X, y, clf.loss_, clf.noise_, True)
+    theta = np.append(post["coef"].values[1, 7], post["intercept"].values[1, 7])
+    assert idata.sample_stats["lp"].values[1, 7] == pytest.approx(-problem.objective(theta),
+                                                                   rel=1e-12)
+
+
+def test_multiclass_svc_dims_votes_and_diagnostics():
+    X, y = load_iris(return_X_y=True)
+    svc = DropoutSVC(C=0.5, noise_level=0.2)
+    idata = svc.sample_posterior(X, y, **KW)
+    assert idata.posterior["coef"].dims == ("chain", "draw", "class", "feature")
+    assert idata.posterior["coef"].shape == (2, 150, 3, 4)
+    assert idata.sample_stats["lp"].dims == ("chain", "draw", "class")
+    votes = svc.predict_vote_fractions(X, idata)
+    assert votes.shape == (150, 3) and np.allclose(votes.sum(axis=1), 1.0)
+    assert np.mean(svc.classes_[votes.argmax(axis=1)] == svc.predict(X)) > 0.9
+    table = diagnostics.compare_with_irls(idata, svc)
+    assert table.shape[0] == 15 and {"irls", "mean", "sd", "ess_bulk", "ess_tail", "r_hat",
+                                     "mcse_mean", "z"} <= set(table.columns)
+    assert table.loc["coef[2, x3]", "irls"] == pytest.approx(svc.coef_[2, 3])
+    assert table.loc["intercept[1]", "irls"] == pytest.approx(svc.intercept_[1])
+    mode = diagnostics.check_mode(idata, svc)
+    assert mode["is_mode"].all() and (mode["gap"] >= 0).all()
+    weights = diagnostics.augmentation_comparison(idata, svc, X, y)
+    assert set(weights["variable"]) == {"u"} and weights.shape[0] == 3 * 150
+    assert np.all(weights["posterior_mean"] > 0)
+
+
+def test_svr_sparse_interval_and_plots(small_problem_data):
+    X = sparse_counts(n=80, d=12, density=0.3, seed=2)
+    rng = np.random.default_rng(0)
+    y = np.asarray(X @ rng.normal(size=12)).ravel() + 0.1 * rng.normal(size=80)
+    reg = DropoutSVR(C=2.0, epsilon=0.1, noise="poisson", noise_level=0.5)
+    idata = reg.sample_posterior(X, y, store_augmentation=True, **KW)
+    assert set(idata["augmentation_mean"].data_vars) == {"u", "u_prime"}
+    assert idata.posterior["u"].shape == (2, 150, 80)
+    mean, interval = reg.predict_interval(X, idata, prob=0.9)
+    assert np.all(interval[:, 0] <= mean) and np.all(mean <= interval[:, 1])
+    assert np.corrcoef(mean, reg.predict(X))[0, 1] > 0.99
+    axes = diagnostics.plot_posterior_vs_irls(idata, reg, features=["x0", "x3"])
+    assert len(axes) == 2 and axes[0].lines  # the IRLS marker
+    ax = diagnostics.plot_weights(idata, reg, X, y)
+    assert ax.get_xscale() == "log"
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+def test_irls_is_mode_and_close_to_mean_for_logistic(cancer):
+    X, y = cancer
+    clf = DropoutLogisticRegression(C=1.0, noise_level=0.3)
+    idata = clf.sample_posterior(X, y, draws=400, tune=100, chains=2, random_state=1,
+                                 progressbar=False, cores=1)
+    assert diagnostics.check_mode(idata, clf)["is_mode"].all()
+    table = diagnostics.compare_with_irls(idata, clf)
+    # a nearly Gaussian posterior: mode and mean within half a posterior sd
+    assert np.abs(table["z"]).max() < 0.5
+    weights = diagnostics.augmentation_comparison(idata, clf, X, y)
+    rel = np.abs(weights["posterior_mean"] / weights["irls"] - 1)
+    assert np.median(rel) < 0.1
+
+
+def test_functional_entry_point_and_errors(small_problem_data):
+    X, y, yr = small_problem_data
+    idata = sample_posterior(X, y, loss="hinge", C=1.0, noise="dropout", noise_level=0.2,
+                             **KW)
+    assert idata.posterior.attrs["loss"] == "hinge"
+    assert len(idata.posterior.attrs["irls_theta"]) == 6
+    idata = sample_posterior(sp.csr_matrix(X), yr, loss="epsilon_insensitive", epsilon=0.2,
+                             **KW)
+    assert idata.posterior["coef"].shape == (2, 150, 5)
+    with pytest.raises(ValueError, match="loss must be one of"):
+        sample_posterior(X, y, loss="probit")
+    with pytest.raises(ValueError, match="does not match"):
+        diagnostics.compare_with_irls(idata, DropoutSVC().fit(X[:, :3], y))
+    clf = DropoutSVC().fit(X, y)
+    with pytest.raises(ValueError, match="labels not seen"):
+        clf._problems(X, np.where(y > 0, 2.0, -1.0))
+    with pytest.raises(ValueError, match="one class"):
+        DropoutSVC().sample_posterior(X, np.ones(120), **KW)
+    with pytest.raises(ValueError, match="draws"):
+        DropoutSVC().sample_posterior(X, y, draws=0)
+    with pytest.raises(ValueError, match="prob"):
+        DropoutSVR().fit(X, yr).predict_interval(X, idata, prob=1.0)
