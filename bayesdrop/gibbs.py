@@ -139,7 +139,7 @@ def step(rng, problem, state, *, solver="auto", cg_tol=1e-12):
 def log_density(problem, state):
     """``-J(theta)`` from the state's scores (no extra pass over ``X``)."""
     w, _ = problem.design.split(state.theta)
-    value, _, _ = problem.loss.terms(state.m, state.s, problem.y)
+    value = problem.loss.value(state.m, state.s, problem.y)
     return -float(w @ w + np.sum(value))
 
 

@@ -87,6 +87,10 @@ class Loss(ABC):
     def terms(self, m, s, y):
         """Return ``(value, d_value/d_m, d_value/d_s)`` per example."""
 
+    def value(self, m, s, y):
+        """Per-example term of ``J`` only (no derivatives); see :meth:`terms`."""
+        return self.terms(m, s, y)[0]
+
     @abstractmethod
     def expected_augmentation(self, m, s, y):
         """Conditional means of the augmentation variables given ``(m, s)``."""
@@ -241,6 +245,11 @@ class LogisticLoss(Loss):
         value = h * (0.5 * excess + np.log1p(np.exp(-psi)) + np.maximum(-y * m, 0.0))
         lam = self._mean_pg(psi)
         return value, lam * m - 0.5 * h * y, 0.5 * lam
+
+    def value(self, m, s, y):
+        psi = np.sqrt(m * m + s)
+        excess, _ = _excess_root(m, s)
+        return self.h * (0.5 * excess + np.log1p(np.exp(-psi)) + np.maximum(-y * m, 0.0))
 
     def expected_augmentation(self, m, s, y):
         return (self._mean_pg(np.sqrt(m * m + s)),)

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
+from scipy.linalg.lapack import dpotrf as _potrf
+from scipy.linalg.lapack import dtrtrs as _trtrs
 import scipy.sparse.linalg as spla
 
 __all__ = [
@@ -288,10 +290,14 @@ def sample(design, rho, t, rng, *, solver="auto", x0=None, cg_tol=1e-12, cg_maxi
     solver = choose_solver(design, solver)
     r = normal_rhs(design, t)
     if solver == "cholesky":
-        L = cholesky_factor(normal_matrix(design, rho))
-        v = sla.solve_triangular(L, r, lower=True, check_finite=False)
+        # LAPACK directly: the scipy wrappers' checks cost more than the work at small D
+        A = normal_matrix(design, rho)
+        L, status = _potrf(A.T, lower=True, overwrite_a=True, clean=False)  # A.T: F-order view
+        if status != 0:
+            L = cholesky_factor(A)  # raises the explanatory error
+        v, _ = _trtrs(L, r, lower=True)
         v += rng.standard_normal(design.n_params)
-        theta = sla.solve_triangular(L, v, lower=True, trans="T", check_finite=False)
+        theta, _ = _trtrs(L, v, lower=True, trans=1)
         return theta, {"solver": "cholesky"}
     r = r + perturbation(design, rho, rng)
     if solver == "woodbury":
