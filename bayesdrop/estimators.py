@@ -137,7 +137,7 @@ class _DropoutLinearModel(BaseEstimator):
 
     def sample_posterior(self, X, y, *, draws=1000, tune=500, chains=4, thin=1,
                          random_state=None, progressbar=True, init="irls", cores=None,
-                         store_augmentation=False):
+                         store_augmentation=False, overrelax=-0.5):
         """Fit by IRLS, then sample the pseudo-posterior ``exp(-J(w, b))`` by Gibbs.
 
         Each binary (one-vs-rest) problem is sampled by :func:`bayesdrop.gibbs.sample`:
@@ -166,6 +166,9 @@ class _DropoutLinearModel(BaseEstimator):
         store_augmentation : bool, default=False
             Keep full traces of the augmentation variables; their posterior means per
             example are always kept (group ``augmentation_mean``).
+        overrelax : float in (-1, 1), default=-0.5
+            Over-relaxation of the Gaussian step (distribution-preserving; 0 gives the
+            plain Gibbs sampler); see :func:`bayesdrop.gibbs.step`.
 
         Returns
         -------
@@ -180,7 +183,8 @@ class _DropoutLinearModel(BaseEstimator):
         results = sample_problems(problems, thetas, random_state=random_state, draws=draws,
                                   tune=tune, chains=chains, thin=thin, init=init,
                                   progressbar=progressbar, cores=cores,
-                                  store_augmentation=store_augmentation, solver=self.solver)
+                                  store_augmentation=store_augmentation, solver=self.solver,
+                                  overrelax=overrelax)
         classes = getattr(self, "classes_", None)
         class_names = list(classes) if classes is not None and len(problems) > 1 else None
         attrs = {"estimator": type(self).__name__}

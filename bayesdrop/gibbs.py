@@ -110,8 +110,19 @@ def init(problem, theta):
     return GibbsState(theta, m, s)
 
 
-def step(rng, problem, state, *, solver="auto", cg_tol=1e-12):
+#: Default over-relaxation of the Gaussian step (see :func:`bayesdrop.wls.sample`).
+OVERRELAX = -0.5
+
+
+def step(rng, problem, state, *, solver="auto", cg_tol=1e-12, overrelax=OVERRELAX):
     """One Gibbs sweep: draw the augmentation given ``theta``, then ``theta`` given it.
+
+    With ``overrelax = alpha != 0`` the second half is Adler's over-relaxed Gaussian
+    update ``theta' = alpha theta + (1 - alpha) A^{-1} r + sqrt(1 - alpha^2) xi``,
+    ``xi ~ N(0, A^{-1})``, which leaves the same conditional invariant; the chain still
+    targets ``exp(-J)`` exactly. ``alpha = -0.5`` (the default) roughly doubled the
+    minimum bulk ESS per sweep on the benchmark problems and improved tail ESS and the
+    ESS of squared deviations too; ``alpha = 0`` is the plain Gibbs sampler.
 
     Parameters
     ----------
@@ -122,6 +133,7 @@ def step(rng, problem, state, *, solver="auto", cg_tol=1e-12):
         Back-end of the Gaussian draw (:func:`bayesdrop.wls.sample`).
     cg_tol : float
         Relative residual of the conjugate-gradient solve (``solver="cg"``).
+    overrelax : float in (-1, 1)
 
     Returns
     -------
@@ -132,7 +144,8 @@ def step(rng, problem, state, *, solver="auto", cg_tol=1e-12):
     aug = loss.draw_augmentation(state.m, state.s, y, rng)
     rho, t = loss.system_weights(aug, y)
     theta, solver_info = wls.sample(problem.design, rho, t, rng, solver=solver,
-                                    x0=state.theta, cg_tol=cg_tol)
+                                    x0=state.theta, cg_tol=cg_tol, theta=state.theta,
+                                    overrelax=overrelax)
     return init(problem, theta), GibbsInfo(aug, solver_info)
 
 
@@ -178,7 +191,7 @@ class _Chain(NamedTuple):
     interrupted: bool
 
 
-def _run_chain(problem, theta0, seed, *, tune, draws, thin, solver, cg_tol,
+def _run_chain(problem, theta0, seed, *, tune, draws, thin, solver, cg_tol, overrelax,
                store_augmentation, report=None, stop=None):
     """Run one chain; ``report(n_sweeps_done)`` is called after every sweep and
     ``stop()`` polled before every sweep."""
@@ -202,7 +215,8 @@ def _run_chain(problem, theta0, seed, *, tune, draws, thin, solver, cg_tol,
                 break
             if sweep == tune:
                 t_tune = time.perf_counter()
-            state, info = step(rng, problem, state, solver=solver, cg_tol=cg_tol)
+            state, info = step(rng, problem, state, solver=solver, cg_tol=cg_tol,
+                               overrelax=overrelax)
             if sweep >= tune and (sweep - tune + 1) % thin == 0:
                 theta_out[kept] = state.theta
                 lp_out[kept] = log_density(problem, state)
@@ -306,7 +320,7 @@ def _initial_points(problem, init, theta_irls, chains, rng, solver):
 
 def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
            theta_irls=None, random_state=None, progressbar=True, cores=None,
-           store_augmentation=False, solver="auto", cg_tol=1e-12):
+           store_augmentation=False, solver="auto", cg_tol=1e-12, overrelax=OVERRELAX):
     """Run Gibbs chains on ``exp(-J(theta))`` for one problem.
 
     Parameters
@@ -335,6 +349,8 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
         Keep full traces of the augmentation variables (memory ``chains * draws * N``).
     solver : {"auto", "cholesky", "woodbury", "cg"}
     cg_tol : float
+    overrelax : float in (-1, 1), default=-0.5
+        Over-relaxation of the Gaussian step (see :func:`step`); 0 for plain Gibbs.
 
     Returns
     -------
@@ -349,6 +365,8 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
     cores = check_scalar(cores, "cores", min_val=1, integer=True)
     if solver not in wls.SOLVERS:
         raise ValueError(f"solver must be one of {wls.SOLVERS}, got {solver!r}")
+    overrelax = check_scalar(overrelax, "overrelax", min_val=-1.0, max_val=1.0,
+                             include_min=False, include_max=False)
     if problem.loss.n_augmentation == 0:
         raise ValueError(
             f"the {problem.loss.name} loss has no augmentation: its posterior is Gaussian "
@@ -359,7 +377,7 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
     inits = _initial_points(problem, init, theta_irls, chains,
                             np.random.default_rng(init_seed), solver)
     kwargs = dict(tune=tune, draws=draws, thin=thin, solver=solver, cg_tol=cg_tol,
-                  store_augmentation=store_augmentation)
+                  overrelax=overrelax, store_augmentation=store_augmentation)
     total = chains * (tune + draws * thin)
     with ProgressBar(total, enabled=progressbar,
                      description=f"Gibbs {problem.loss.name}, {chains} chain(s)") as bar:

@@ -48,8 +48,8 @@ def sample_problems(problems, thetas_irls, *, random_state=None, **kwargs):
 def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_level=None,
                      fit_intercept=True, draws=1000, tune=500, chains=4, thin=1,
                      init="irls", random_state=None, progressbar=True, cores=None,
-                     store_augmentation=False, solver="auto", feature_names=None,
-                     **loss_params):
+                     store_augmentation=False, solver="auto", overrelax=-0.5,
+                     feature_names=None, **loss_params):
     """Sample ``exp(-J(w, b))`` for one binary or regression problem (functional API).
 
     Fits the IRLS estimate first (for ``init`` and for the diagnostics), then runs the
@@ -67,7 +67,7 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
         As for the estimators.
     fit_intercept : bool
     draws, tune, chains, thin, init, random_state, progressbar, cores,
-    store_augmentation, solver
+    store_augmentation, solver, overrelax
         See :func:`bayesdrop.gibbs.sample`.
     feature_names : sequence of str, optional
     **loss_params
@@ -96,7 +96,8 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     (res,) = sample_problems([problem], [fit.theta], random_state=random_state,
                              draws=draws, tune=tune, chains=chains, thin=thin, init=init,
                              progressbar=progressbar, cores=cores,
-                             store_augmentation=store_augmentation, solver=solver)
+                             store_augmentation=store_augmentation, solver=solver,
+                             overrelax=overrelax)
     return to_inference_data([res], loss=loss_obj, noise=noise_obj,
                              fit_intercept=fit_intercept, y=np.asarray(y),
                              feature_names=feature_names,

@@ -261,7 +261,8 @@ def perturbation(design, rho, rng):
     return eta
 
 
-def sample(design, rho, t, rng, *, solver="auto", x0=None, cg_tol=1e-12, cg_maxiter=None):
+def sample(design, rho, t, rng, *, solver="auto", x0=None, cg_tol=1e-12, cg_maxiter=None,
+           theta=None, overrelax=0.0):
     """Draw ``theta ~ N(A^{-1} r, A^{-1})`` from the shared system (the Gibbs step).
 
     ``"cholesky"``: ``A = L L^T`` and ``theta = L^{-T} (L^{-1} r + z)``, ``z ~ N(0, I)``.
@@ -269,6 +270,14 @@ def sample(design, rho, t, rng, *, solver="auto", x0=None, cg_tol=1e-12, cg_maxi
     ``eta ~ N(0, A)`` from :func:`perturbation`; then ``E theta = A^{-1} r`` and
     ``Cov theta = A^{-1} A A^{-1} = A^{-1}``. The Woodbury solve is exact; conjugate
     gradients are run to the relative residual ``cg_tol`` (warm-started at ``x0``).
+
+    Over-relaxation (Adler 1981): with the current value ``theta`` and ``-1 < alpha < 1``
+    the draw is ``alpha theta + (1 - alpha) mu + sqrt(1 - alpha^2) xi`` with
+    ``mu = A^{-1} r`` and ``xi ~ N(0, A^{-1})``, i.e. one solve of
+    ``A^{-1} ((1 - alpha) r + sqrt(1 - alpha^2) eta)``. It leaves ``N(mu, A^{-1})``
+    invariant (and is reversible with respect to it) for every ``alpha``; ``alpha = 0``
+    is the plain draw, negative ``alpha`` suppresses the random-walk behaviour of the
+    augmented Gibbs sampler.
 
     Parameters
     ----------
@@ -281,6 +290,9 @@ def sample(design, rho, t, rng, *, solver="auto", x0=None, cg_tol=1e-12, cg_maxi
         Warm start for conjugate gradients (e.g. the previous draw).
     cg_tol : float
     cg_maxiter : int, optional
+    theta : ndarray of shape (n_params,), optional
+        Current value, needed when ``overrelax != 0``.
+    overrelax : float in (-1, 1), default=0.0
 
     Returns
     -------
@@ -289,6 +301,22 @@ def sample(design, rho, t, rng, *, solver="auto", x0=None, cg_tol=1e-12, cg_maxi
     """
     solver = choose_solver(design, solver)
     r = normal_rhs(design, t)
+    alpha = float(overrelax)
+    if alpha != 0.0:
+        if theta is None:
+            raise ValueError("overrelax != 0 needs the current theta")
+        r *= 1.0 - alpha
+        scale = np.sqrt(1.0 - alpha * alpha)
+    else:
+        scale = 1.0
+    new = _draw(design, rho, r, rng, solver, x0, cg_tol, cg_maxiter, scale)
+    if alpha != 0.0:
+        new = (new[0] + alpha * theta, new[1])
+    return new
+
+
+def _draw(design, rho, r, rng, solver, x0, cg_tol, cg_maxiter, scale):
+    """``A^{-1} (r + scale * eta)``, ``eta ~ N(0, A)``."""
     if solver == "cholesky":
         # LAPACK directly: the scipy wrappers' checks cost more than the work at small D
         A = normal_matrix(design, rho)
@@ -296,10 +324,10 @@ def sample(design, rho, t, rng, *, solver="auto", x0=None, cg_tol=1e-12, cg_maxi
         if status != 0:
             L = cholesky_factor(A)  # raises the explanatory error
         v, _ = _trtrs(L, r, lower=True)
-        v += rng.standard_normal(design.n_params)
+        v += scale * rng.standard_normal(design.n_params)
         theta, _ = _trtrs(L, v, lower=True, trans=1)
         return theta, {"solver": "cholesky"}
-    r = r + perturbation(design, rho, rng)
+    r = r + scale * perturbation(design, rho, rng)
     if solver == "woodbury":
         return WoodburyFactor(design, rho).solve(r), {"solver": "woodbury"}
     return _cg_solve(design, rho, r, x0, cg_tol, cg_maxiter)

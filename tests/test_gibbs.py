@@ -113,8 +113,9 @@ def test_multidimensional_posterior_matches_importance_sampling(loss, small_prob
     noise = Dropout(0.3)
     problem = Problem.create(X, y if loss.binary else yr, loss, noise, True)
     theta_hat = irls.fit(problem, None).theta
+    # plain Gibbs here (the other tests run the default over-relaxed Gaussian step)
     res = gibbs.sample(problem, draws=3000, tune=200, chains=2, theta_irls=theta_hat,
-                       random_state=5, progressbar=False, cores=1)
+                       random_state=5, progressbar=False, cores=1, overrelax=0.0)
     # proposal: t(5) with the covariance of the IRLS system at the mode, inflated
     rho, _ = problem.irls_weights(theta_hat)
     from bayesdrop.wls import normal_matrix
@@ -267,6 +268,7 @@ def test_bad_arguments(small_problem_data):
         (dict(init=np.zeros(3)), ValueError, "init array"),
         (dict(init=np.full(6, np.nan)), ValueError, "finite"),
         (dict(solver="lu"), ValueError, "solver"),
+        (dict(overrelax=-1.0), ValueError, "overrelax"),
         (dict(random_state=np.random.RandomState(0)), TypeError, "random_state"),
         (dict(random_state=-3), ValueError, "random_state"),
     ]:

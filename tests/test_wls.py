@@ -119,3 +119,27 @@ def test_perturbation_covariance_is_A():
     eta = np.array([wls.perturbation(design, rho, rng) for _ in range(n)])
     se = np.sqrt((np.outer(np.diag(A), np.diag(A)) + A**2) / n)
     assert np.all(np.abs(np.cov(eta.T) - A) <= 4.5 * se)
+
+
+@pytest.mark.parametrize("solver", ["cholesky", "woodbury"])
+def test_overrelaxed_draw_preserves_gaussian_with_lag_covariance_alpha_sigma(solver):
+    """theta ~ N(mu, S) in, theta' = alpha theta + (1-alpha) mu + sqrt(1-alpha^2) xi out:
+    theta' ~ N(mu, S) and Cov(theta', theta) = alpha S (4 standard errors)."""
+    Xd = sparse_counts(n=6, d=9, density=0.5, seed=3).toarray()
+    design = Design(Xd, Dropout(0.2), True)
+    rng = np.random.default_rng(11)
+    rho, t = rng.random(6) + 0.2, rng.normal(size=6)
+    A, r = explicit_system(Xd, Dropout(0.2).feature_variance_values(Xd), rho, t)
+    S = np.linalg.inv(A)
+    mu = S @ r
+    n, alpha = 4_000, -0.6
+    prev = rng.multivariate_normal(mu, S, size=n)
+    new = np.array([wls.sample(design, rho, t, rng, solver=solver, theta=th,
+                               overrelax=alpha)[0] for th in prev])
+    assert np.all(np.abs(new.mean(0) - mu) <= 4 * np.sqrt(np.diag(S) / n))
+    se = np.sqrt((np.outer(np.diag(S), np.diag(S)) + S**2) / n)
+    assert np.all(np.abs(np.cov(new.T) - S) <= 4.5 * se)
+    cross = (new - mu).T @ (prev - mu) / n
+    assert np.all(np.abs(cross - alpha * S) <= 4.5 * se)
+    with pytest.raises(ValueError, match="current theta"):
+        wls.sample(design, rho, t, rng, overrelax=0.5)
