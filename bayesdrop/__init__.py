@@ -8,7 +8,13 @@ draws from the pseudo-posterior ``exp(-J(w, b))``.
 from importlib.metadata import PackageNotFoundError, version
 
 from .design import Design
-from .estimators import DropoutLogisticRegression, DropoutSVC, DropoutSVR
+from .estimators import (
+    DropoutLatentLogisticRegression,
+    DropoutLatentSVC,
+    DropoutLogisticRegression,
+    DropoutSVC,
+    DropoutSVR,
+)
 from .losses import (
     EpsilonInsensitiveLoss,
     HingeLoss,
@@ -40,6 +46,8 @@ __all__ = [
     "DropoutSVC",
     "DropoutLogisticRegression",
     "DropoutSVR",
+    "DropoutLatentSVC",
+    "DropoutLatentLogisticRegression",
     "Design",
     "Problem",
     "HingeLoss",

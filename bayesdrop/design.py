@@ -104,6 +104,22 @@ class Design:
             d = np.append(d, 0.0)
         return d
 
+    def add_noise_term(self, A, rho):
+        """Add ``sum_n rho_n diag(vbar_n)`` to the normal matrix ``A`` in place.
+
+        Subclasses with a full per-example covariance (the latent models) override this,
+        :meth:`noise_apply` and :meth:`scores`; everything else in the core is shared.
+        """
+        A[np.diag_indices_from(A)] += self.noise_diagonal(rho)
+        return A
+
+    def noise_apply(self, rho, w):
+        """``(sum_n rho_n Cov_n) w`` for the weights ``w`` (``Cov_n = diag(v_n)`` here)."""
+        return self.variance.weighted_column_sums(rho) * w
+
+    #: linear-algebra back-ends valid for this design (see :mod:`bayesdrop.wls`)
+    solvers = ("cholesky", "woodbury", "cg")
+
     def gram(self, rho):
         """Dense ``Xbar.T diag(rho) Xbar`` of shape (n_params, n_params); ``rho >= 0``.
 

@@ -386,7 +386,10 @@ def objective(design, loss, y, theta, *, gradient=True):
     gradient : bool, default=True
         Also return the gradient::
 
-            dJ/dw = 2 w + X^T d_m + 2 w * (V^T d_s),    dJ/db = sum_n d_m
+            dJ/dw = 2 w + X^T d_m + 2 (sum_n d_s_n Cov_n) w,    dJ/db = sum_n d_m
+
+        (``Cov_n = diag(v_n)`` for the linear models, so the last term is
+        ``2 w * (V^T d_s)``).
 
     Returns
     -------
@@ -400,7 +403,7 @@ def objective(design, loss, y, theta, *, gradient=True):
     if not gradient:
         return J
     grad = design.rmatvec(d_m)
-    grad[: design.n_features] += 2.0 * w * (1.0 + design.variance.weighted_column_sums(d_s))
+    grad[: design.n_features] += 2.0 * (w + design.noise_apply(d_s, w))
     return J, grad
 
 

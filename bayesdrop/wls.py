@@ -69,7 +69,12 @@ def choose_solver(design, solver="auto"):
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     if solver != "auto":
+        if solver not in design.solvers:
+            raise ValueError(f"solver {solver!r} is not available for this design; "
+                             f"use one of {design.solvers}")
         return solver
+    if design.solvers == ("cholesky",):
+        return "cholesky"
     if design.n_params <= MAX_CHOLESKY_PARAMS:
         return "cholesky"
     if design.n_samples <= MAX_WOODBURY_SAMPLES and design.n_samples < design.n_features:
@@ -95,8 +100,8 @@ def normal_matrix(design, rho):
     ndarray of shape (n_params, n_params)
     """
     A = design.gram(rho)
-    A[np.diag_indices_from(A)] += _diagonal_part(design, rho)
-    return A
+    A[np.diag_indices_from(A)] += 2.0 * design.penalty_mask()
+    return design.add_noise_term(A, rho)
 
 
 def normal_rhs(design, t):

@@ -1,0 +1,296 @@
+"""One-hidden-layer (latent) dropout models (MATH.md section 6; paper sections 4.2, 5.2).
+
+Hidden features ``g_nk = sigmoid(alpha_k . x_n + c_k)``, ``k = 1..K`` (``alpha`` of shape
+(D, K), hidden biases ``c`` uncorrupted and unpenalised). A first-order Taylor expansion
+around the clean input gives the corrupted hidden features mean ``g(x_n)`` and the **full**
+``K x K`` covariance ``S_n = Jac_n^T diag(v_n) Jac_n`` with
+``Jac_n[d, k] = g_nk (1 - g_nk) alpha_dk``. The output layer is the linear model of
+:mod:`bayesdrop.losses` on the hidden features, with score variance::
+
+    s_n = w^T S_n w = sum_d v_nd u_nd^2,    u_nd = sum_k alpha_dk g'_nk w_k
+
+and the collapsed objective is::
+
+    J(w, b, alpha) = ||w||^2 + alpha_penalty ||alpha||_F^2 + sum_n term(m_n, s_n, y_n),
+    m_n = w . g(x_n) + b.
+
+:class:`LatentDesign` is a :class:`bayesdrop.design.Design` over the hidden features whose
+noise term is ``sum_n rho_n S_n`` instead of a diagonal, so the ``w``-step is the shared
+weighted least-squares core unchanged (IRLS solves, Gibbs samples). The ``alpha``-step is
+L-BFGS on ``J`` with the analytic gradient of :func:`latent_objective`. Both steps
+decrease ``J``, so the objective history of :func:`fit_latent` is monotone.
+
+Only the nonzero noise variances enter (``nnz`` of them, the nonzeros of ``X`` for
+dropout), in chunks: every product costs ``O(nnz K)`` and ``sum_n rho_n S_n`` costs
+``O(nnz K^2)``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from scipy.special import expit
+
+from . import irls
+from ._validation import as_float_design
+from .design import Design
+from .noise import FeatureVariance, make_noise
+from .problem import Problem
+
+__all__ = ["LatentDesign", "noise_entries", "latent_objective", "fit_latent"]
+
+#: entries per chunk in the ``O(nnz K)`` products (bounds temporary memory)
+_CHUNK = 200_000
+
+
+def noise_entries(X, noise):
+    """Nonzero noise variances of ``X`` as COO triplets ``(rows, cols, v)``.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    noise : NoiseModel
+
+    Returns
+    -------
+    rows, cols : ndarray of int
+    v : ndarray of float
+    """
+    fv = noise.variance(X)
+    n, d = X.shape
+    if fv.is_zero:
+        return np.zeros(0, int), np.zeros(0, int), np.zeros(0)
+    if fv.is_constant:
+        rows, cols = np.divmod(np.arange(n * d), d)
+        return rows, cols, np.full(n * d, fv.scale)
+    M = fv.matrix
+    if sp.issparse(M):
+        M = M.tocoo()
+        keep = M.data != 0
+        return M.row[keep], M.col[keep], fv.scale * M.data[keep]
+    rows, cols = np.nonzero(M)
+    return rows, cols, fv.scale * M[rows, cols]
+
+
+class LatentDesign(Design):
+    """The output layer's design: hidden features ``g(x_n)`` and covariances ``S_n``.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    entries : tuple ``(rows, cols, v)``
+        From :func:`noise_entries`.
+    alpha : ndarray of shape (n_features + 1, n_hidden)
+        Hidden weights; the last row holds the hidden biases.
+    fit_intercept : bool
+    """
+
+    solvers = ("cholesky",)
+
+    def __init__(self, X, entries, alpha, fit_intercept=True):
+        self.X_in = X
+        self.rows, self.cols, self.v = entries
+        self.alpha = np.asarray(alpha, dtype=float)
+        pre = np.asarray(X @ self.alpha[:-1]) + self.alpha[-1]
+        G = expit(pre)
+        self.G = G
+        self.Gp = G * (1.0 - G)
+        n, k = G.shape
+        super().__init__(G, "none", fit_intercept)
+        if self.v.size:  # a stand-in whose only use here is ``is_zero``
+            self.variance = FeatureVariance(None, 1.0, (n, k))
+
+    def _chunks(self):
+        for start in range(0, self.rows.shape[0], _CHUNK):
+            yield slice(start, start + _CHUNK)
+
+    def score_variances(self, w):
+        """``s_n = w^T S_n w``."""
+        s = np.zeros(self.n_samples)
+        aw = self.alpha[:-1]
+        for sl in self._chunks():
+            r = self.rows[sl]
+            u = np.einsum("jk,jk->j", self.Gp[r] * w, aw[self.cols[sl]])
+            s += np.bincount(r, weights=self.v[sl] * u * u, minlength=self.n_samples)
+        return s
+
+    def scores(self, theta):
+        w, _ = self.split(theta)
+        return self.matvec(theta), self.score_variances(w)
+
+    def noise_matrix(self, rho):
+        """``sum_n rho_n S_n`` (``K x K``)."""
+        k = self.n_features
+        M = np.zeros((k, k))
+        aw = self.alpha[:-1]
+        for sl in self._chunks():
+            r = self.rows[sl]
+            Y = np.sqrt(rho[r] * self.v[sl])[:, None] * aw[self.cols[sl]] * self.Gp[r]
+            M += Y.T @ Y
+        return M
+
+    def add_noise_term(self, A, rho):
+        if self.v.size:
+            k = self.n_features
+            A[:k, :k] += self.noise_matrix(rho)
+        return A
+
+    def noise_apply(self, rho, w):
+        out = np.zeros(self.n_features)
+        aw = self.alpha[:-1]
+        for sl in self._chunks():
+            r, c = self.rows[sl], self.cols[sl]
+            u = np.einsum("jk,jk->j", self.Gp[r] * w, aw[c])
+            coef = rho[r] * self.v[sl] * u
+            out += np.einsum("j,jk->k", coef, aw[c] * self.Gp[r])
+        return out
+
+    def gram_diagonal(self, rho):  # pragma: no cover - CG is not offered
+        raise ValueError("latent designs use the Cholesky back-end only")
+
+
+def latent_objective(X, entries, y, loss, theta, alpha, alpha_penalty, fit_intercept=True):
+    """``J(w, b, alpha)`` and its gradient in ``alpha`` (analytic, see module docstring).
+
+    With ``(d_m, d_s)`` the derivatives of the loss terms in ``(m, s)``,
+    ``C_nk = g'_nk w_k``, ``g''_nk = g'_nk (1 - 2 g_nk)`` and the sparse ``N x D`` matrix
+    ``F_nd = d_s_n v_nd u_nd``::
+
+        dJ/dalpha = 2 alpha_penalty [alpha; 0] + Xbar^T (d_m C + 2 (F alpha) * w * g'')
+                    + [2 F^T C; 0]
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix
+    entries : (rows, cols, v)
+    y : ndarray
+    loss : Loss
+    theta : ndarray of shape (n_hidden + fit_intercept,)
+    alpha : ndarray of shape (n_features + 1, n_hidden)
+    alpha_penalty : float
+    fit_intercept : bool
+
+    Returns
+    -------
+    J : float
+    grad : ndarray of shape (n_features + 1, n_hidden)
+    """
+    design = LatentDesign(X, entries, alpha, fit_intercept)
+    w, _ = design.split(theta)
+    m, s = design.scores(theta)
+    value, d_m, d_s = loss.terms(m, s, y)
+    aw = alpha[:-1]
+    J = float(w @ w + alpha_penalty * np.sum(aw * aw) + np.sum(value))
+    G, Gp = design.G, design.Gp
+    C = Gp * w
+    R = d_m[:, None] * C
+    n, d = X.shape
+    term1 = np.zeros_like(aw)
+    rows, cols, v = entries
+    if v.size:
+        Q = np.zeros_like(G)
+        for sl in design._chunks():
+            r, c = rows[sl], cols[sl]
+            u = np.einsum("jk,jk->j", C[r], aw[c])
+            f = d_s[r] * v[sl] * u
+            F = sp.csr_matrix((f, (r, c)), shape=(n, d))
+            Q += F @ aw
+            term1 += 2.0 * (F.T @ C)
+        R += 2.0 * Q * w * Gp * (1.0 - 2.0 * G)
+    grad = np.empty_like(alpha)
+    grad[:-1] = np.asarray(X.T @ R) + term1 + 2.0 * alpha_penalty * aw
+    grad[-1] = R.sum(axis=0)
+    return J, grad
+
+
+class LatentResult(dict):
+    """Outcome of :func:`fit_latent` (a dict with attribute access)."""
+
+    __getattr__ = dict.__getitem__
+
+
+def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_intercept=True,
+               alpha0=None, theta0=None, random_state=None, max_iter=50, w_iter=100,
+               alpha_iter=20, tol=1e-6):
+    """Alternate the ``w``-step (IRLS on the hidden features) and the ``alpha``-step.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    loss : Loss
+    noise : NoiseModel or str
+    n_hidden : int
+    alpha_penalty : float >= 0
+    fit_intercept : bool
+    alpha0 : ndarray of shape (n_features + 1, n_hidden), optional
+        Initial hidden layer; default ``N(0, 1 / n_features)`` weights, zero biases.
+    theta0 : ndarray, optional
+    random_state : None, int or Generator
+    max_iter : int
+        Outer alternations.
+    w_iter, alpha_iter : int
+        IRLS iterations per ``w``-step and L-BFGS iterations per ``alpha``-step.
+    tol : float
+        Stop when one alternation lowers ``J`` by less than ``tol * max(|J|, 1)``.
+
+    Returns
+    -------
+    LatentResult
+        ``theta``, ``alpha``, ``objective`` (history after each half-step), ``n_iter``,
+        ``converged``, ``time``.
+    """
+    from ._validation import check_random_state
+
+    X = as_float_design(X)
+    noise = make_noise(noise) if not hasattr(noise, "variance") else noise
+    entries = noise_entries(X, noise)
+    n, d = X.shape
+    rng = check_random_state(random_state)
+    if alpha0 is None:
+        alpha = np.zeros((d + 1, n_hidden))
+        alpha[:-1] = rng.normal(scale=1.0 / np.sqrt(d), size=(d, n_hidden))
+    else:
+        alpha = np.array(alpha0, dtype=float)
+    theta = theta0
+    history = []
+    start = time.perf_counter()
+    converged = False
+    it = 0
+    pen = float(alpha_penalty)
+    for it in range(1, max_iter + 1):
+        design = LatentDesign(X, entries, alpha, fit_intercept)
+        problem = Problem(design, loss, y)
+        res = irls.fit(problem, theta, tol=1e-10, max_iter=w_iter, warn=False)
+        theta = res.theta
+        aw = alpha[:-1]
+        history.append(res.objective[-1] + pen * float(np.sum(aw * aw)))
+
+        def fun(a_flat):
+            J, g = latent_objective(X, entries, y, loss, theta, a_flat.reshape(alpha.shape),
+                                    pen, fit_intercept)
+            return J, g.ravel()
+
+        opt = minimize(fun, alpha.ravel(), jac=True, method="L-BFGS-B",
+                       options={"maxiter": alpha_iter})
+        if opt.fun <= history[-1]:
+            alpha = opt.x.reshape(alpha.shape)
+            history.append(float(opt.fun))
+        else:  # keep the objective monotone
+            history.append(history[-1])
+        if len(history) >= 4:
+            prev, cur = history[-3], history[-1]
+            if prev - cur <= tol * max(abs(cur), 1.0):
+                converged = True
+                break
+    # finish with a w-step at the final alpha so theta is optimal for it
+    design = LatentDesign(X, entries, alpha, fit_intercept)
+    res = irls.fit(Problem(design, loss, y), theta, tol=1e-10, max_iter=w_iter, warn=False)
+    theta = res.theta
+    history.append(res.objective[-1] + pen * float(np.sum(alpha[:-1] ** 2)))
+    return LatentResult(theta=theta, alpha=alpha, objective=np.array(history), n_iter=it,
+                        converged=converged, time=time.perf_counter() - start,
+                        entries=entries)

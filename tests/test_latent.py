@@ -1,0 +1,148 @@
+"""One-hidden-layer models (MATH.md section 6)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from scipy.special import expit
+from sklearn.datasets import load_iris, make_moons
+
+from bayesdrop import (
+    DropoutLatentLogisticRegression,
+    DropoutLatentSVC,
+    DropoutLogisticRegression,
+    DropoutSVC,
+    Dropout,
+    HingeLoss,
+    LogisticLoss,
+    NoNoise,
+    Problem,
+    diagnostics,
+    irls,
+)
+from bayesdrop.latent import LatentDesign, fit_latent, latent_objective, noise_entries
+
+
+def _data(sparse, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(40, 5))
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.7, X, 0.0))
+    y = np.where(rng.normal(size=40) > 0, 1.0, -1.0)
+    return X, y
+
+
+@pytest.mark.parametrize("loss", [HingeLoss(0.7), LogisticLoss(1.3)], ids=repr)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_alpha_gradient_matches_finite_differences(loss, sparse):
+    X, y = _data(sparse)
+    entries = noise_entries(X, Dropout(0.3))
+    rng = np.random.default_rng(1)
+    alpha, theta = rng.normal(size=(6, 4)), rng.normal(size=5)
+    J, grad = latent_objective(X, entries, y, loss, theta, alpha, 0.7)
+    num = np.zeros_like(alpha)
+    h = 1e-6
+    for i in range(6):
+        for k in range(4):
+            a = alpha.copy()
+            a[i, k] += h
+            jp, _ = latent_objective(X, entries, y, loss, theta, a, 0.7)
+            a[i, k] -= 2 * h
+            jm, _ = latent_objective(X, entries, y, loss, theta, a, 0.7)
+            num[i, k] = (jp - jm) / (2 * h)
+    assert np.max(np.abs(num - grad)) <= 1e-6 * np.max(np.abs(grad))
+
+
+def _explicit_J(X, v, y, loss, theta, alpha):
+    """J(w, b | alpha) with S_n = Jac_n^T diag(v_n) Jac_n built per example."""
+    Xd = X.toarray() if sp.issparse(X) else X
+    G = expit(Xd @ alpha[:-1] + alpha[-1])
+    Gp = G * (1 - G)
+    w, b = theta[:-1], theta[-1]
+    s = np.empty(Xd.shape[0])
+    for n in range(Xd.shape[0]):
+        jac = alpha[:-1] * Gp[n]  # Jac[d, k] = g'_nk alpha_dk
+        S = jac.T @ np.diag(v[n]) @ jac
+        s[n] = w @ S @ w
+    value, _, _ = loss.terms(G @ w + b, s, y)
+    return w @ w + value.sum()
+
+
+@pytest.mark.parametrize("loss", [HingeLoss(0.7), LogisticLoss(1.3)], ids=repr)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_w_step_with_frozen_hidden_layer(loss, sparse):
+    """With alpha frozen the w-step is the linear model on the hidden features: the
+    IRLS optimum equals L-BFGS on the explicitly built full-covariance objective, and at
+    zero noise it equals the linear estimator fitted on the hidden features."""
+    X, y = _data(sparse, seed=2)
+    noise = Dropout(0.3)
+    v = noise.feature_variance_values(X.toarray() if sp.issparse(X) else X)
+    alpha = np.random.default_rng(3).normal(size=(6, 4))
+    design = LatentDesign(X, noise_entries(X, noise), alpha, True)
+    problem = Problem(design, loss, y)
+    fit = irls.fit(problem, None, tol=1e-12)
+    J_ref = minimize(lambda th: _explicit_J(X, v, y, loss, th, alpha), np.zeros(5),
+                     method="L-BFGS-B", options={"ftol": 1e-15, "gtol": 1e-10,
+                                                  "maxiter": 5000}).fun
+    assert fit.objective[-1] <= J_ref * (1 + 1e-6)
+    assert _explicit_J(X, v, y, loss, fit.theta, alpha) == pytest.approx(fit.objective[-1],
+                                                                        rel=1e-10)
+    # zero noise: the linear estimator on the hidden features
+    design0 = LatentDesign(X, noise_entries(X, NoNoise()), alpha, True)
+    fit0 = irls.fit(Problem(design0, loss, y), None, tol=1e-12)
+    Est = DropoutSVC if loss.name == "hinge" else DropoutLogisticRegression
+    lin = Est(C=loss.C, noise="none", tol=1e-12).fit(design0.G, y)
+    assert np.allclose(fit0.theta[:-1], lin.coef_[0], atol=1e-6)
+
+
+def test_zero_noise_objective_is_plain_one_hidden_layer_svm():
+    X, y = make_moons(120, noise=0.2, random_state=1)
+    y = 2.0 * y - 1
+    res = fit_latent(X, y, HingeLoss(0.8), NoNoise(), n_hidden=6, alpha_penalty=0.05,
+                     random_state=0, max_iter=10)
+    a, w, b = res.alpha, res.theta[:-1], res.theta[-1]
+    G = expit(X @ a[:-1] + a[-1])
+    plain = w @ w + 0.05 * np.sum(a[:-1] ** 2) + 2 * 0.8 * np.sum(
+        np.maximum(0, 1 - y * (G @ w + b)))
+    assert res.objective[-1] == pytest.approx(plain, rel=1e-9)
+    assert np.all(np.diff(res.objective) <= 1e-9 * abs(res.objective[0]))
+
+
+@pytest.mark.parametrize("Est", [DropoutLatentSVC, DropoutLatentLogisticRegression])
+def test_latent_beats_linear_on_two_moons(Est):
+    X, y = make_moons(400, noise=0.15, random_state=0)
+    Xt, yt = make_moons(400, noise=0.15, random_state=1)
+    lat = Est(C=1.0, noise_level=0.1, n_hidden=10, random_state=0).fit(X, y)
+    Lin = DropoutSVC if Est is DropoutLatentSVC else DropoutLogisticRegression
+    lin = Lin(C=1.0, noise_level=0.1).fit(X, y)
+    assert lat.score(Xt, yt) > lin.score(Xt, yt) + 0.05
+    hist = lat.objective_[0]
+    assert np.all(np.diff(hist) <= 1e-9 * abs(hist[0]))
+
+
+def test_multiclass_transform_sparse_and_conditional_posterior():
+    X, y = load_iris(return_X_y=True)
+    clf = DropoutLatentSVC(C=1.0, noise_level=0.2, n_hidden=5, max_iter=5, random_state=0)
+    clf.fit(sp.csr_matrix(X), y)
+    assert clf.transform(X).shape == (150, 15)
+    assert clf.hidden_weights_.shape == (3, 4, 5) and clf.coef_.shape == (3, 5)
+    dense = DropoutLatentSVC(C=1.0, noise_level=0.2, n_hidden=5, max_iter=5,
+                             random_state=0).fit(X, y)
+    # same start, same first w-step (later alternations of a non-convex problem drift)
+    for hd, hs in zip(dense.objective_, clf.objective_):
+        assert hd[0] == pytest.approx(hs[0], rel=1e-8)
+    idata = clf.sample_posterior(X, y, draws=100, tune=20, chains=2, random_state=0,
+                                 progressbar=False, cores=1)
+    assert idata.posterior["coef"].shape == (2, 100, 3, 5)
+    assert idata.posterior.attrs["conditional_on_hidden_layer"] == 1
+    assert diagnostics.check_mode(idata, clf)["is_mode"].all()
+
+
+def test_latent_bad_parameters():
+    X, y = make_moons(50, random_state=0)
+    for kw, msg in [(dict(n_hidden=0), "n_hidden"), (dict(alpha_penalty=-1.0), "alpha_penalty"),
+                    (dict(C=0.0), "C"), (dict(noise_level=1.5), "noise_level")]:
+        with pytest.raises(ValueError, match=msg):
+            DropoutLatentSVC(**kw).fit(X, y)
+    with pytest.raises(ValueError, match="one class"):
+        DropoutLatentLogisticRegression().fit(X, np.zeros(50))
