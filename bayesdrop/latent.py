@@ -47,7 +47,10 @@ _CHUNK = 200_000
 
 
 def noise_entries(X, noise):
-    """Nonzero noise variances of ``X`` as COO triplets ``(rows, cols, v)``.
+    """Nonzero noise variances of ``X`` as COO triplets ``(rows, cols, v, V)``.
+
+    ``V`` is the dense ``N x D`` variance matrix for dense ``X`` (the products then run as
+    BLAS matrix products) and None for sparse ``X`` (they run over the triplets).
 
     Parameters
     ----------
@@ -58,21 +61,19 @@ def noise_entries(X, noise):
     -------
     rows, cols : ndarray of int
     v : ndarray of float
+    V : ndarray of shape (n_samples, n_features) or None
     """
     fv = noise.variance(X)
     n, d = X.shape
     if fv.is_zero:
-        return np.zeros(0, int), np.zeros(0, int), np.zeros(0)
-    if fv.is_constant:
-        rows, cols = np.divmod(np.arange(n * d), d)
-        return rows, cols, np.full(n * d, fv.scale)
-    M = fv.matrix
-    if sp.issparse(M):
-        M = M.tocoo()
-        keep = M.data != 0
-        return M.row[keep], M.col[keep], fv.scale * M.data[keep]
-    rows, cols = np.nonzero(M)
-    return rows, cols, fv.scale * M[rows, cols]
+        return np.zeros(0, int), np.zeros(0, int), np.zeros(0), None
+    if not sp.issparse(X):
+        V = np.full((n, d), fv.scale) if fv.is_constant else fv.scale * np.asarray(fv.matrix)
+        rows, cols = np.nonzero(V)
+        return rows, cols, V[rows, cols], V
+    M = fv.matrix.tocoo()
+    keep = M.data != 0
+    return M.row[keep], M.col[keep], fv.scale * M.data[keep], None
 
 
 class LatentDesign(Design):
@@ -81,7 +82,7 @@ class LatentDesign(Design):
     Parameters
     ----------
     X : ndarray or sparse matrix of shape (n_samples, n_features)
-    entries : tuple ``(rows, cols, v)``
+    entries : tuple ``(rows, cols, v, V)``
         From :func:`noise_entries`.
     alpha : ndarray of shape (n_features + 1, n_hidden)
         Hidden weights; the last row holds the hidden biases.
@@ -92,7 +93,7 @@ class LatentDesign(Design):
 
     def __init__(self, X, entries, alpha, fit_intercept=True):
         self.X_in = X
-        self.rows, self.cols, self.v = entries
+        self.rows, self.cols, self.v, self.V = entries
         self.alpha = np.asarray(alpha, dtype=float)
         pre = np.asarray(X @ self.alpha[:-1]) + self.alpha[-1]
         G = expit(pre)
@@ -107,10 +108,21 @@ class LatentDesign(Design):
         for start in range(0, self.rows.shape[0], _CHUNK):
             yield slice(start, start + _CHUNK)
 
+    def _row_blocks(self):
+        k = self.n_features
+        step = max(1, 10 * _CHUNK // (self.V.shape[1] * k))  # <= 2e6 entries per block
+        for start in range(0, self.n_samples, step):
+            yield slice(start, start + step)
+
     def score_variances(self, w):
         """``s_n = w^T S_n w``."""
         s = np.zeros(self.n_samples)
         aw = self.alpha[:-1]
+        if not self.v.size:
+            return s
+        if self.V is not None:
+            U = (self.Gp * w) @ aw.T
+            return np.einsum("nd,nd->n", self.V, U * U)
         for sl in self._chunks():
             r = self.rows[sl]
             u = np.einsum("jk,jk->j", self.Gp[r] * w, aw[self.cols[sl]])
@@ -122,15 +134,23 @@ class LatentDesign(Design):
         return self.matvec(theta), self.score_variances(w)
 
     def noise_matrix(self, rho):
-        """``sum_n rho_n S_n`` (``K x K``)."""
+        """``sum_n rho_n S_n`` (``K x K``).
+
+        ``M_kl = sum_n g'_nk g'_nl [(rho v)_n . (alpha_k * alpha_l)]``: one product of the
+        ``N x D`` weighted variances with the ``D x K^2`` column products of ``alpha``
+        (BLAS, or sparse times dense), then an ``O(N K^2)`` contraction.
+        """
         k = self.n_features
-        M = np.zeros((k, k))
         aw = self.alpha[:-1]
-        for sl in self._chunks():
-            r = self.rows[sl]
-            Y = np.sqrt(rho[r] * self.v[sl])[:, None] * aw[self.cols[sl]] * self.Gp[r]
-            M += Y.T @ Y
-        return M
+        pairs = (aw[:, :, None] * aw[:, None, :]).reshape(aw.shape[0], k * k)
+        if self.V is not None:
+            Z = (rho[:, None] * self.V) @ pairs
+        else:
+            P = sp.csr_matrix((rho[self.rows] * self.v, (self.rows, self.cols)),
+                              shape=(self.n_samples, aw.shape[0]))
+            Z = np.asarray(P @ pairs)
+        Z = Z.reshape(self.n_samples, k, k)
+        return np.einsum("nk,nl,nkl->kl", self.Gp, self.Gp, Z, optimize=True)
 
     def add_noise_term(self, A, rho):
         if self.v.size:
@@ -141,6 +161,11 @@ class LatentDesign(Design):
     def noise_apply(self, rho, w):
         out = np.zeros(self.n_features)
         aw = self.alpha[:-1]
+        if not self.v.size:
+            return out
+        if self.V is not None:
+            U = (self.Gp * w) @ aw.T
+            return np.sum(((rho[:, None] * self.V * U) @ aw) * self.Gp, axis=0)
         for sl in self._chunks():
             r, c = self.rows[sl], self.cols[sl]
             u = np.einsum("jk,jk->j", self.Gp[r] * w, aw[c])
@@ -189,8 +214,12 @@ def latent_objective(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
     R = d_m[:, None] * C
     n, d = X.shape
     term1 = np.zeros_like(aw)
-    rows, cols, v = entries
-    if v.size:
+    rows, cols, v, V = entries
+    if V is not None:
+        F = d_s[:, None] * V * (C @ aw.T)
+        term1 = 2.0 * (F.T @ C)
+        R += 2.0 * (F @ aw) * w * Gp * (1.0 - 2.0 * G)
+    elif v.size:
         Q = np.zeros_like(G)
         for sl in design._chunks():
             r, c = rows[sl], cols[sl]
@@ -214,7 +243,7 @@ class LatentResult(dict):
 
 def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_intercept=True,
                alpha0=None, theta0=None, random_state=None, max_iter=50, w_iter=100,
-               alpha_iter=20, tol=1e-6):
+               alpha_iter=20, tol=1e-6, init_scale=2.0, clean_start=5):
     """Alternate the ``w``-step (IRLS on the hidden features) and the ``alpha``-step.
 
     Parameters
@@ -227,7 +256,9 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
     alpha_penalty : float >= 0
     fit_intercept : bool
     alpha0 : ndarray of shape (n_features + 1, n_hidden), optional
-        Initial hidden layer; default ``N(0, 1 / n_features)`` weights, zero biases.
+        Initial hidden layer; default ``N(0, (init_scale / rms)^2)`` weights with ``rms``
+        the root mean square of ``||x_n||`` (pre-activations of sd about ``init_scale``)
+        and zero biases.
     theta0 : ndarray, optional
     random_state : None, int or Generator
     max_iter : int
@@ -236,6 +267,12 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
         IRLS iterations per ``w``-step and L-BFGS iterations per ``alpha``-step.
     tol : float
         Stop when one alternation lowers ``J`` by less than ``tol * max(|J|, 1)``.
+    init_scale : float
+        See ``alpha0``.
+    clean_start : int
+        With noise and no ``alpha0``: first run this many alternations on clean data
+        (zero noise) and start from their result. The objective history reported is
+        that of the noisy problem only.
 
     Returns
     -------
@@ -251,13 +288,25 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
     n, d = X.shape
     rng = check_random_state(random_state)
     if alpha0 is None:
+        # pre-activations with sd about init_scale: hidden features that vary
+        # (a near-constant layer makes w = 0 a stationary point of the alternation)
+        sq = X.multiply(X).sum(axis=1) if sp.issparse(X) else np.sum(X * X, axis=1)
+        rms = float(np.sqrt(np.mean(sq))) or 1.0
         alpha = np.zeros((d + 1, n_hidden))
-        alpha[:-1] = rng.normal(scale=1.0 / np.sqrt(d), size=(d, n_hidden))
+        alpha[:-1] = rng.normal(scale=init_scale / rms, size=(d, n_hidden))
     else:
         alpha = np.array(alpha0, dtype=float)
     theta = theta0
-    history = []
     start = time.perf_counter()
+    if clean_start and alpha0 is None and entries[2].size:
+        # continuation from clean data: with noise, a random hidden layer carries so little
+        # signal that the first alpha-step can collapse to the trivial w = 0 solution
+        pre = fit_latent(X, y, loss, make_noise("none"), n_hidden=n_hidden,
+                         alpha_penalty=alpha_penalty, fit_intercept=fit_intercept,
+                         alpha0=alpha, random_state=rng, max_iter=clean_start,
+                         w_iter=w_iter, alpha_iter=alpha_iter, tol=tol, clean_start=0)
+        alpha, theta = pre.alpha, pre.theta
+    history = []
     converged = False
     it = 0
     pen = float(alpha_penalty)

@@ -126,11 +126,13 @@ def test_multiclass_transform_sparse_and_conditional_posterior():
     clf.fit(sp.csr_matrix(X), y)
     assert clf.transform(X).shape == (150, 15)
     assert clf.hidden_weights_.shape == (3, 4, 5) and clf.coef_.shape == (3, 5)
-    dense = DropoutLatentSVC(C=1.0, noise_level=0.2, n_hidden=5, max_iter=5,
-                             random_state=0).fit(X, y)
-    # same start, same first w-step (later alternations of a non-convex problem drift)
-    for hd, hs in zip(dense.objective_, clf.objective_):
-        assert hd[0] == pytest.approx(hs[0], rel=1e-8)
+    # dense and sparse code paths: same start, same first alternation (later ones of a
+    # non-convex problem drift apart at rounding level)
+    yb = np.where(y == 1, 1.0, -1.0)
+    runs = [fit_latent(Xin, yb, HingeLoss(1.0), Dropout(0.2), n_hidden=5, max_iter=1,
+                       random_state=0, clean_start=0)
+            for Xin in (X, sp.csr_matrix(X))]
+    assert np.allclose(runs[0].objective, runs[1].objective, rtol=1e-8)
     idata = clf.sample_posterior(X, y, draws=100, tune=20, chains=2, random_state=0,
                                  progressbar=False, cores=1)
     assert idata.posterior["coef"].shape == (2, 100, 3, 5)
