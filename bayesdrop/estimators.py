@@ -193,8 +193,11 @@ class _DropoutLinearModel(BaseEstimator):
             attrs["classes"] = ",".join(str(c) for c in classes)
         return to_inference_data(results, loss=self.loss_, noise=self.noise_,
                                  fit_intercept=self.fit_intercept, y=np.asarray(y),
-                                 feature_names=getattr(self, "feature_names_in_", None),
+                                 feature_names=self._posterior_feature_names(),
                                  class_names=class_names, attrs=attrs)
+
+    def _posterior_feature_names(self):
+        return getattr(self, "feature_names_in_", None)
 
     def _decision(self, X):
         check_is_fitted(self)
@@ -629,13 +632,16 @@ class _DropoutLatentClassifier(_DropoutClassifier):
             thetas.append(design.pack(self.coef_[k], self.intercept_[k]))
         return problems, thetas
 
+    def _posterior_feature_names(self):
+        return [f"h{k}" for k in range(self.n_hidden)]
+
     def sample_posterior(self, X, y, **kwargs):
         """Gibbs sampling of the output weights **given the fitted hidden layer**.
 
         This is the conditional posterior ``exp(-J(w, b | alpha_hat))`` of the output layer
         (with the full-covariance noise term of the hidden features), not a posterior over
         the hidden weights. Arguments as for :meth:`DropoutSVC.sample_posterior`; the
-        ``feature`` coordinate indexes the hidden units. ``lp`` includes the constant
+        ``feature`` coordinate names the hidden units ``h0, h1, ...``. ``lp`` includes the constant
         ``alpha_penalty ||alpha||_F^2`` so that it is comparable with ``objective_``.
         """
         idata = super().sample_posterior(X, y, **kwargs)

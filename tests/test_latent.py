@@ -137,6 +137,14 @@ def test_multiclass_transform_sparse_and_conditional_posterior():
                                  progressbar=False, cores=1)
     assert idata.posterior["coef"].shape == (2, 100, 3, 5)
     assert idata.posterior.attrs["conditional_on_hidden_layer"] == 1
+    assert list(idata.posterior["feature"].values) == [f"h{k}" for k in range(5)]
+    import pandas as pd
+
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    binary = DropoutLatentLogisticRegression(n_hidden=3, max_iter=2, random_state=0)
+    post = binary.sample_posterior(frame, y == 2, draws=20, tune=5, chains=1,
+                                   progressbar=False, random_state=0)
+    assert post.posterior["coef"].shape == (1, 20, 3)
     assert diagnostics.check_mode(idata, clf)["is_mode"].all()
 
 
