@@ -63,6 +63,15 @@ _SOLVER_DOC = """
 """
 
 
+def _sigmoid_proba(scores):
+    """Binary: ``(1 - sigmoid, sigmoid)``; one-vs-rest: sigmoids normalised to sum to 1."""
+    if scores.shape[1] == 1:
+        p1 = expit(scores[:, 0])
+        return np.column_stack([1.0 - p1, p1])
+    p = expit(scores)
+    return p / p.sum(axis=1, keepdims=True)
+
+
 class _DropoutLinearModel(BaseEstimator):
     """Shared fitting code: validation, noise, one IRLS fit per binary problem."""
 
@@ -406,12 +415,7 @@ class DropoutLogisticRegression(_DropoutClassifier):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        scores = self._decision(X)
-        if scores.shape[1] == 1:
-            p1 = expit(scores[:, 0])
-            return np.column_stack([1.0 - p1, p1])
-        p = expit(scores)
-        return p / p.sum(axis=1, keepdims=True)
+        return _sigmoid_proba(self._decision(X))
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
@@ -755,9 +759,9 @@ class DropoutLatentLogisticRegression(_DropoutLatentClassifier):
 
     def predict_proba(self, X):
         """Class probabilities ``sigmoid(w.g(x) + b)`` (one-vs-rest normalised)."""
-        scores = self._decision(X)
-        if scores.shape[1] == 1:
-            p1 = expit(scores[:, 0])
-            return np.column_stack([1.0 - p1, p1])
-        p = expit(scores)
-        return p / p.sum(axis=1, keepdims=True)
+        return _sigmoid_proba(self._decision(X))
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
