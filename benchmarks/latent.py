@@ -7,7 +7,7 @@ DropoutLatentSVC / DropoutLatentLogisticRegression against DropoutSVC /
 DropoutLogisticRegression at the same q (C = 1, alpha_penalty = 0.01). Data: scikit-learn's
 digits (70/30 split) and Fashion-MNIST from the Debian package ``dataset-fashion-mnist``
 (a random training subset of ``--fashion-train`` images and 2000 test images; skipped
-with a message if the package is absent). Writes ``benchmarks/results/latent.csv``.
+with a message if the package is absent). Writes ``benchmarks/results/latent_<data>.csv``.
 """
 
 from __future__ import annotations
@@ -81,7 +81,8 @@ def main():
                     print(f"{name:22s} {'lat-' + label:8s} {q:4.1f} {K:3d} {err:6.3f} "
                           f"{rows[-1][-1]:7.1f}", flush=True)
     os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    path = os.path.join(os.path.dirname(__file__), "results", "latent.csv")
+    path = os.path.join(os.path.dirname(__file__), "results",
+                        f"latent_{'_'.join(args.data)}.csv")
     with open(path, "w") as fh:
         fh.write("data,model,q,K,error,time_s\n")
         for r in rows:
