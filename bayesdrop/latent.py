@@ -108,12 +108,6 @@ class LatentDesign(Design):
         for start in range(0, self.rows.shape[0], _CHUNK):
             yield slice(start, start + _CHUNK)
 
-    def _row_blocks(self):
-        k = self.n_features
-        step = max(1, 10 * _CHUNK // (self.V.shape[1] * k))  # <= 2e6 entries per block
-        for start in range(0, self.n_samples, step):
-            yield slice(start, start + step)
-
     def score_variances(self, w):
         """``s_n = w^T S_n w``."""
         s = np.zeros(self.n_samples)
