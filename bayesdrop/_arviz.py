@@ -16,7 +16,7 @@ with warnings.catch_warnings():  # ArviZ 0.23 announces its 1.0 refactor on impo
     warnings.simplefilter("ignore", FutureWarning)
     import arviz as az
 
-__all__ = ["az", "to_inference_data", "summary_stats", "hdi", "from_netcdf"]
+__all__ = ["az", "to_inference_data", "summary_stats", "ess", "mcse", "rhat", "from_netcdf"]
 
 AUGMENTATION_NAMES = {
     "hinge": ("u",),
@@ -142,11 +142,6 @@ def summary_stats(idata, var_names=None, hdi_prob=0.94):
     """``arviz.summary`` of the posterior (mean, sd, HDI, MCSE, ESS, R-hat)."""
     return az.summary(idata, var_names=var_names, hdi_prob=hdi_prob, kind="all",
                       round_to="none")
-
-
-def hdi(values, hdi_prob=0.94):
-    """Highest-density interval of an array of draws."""
-    return az.hdi(np.asarray(values), hdi_prob=hdi_prob)
 
 
 def ess(values, method="bulk"):

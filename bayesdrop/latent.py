@@ -108,18 +108,26 @@ class LatentDesign(Design):
         for start in range(0, self.rows.shape[0], _CHUNK):
             yield slice(start, start + _CHUNK)
 
+    def u_dense(self, w):
+        """``u_nd = sum_k alpha_dk g'_nk w_k`` for every ``(n, d)`` (dense ``X``)."""
+        return (self.Gp * w) @ self.alpha[:-1].T
+
+    def u_entries(self, w, sl):
+        """``u_nd`` at the noise entries ``sl`` of the COO triplets (sparse ``X``)."""
+        r, c = self.rows[sl], self.cols[sl]
+        return np.einsum("jk,jk->j", self.Gp[r] * w, self.alpha[:-1][c])
+
     def score_variances(self, w):
         """``s_n = w^T S_n w``."""
         s = np.zeros(self.n_samples)
-        aw = self.alpha[:-1]
         if not self.v.size:
             return s
         if self.V is not None:
-            U = (self.Gp * w) @ aw.T
+            U = self.u_dense(w)
             return np.einsum("nd,nd->n", self.V, U * U)
         for sl in self._chunks():
             r = self.rows[sl]
-            u = np.einsum("jk,jk->j", self.Gp[r] * w, aw[self.cols[sl]])
+            u = self.u_entries(w, sl)
             s += np.bincount(r, weights=self.v[sl] * u * u, minlength=self.n_samples)
         return s
 
@@ -158,11 +166,11 @@ class LatentDesign(Design):
         if not self.v.size:
             return out
         if self.V is not None:
-            U = (self.Gp * w) @ aw.T
+            U = self.u_dense(w)
             return np.sum(((rho[:, None] * self.V * U) @ aw) * self.Gp, axis=0)
         for sl in self._chunks():
             r, c = self.rows[sl], self.cols[sl]
-            u = np.einsum("jk,jk->j", self.Gp[r] * w, aw[c])
+            u = self.u_entries(w, sl)
             coef = rho[r] * self.v[sl] * u
             out += np.einsum("j,jk->k", coef, aw[c] * self.Gp[r])
         return out
@@ -210,14 +218,14 @@ def latent_objective(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
     term1 = np.zeros_like(aw)
     rows, cols, v, V = entries
     if V is not None:
-        F = d_s[:, None] * V * (C @ aw.T)
+        F = d_s[:, None] * V * design.u_dense(w)
         term1 = 2.0 * (F.T @ C)
         R += 2.0 * (F @ aw) * w * Gp * (1.0 - 2.0 * G)
     elif v.size:
         Q = np.zeros_like(G)
         for sl in design._chunks():
             r, c = rows[sl], cols[sl]
-            u = np.einsum("jk,jk->j", C[r], aw[c])
+            u = design.u_entries(w, sl)
             f = d_s[r] * v[sl] * u
             F = sp.csr_matrix((f, (r, c)), shape=(n, d))
             Q += F @ aw
