@@ -35,7 +35,15 @@ from .noise import (
 )
 from .posterior import sample_posterior
 from .problem import Problem
-from . import diagnostics, gibbs, posterior  # noqa: E402  (submodules as attributes)
+from .baselines import (
+    ExplicitCorruptionClassifier,
+    InvariantSVC,
+    MCFLogisticRegression,
+    MCFQuadraticClassifier,
+    TLogisticRegression,
+    WagerDropoutLogisticRegression,
+)
+from . import baselines, datasets, diagnostics, gibbs, posterior, studies  # noqa: E402
 
 try:
     __version__ = version("bayesdrop")
@@ -43,6 +51,15 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.1.0"
 
 __all__ = [
+    "MCFQuadraticClassifier",
+    "MCFLogisticRegression",
+    "WagerDropoutLogisticRegression",
+    "TLogisticRegression",
+    "InvariantSVC",
+    "ExplicitCorruptionClassifier",
+    "baselines",
+    "datasets",
+    "studies",
     "DropoutSVC",
     "DropoutLogisticRegression",
     "DropoutSVR",

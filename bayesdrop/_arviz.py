@@ -149,6 +149,11 @@ def ess(values, method="bulk"):
     return float(np.squeeze(az.ess(np.asarray(values), method=method)))
 
 
+def min_ess(idata, var_name="coef", method="bulk"):
+    """Smallest ESS over the components of one posterior variable."""
+    return float(az.ess(idata, var_names=[var_name], method=method)[var_name].min())
+
+
 def mcse(values, method="mean"):
     """Monte Carlo standard error of an array of shape (chain, draw).
 

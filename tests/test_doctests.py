@@ -7,7 +7,8 @@ import pytest
 
 MODULES = ["bayesdrop.estimators", "bayesdrop.augmentation", "bayesdrop.posterior",
            "bayesdrop.noise", "bayesdrop.losses", "bayesdrop.wls", "bayesdrop.irls",
-           "bayesdrop.gibbs", "bayesdrop.diagnostics", "bayesdrop.design"]
+           "bayesdrop.gibbs", "bayesdrop.diagnostics", "bayesdrop.design",
+           "bayesdrop.baselines", "bayesdrop.datasets", "bayesdrop.studies"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,0 +1,1080 @@
+"""Baselines from the related papers (MATH.md section 7), with the estimators' conventions.
+
+============================================  ==============================================
+estimator                                     objective (per binary problem, ``y`` in +-1)
+============================================  ==============================================
+:class:`MCFQuadraticClassifier`               ``1/2 ||w||^2 + (C/2) sum_n E (y_n - w.x~_n - b)^2``
+:class:`MCFLogisticRegression`                ``1/2 ||w||^2 + C sum_n log(1 + E exp(-y_n w.x~_n - y_n b))``
+:class:`WagerDropoutLogisticRegression`       ``1/2 ||w||^2 + C [sum_n log(1 + e^{-y_n m_n}) + R_q]``
+:class:`TLogisticRegression`                  ``1/2 ||W||^2 - C sum_n log p_t(y_n | x_n)``
+:class:`InvariantSVC`                         ``1/2 ||(w, b/s)||^2 + C sum_n max(0, 1 - min_{x' in S(x_n)} y_n f(x'))``
+:class:`ExplicitCorruptionClassifier`         any estimator fitted on ``M`` corrupted copies
+============================================  ==============================================
+
+All are scikit-learn classifiers (``fit`` returns ``self``; ``coef_``, ``intercept_``,
+``classes_``, ``n_iter_``); multiclass problems are one-vs-rest except for the t-logistic
+regression, whose multiclass model is the joint one of the paper. ``C`` means what it
+means for :class:`sklearn.linear_model.LogisticRegression`: at zero noise (``t = 1``,
+no deleted features) each reduces to the ordinary model, which the tests check.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from scipy.special import expit, log_expit
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._validation import check_random_state, check_scalar
+from .design import Design
+from .estimators import _DropoutClassifier, _sigmoid_proba
+from .losses import SquaredLoss
+from .noise import Dropout, MultiplicativeGaussian, AdditiveGaussian, NoNoise, make_noise
+
+__all__ = [
+    "MCFQuadraticClassifier",
+    "MCFLogisticRegression",
+    "WagerDropoutLogisticRegression",
+    "TLogisticRegression",
+    "InvariantSVC",
+    "ExplicitCorruptionClassifier",
+    "exp_t",
+    "log_t",
+    "t_partition",
+    "worst_case_margin",
+]
+
+_ACCEPT_SPARSE = ["csr", "csc", "coo"]
+
+
+# ---------------------------------------------------------------------------------------
+# shared plumbing: classes, one-vs-rest, L-BFGS
+# ---------------------------------------------------------------------------------------
+class _LinearClassifier(ClassifierMixin, BaseEstimator):
+    """Validation, classes and one-vs-rest for the baselines fitted problem by problem."""
+
+    def _validate_fit(self, X, y):
+        X, y = validate_data(self, X, y, accept_sparse=_ACCEPT_SPARSE, dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        if self.classes_.shape[0] < 2:
+            raise ValueError(
+                f"y contains only one class ({self.classes_[0]!r}); at least two classes "
+                "are needed"
+            )
+        if sp.issparse(X):
+            X = X.tocsr()
+        return X, y_idx
+
+    def _targets(self, y_idx):
+        if self.classes_.shape[0] == 2:
+            return np.where(y_idx == 1, 1.0, -1.0)[:, None]
+        return np.where(y_idx[:, None] == np.arange(self.classes_.shape[0]), 1.0, -1.0)
+
+    def _validate_X(self, X):
+        check_is_fitted(self)
+        return validate_data(self, X, reset=False, accept_sparse=_ACCEPT_SPARSE,
+                             dtype=np.float64)
+
+    def decision_function(self, X):
+        """Scores ``w.x + b`` (one column per class, or the score of ``classes_[1]``)."""
+        X = self._validate_X(X)
+        scores = np.asarray(X @ self.coef_.T) + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        """Class with the largest score."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def _lbfgs(fun, theta0, tol, max_iter):
+    """Minimise ``fun(theta) -> (value, grad)`` by L-BFGS-B; return the scipy result."""
+    return minimize(fun, theta0, jac=True, method="L-BFGS-B",
+                    options={"maxiter": max_iter, "gtol": tol, "ftol": 1e3 * np.finfo(float).eps,
+                             "maxcor": 20})
+
+
+class _LBFGSBinaryOVR(_LinearClassifier):
+    """One-vs-rest fit of a smooth binary objective ``J(theta; X, y)`` by L-BFGS."""
+
+    def _check_common(self):
+        check_scalar(self.C, "C", min_val=0.0, include_min=False)
+        check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
+        check_scalar(self.max_iter, "max_iter", min_val=1, integer=True)
+
+    def _fit_ovr(self, X, y_idx, make_objective):
+        targets = self._targets(y_idx)
+        D = X.shape[1]
+        n_params = D + int(self.fit_intercept)
+        coefs = np.zeros((targets.shape[1], D))
+        intercepts = np.zeros(targets.shape[1])
+        n_iter, objective, converged = [], [], []
+        start = time.perf_counter()
+        for k in range(targets.shape[1]):
+            fun = make_objective(np.ascontiguousarray(targets[:, k]))
+            res = _lbfgs(fun, np.zeros(n_params), self.tol, self.max_iter)
+            coefs[k] = res.x[:D]
+            intercepts[k] = res.x[D] if self.fit_intercept else 0.0
+            n_iter.append(res.nit)
+            objective.append(float(res.fun))
+            converged.append(bool(res.success))
+        self.coef_, self.intercept_ = coefs, intercepts
+        self.n_iter_ = np.array(n_iter)
+        self.objective_ = np.array(objective)
+        self.converged_ = np.array(converged)
+        self.fit_time_ = time.perf_counter() - start
+        return self
+
+    def predict_proba(self, X):
+        """``sigmoid(w.x + b)`` (one-vs-rest sigmoids normalised to sum to one)."""
+        scores = self.decision_function(X)
+        return _sigmoid_proba(scores[:, None] if scores.ndim == 1 else scores)
+
+
+# ---------------------------------------------------------------------------------------
+# MCF-quadratic
+# ---------------------------------------------------------------------------------------
+class MCFQuadraticClassifier(_DropoutClassifier):
+    """Marginalized corrupted features with the quadratic loss (van der Maaten et al. 2013).
+
+    Minimises the expected squared loss on ``y`` in {-1, +1}::
+
+        1/2 ||w||^2 + (C/2) sum_n E (y_n - w.x~_n - b)^2
+            = 1/2 ||w||^2 + (C/2) sum_n ((y_n - m_n)^2 + v_n.(w*w))
+
+    in closed form: one step of the shared weighted-least-squares core with constant
+    weights ``rho_n = 2C`` (:class:`bayesdrop.losses.SquaredLoss` with ``C' = 2C``,
+    MATH.md section 7), ``(2 I' + 2C (Xbar^T Xbar + diag(sum_n vbar_n))) theta = 2C Xbar^T y``.
+    At zero noise it is :class:`sklearn.linear_model.RidgeClassifier` with ``alpha = 1/C``.
+    Multiclass: one-vs-rest. ``sample_posterior`` samples the Gaussian pseudo-posterior.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+    noise, noise_level
+        As for :class:`bayesdrop.DropoutSVC`.
+    fit_intercept : bool, default=True
+    solver : {"auto", "cholesky", "woodbury", "cg"}, default="auto"
+    tol, max_iter, accelerate, warm_start
+        As for :class:`bayesdrop.DropoutSVC` (one IRLS step is exact here).
+
+    Attributes
+    ----------
+    classes_, coef_, intercept_, n_iter_, objective_, noise_, loss_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import RidgeClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(50, 3)); y = np.sign(X[:, 0] + 0.3 * rng.normal(size=50))
+    >>> ours = MCFQuadraticClassifier(C=2.0, noise_level=0).fit(X, y)
+    >>> bool(np.allclose(ours.coef_, RidgeClassifier(alpha=0.5).fit(X, y).coef_))
+    True
+    """
+
+    def __init__(self, C=1.0, *, noise="dropout", noise_level=None, fit_intercept=True,
+                 solver="auto", tol=1e-8, max_iter=100, accelerate=False, warm_start=False):
+        self.C = C
+        self.noise = noise
+        self.noise_level = noise_level
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.accelerate = accelerate
+        self.warm_start = warm_start
+
+    def _make_loss(self):
+        return SquaredLoss(2.0 * self.C)
+
+
+# ---------------------------------------------------------------------------------------
+# MCF-logistic
+# ---------------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def _mcf_dropout_pass(indptr, indices, data, w, b, y, q, C, fit_intercept, grad):
+    """Value and gradient of ``sum_n log(1 + E exp(-y_n omega~_n))`` under dropout.
+
+    ``log E exp(-y omega~) = -y b + sum_{d: x_nd != 0} logaddexp(log q, log(1-q) + z_nd)``
+    with ``z_nd = -y w_d x_nd / (1-q)``; ``dL/dw_d = sigmoid(a_n) pi_nd (-y x_nd / (1-q))``
+    with ``pi_nd = (1-q) e^{z} / (q + (1-q) e^{z})``.
+    """
+    n = indptr.shape[0] - 1
+    scale = 1.0 / (1.0 - q)
+    log_q = np.log(q) if q > 0 else -np.inf
+    log_keep = np.log1p(-q)
+    value = 0.0
+    for i in range(n):
+        a = -y[i] * b
+        for j in range(indptr[i], indptr[i + 1]):
+            z = log_keep - y[i] * w[indices[j]] * data[j] * scale
+            if q > 0:
+                hi = max(log_q, z)
+                a += hi + np.log(np.exp(log_q - hi) + np.exp(z - hi))
+            else:
+                a += z
+        # softplus(a) and sigmoid(a), stably
+        if a > 0:
+            value += a + np.log1p(np.exp(-a))
+            sig = 1.0 / (1.0 + np.exp(-a))
+        else:
+            value += np.log1p(np.exp(a))
+            ea = np.exp(a)
+            sig = ea / (1.0 + ea)
+        c = C * sig
+        for j in range(indptr[i], indptr[i + 1]):
+            z = log_keep - y[i] * w[indices[j]] * data[j] * scale
+            if q > 0:
+                pi = 1.0 / (1.0 + np.exp(log_q - z))
+            else:
+                pi = 1.0
+            grad[indices[j]] -= c * pi * y[i] * data[j] * scale
+        if fit_intercept:
+            grad[grad.shape[0] - 1] -= c * y[i]
+    return value
+
+
+class MCFLogisticRegression(_LBFGSBinaryOVR):
+    """Marginalized corrupted features with the logistic loss (van der Maaten et al. 2013).
+
+    Minimises Jensen's upper bound on the expected logistic loss::
+
+        1/2 ||w||^2 + C sum_n log(1 + E exp(-y_n (w.x~_n + b)))
+
+    with the exact moment-generating functions
+
+    - dropout (rate ``q``): ``E exp(-y w.x~) = prod_d (q + (1-q) exp(-y w_d x_d / (1-q)))``
+      (features with ``x_d = 0`` contribute 1, so sparse input costs ``O(nnz)``);
+    - Gaussian noise (additive or multiplicative): ``exp(-y m + s/2)``, ``s = v.(w*w)``,
+
+    by L-BFGS with the analytic gradient, evaluated in log space (log-sum-exp per feature,
+    stable softplus). At zero noise it is :class:`sklearn.linear_model.LogisticRegression`.
+    Multiclass: one-vs-rest.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+    noise : {"dropout", "gaussian", "multiplicative", "none"} or NoiseModel, default="dropout"
+    noise_level : float or None, default=None
+        ``q`` for dropout (``None``: 0.5), ``sigma`` or ``a`` for the Gaussian noises.
+    fit_intercept : bool, default=True
+    tol : float, default=1e-6
+        Projected-gradient tolerance of L-BFGS-B.
+    max_iter : int, default=1000
+
+    Attributes
+    ----------
+    classes_, coef_, intercept_, n_iter_, objective_, converged_, noise_, fit_time_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(80, 3)); y = np.sign(X[:, 0] + rng.normal(size=80))
+    >>> ours = MCFLogisticRegression(C=0.5, noise_level=0.0, tol=1e-9).fit(X, y)
+    >>> ref = LogisticRegression(C=0.5, tol=1e-10).fit(X, y)
+    >>> bool(np.allclose(ours.coef_, ref.coef_, atol=1e-5))
+    True
+    """
+
+    def __init__(self, C=1.0, *, noise="dropout", noise_level=None, fit_intercept=True,
+                 tol=1e-6, max_iter=1000):
+        self.C = C
+        self.noise = noise
+        self.noise_level = noise_level
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+
+    def fit(self, X, y):
+        """Fit by L-BFGS, one binary problem per class (one-vs-rest).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        self._check_common()
+        noise = make_noise(self.noise, self.noise_level)
+        if not isinstance(noise, (Dropout, AdditiveGaussian, MultiplicativeGaussian, NoNoise)):
+            raise ValueError(
+                "noise must be dropout, gaussian, multiplicative or none for "
+                f"MCFLogisticRegression (a closed-form moment-generating function), got {noise!r}"
+            )
+        X, y_idx = self._validate_fit(X, y)
+        noise.check_input(X)
+        self.noise_ = noise
+        C, fi = float(self.C), bool(self.fit_intercept)
+        D = X.shape[1]
+        if isinstance(noise, Dropout) and noise.level > 0:
+            Xc = X if sp.issparse(X) else sp.csr_matrix(X)
+            indptr, indices, data = Xc.indptr, Xc.indices, Xc.data
+            q = noise.level
+
+            def make_objective(yk):
+                def fun(theta):
+                    grad = np.zeros_like(theta)
+                    b = theta[D] if fi else 0.0
+                    val = _mcf_dropout_pass(indptr, indices, data, theta[:D], b, yk, q, C, fi,
+                                            grad)
+                    w = theta[:D]
+                    grad[:D] += w
+                    return 0.5 * w @ w + C * val, grad
+                return fun
+        else:
+            design = Design(X, noise, fi)
+
+            def make_objective(yk):
+                def fun(theta):
+                    w, _ = design.split(theta)
+                    m, s = design.scores(theta)
+                    a = -yk * m + 0.5 * s
+                    sig = expit(a)
+                    grad = design.rmatvec(-C * yk * sig)
+                    grad[:D] += w + C * design.noise_apply(sig, w)
+                    return 0.5 * w @ w + C * np.sum(-log_expit(-a)), grad
+                return fun
+
+        return self._fit_ovr(X, y_idx, make_objective)
+
+
+# ---------------------------------------------------------------------------------------
+# Wager et al. quadratic dropout penalty
+# ---------------------------------------------------------------------------------------
+def _wager_penalty(design, theta, weight):
+    """``weight * R_q`` and its gradient; ``R_q = 1/2 sum_n p_n (1 - p_n) s_n``.
+
+    ``dR_q/dtheta = 1/2 sum_n [p(1-p)(1-2p) s_n xbar_n] + (sum_n p(1-p) diag(v_n)) w``.
+    """
+    w, _ = design.split(theta)
+    m, s = design.scores(theta)
+    p = expit(m)
+    g = p * (1.0 - p)
+    value = 0.5 * np.sum(g * s)
+    grad = design.rmatvec(0.5 * g * (1.0 - 2.0 * p) * s)
+    grad[: design.n_features] += design.noise_apply(g, w)
+    return weight * value, weight * grad
+
+
+class WagerDropoutLogisticRegression(_LBFGSBinaryOVR):
+    """Logistic regression with the quadratic dropout penalty of Wager, Wang & Liang (2013).
+
+    Minimises::
+
+        1/2 ||w||^2 + C [ sum_n log(1 + exp(-y_n m_n)) + kappa (R_q(X) + a R_q(X_u)) ],
+        R_q(X) = 1/2 sum_n p_n (1 - p_n) Var[w.x~_n],   p_n = sigmoid(m_n),
+
+    the second-order approximation of the dropout (noising) penalty; ``Var[w.x~_n] =
+    v_n.(w*w)`` comes from the noise model. With unlabeled data ``X_u`` (``n_u`` rows,
+    passed to :meth:`fit`) the penalty is the semi-supervised estimate with
+    ``kappa = n / (n + a n_u)`` and discount ``a`` in (0, 1]; without, ``kappa = 1``.
+    ``R_q`` is not convex; L-BFGS from zero finds a stationary point. The small ridge term
+    keeps the problem well posed (``C = inf`` is not allowed). Multiclass: one-vs-rest.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+    noise, noise_level
+        Noise model of the penalty (default dropout, ``q = 0.5``).
+    unlabeled_discount : float in (0, 1], default=0.3
+        ``a``; the paper finds 0.1-0.4 works well.
+    fit_intercept : bool, default=True
+    tol : float, default=1e-6
+    max_iter : int, default=1000
+
+    Attributes
+    ----------
+    classes_, coef_, intercept_, n_iter_, objective_, converged_, noise_, fit_time_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 4)); y = np.sign(X[:, 0] + rng.normal(size=60))
+    >>> clf = WagerDropoutLogisticRegression(C=1.0, noise_level=0.5).fit(X, y)
+    >>> clf.coef_.shape
+    (1, 4)
+    """
+
+    def __init__(self, C=1.0, *, noise="dropout", noise_level=None, unlabeled_discount=0.3,
+                 fit_intercept=True, tol=1e-6, max_iter=1000):
+        self.C = C
+        self.noise = noise
+        self.noise_level = noise_level
+        self.unlabeled_discount = unlabeled_discount
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+
+    def fit(self, X, y, X_unlabeled=None):
+        """Fit by L-BFGS (one-vs-rest).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        X_unlabeled : {array-like, sparse matrix} of shape (n_unlabeled, n_features), optional
+            Unlabeled rows for the semi-supervised penalty.
+
+        Returns
+        -------
+        self
+        """
+        self._check_common()
+        a = check_scalar(self.unlabeled_discount, "unlabeled_discount", min_val=0.0,
+                         max_val=1.0, include_min=False)
+        noise = make_noise(self.noise, self.noise_level)
+        X, y_idx = self._validate_fit(X, y)
+        self.noise_ = noise
+        C, fi, D = float(self.C), bool(self.fit_intercept), X.shape[1]
+        design = Design(X, noise, fi)
+        n = X.shape[0]
+        unlabeled = None
+        if X_unlabeled is not None:
+            Xu = validate_data(self, X_unlabeled, reset=False, accept_sparse=_ACCEPT_SPARSE,
+                               dtype=np.float64)
+            unlabeled = Design(Xu, noise, fi)
+            kappa = n / (n + a * Xu.shape[0])
+        else:
+            kappa = 1.0
+
+        def make_objective(yk):
+            def fun(theta):
+                w, _ = design.split(theta)
+                m = design.matvec(theta)
+                value = 0.5 * w @ w + C * np.sum(-log_expit(yk * m))
+                grad = design.rmatvec(-C * yk * expit(-yk * m))
+                grad[:D] += w
+                pv, pg = _wager_penalty(design, theta, C * kappa)
+                value, grad = value + pv, grad + pg
+                if unlabeled is not None:
+                    uv, ug = _wager_penalty(unlabeled, theta, C * kappa * a)
+                    value, grad = value + uv, grad + ug
+                return value, grad
+            return fun
+
+        return self._fit_ovr(X, y_idx, make_objective)
+
+
+# ---------------------------------------------------------------------------------------
+# t-logistic regression
+# ---------------------------------------------------------------------------------------
+def exp_t(x, t):
+    """The t-exponential ``exp_t(x) = [1 + (1 - t) x]_+^{1/(1-t)}`` (``exp`` at ``t = 1``).
+
+    Examples
+    --------
+    >>> float(exp_t(-1.0, 2.0)), float(exp_t(0.3, 1.0)) == float(np.exp(0.3))
+    (0.5, True)
+    """
+    x = np.asarray(x, dtype=float)
+    if t == 1.0:
+        return np.exp(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.maximum(1.0 + (1.0 - t) * x, 0.0) ** (1.0 / (1.0 - t))
+
+
+def log_t(x, t):
+    """The t-logarithm ``log_t(x) = (x^{1-t} - 1) / (1 - t)``, inverse of :func:`exp_t`.
+
+    Examples
+    --------
+    >>> round(float(log_t(exp_t(-0.7, 1.5), 1.5)), 12)
+    -0.7
+    """
+    x = np.asarray(x, dtype=float)
+    if t == 1.0:
+        return np.log(x)
+    return (x ** (1.0 - t) - 1.0) / (1.0 - t)
+
+
+def t_partition(U, t, tol=1e-13, max_iter=100):
+    """Log-partition ``g_t(u)`` of the t-logistic model, row by row.
+
+    Solves ``sum_c exp_t(u_c - g) = 1`` (t-logistic paper, eq. 39). The left side ``f(g)``
+    is convex and decreasing, so Newton's method from ``g_0 = max_c u_c`` (where
+    ``f >= 0``) increases monotonically to the root. At ``t = 1``, ``g = logsumexp(u)``.
+
+    Parameters
+    ----------
+    U : ndarray of shape (n_samples, n_classes)
+    t : float >= 1
+
+    Returns
+    -------
+    g : ndarray of shape (n_samples,)
+    P : ndarray of shape (n_samples, n_classes)
+        ``p(c | u) = exp_t(u_c - g)`` (rows sum to one).
+    Q : ndarray of shape (n_samples, n_classes)
+        Escort probabilities ``q_c = p_c^t / sum p^t`` ``= dg/du_c``.
+
+    Examples
+    --------
+    >>> g, P, Q = t_partition(np.array([[0.0, 1.0, -2.0]]), 1.7)
+    >>> bool(np.isclose(P.sum(), 1.0))
+    True
+    """
+    U = np.asarray(U, dtype=float)
+    umax = U.max(axis=1)
+    Z = U - umax[:, None]
+    if t == 1.0:
+        E = np.exp(Z)
+        s = E.sum(axis=1)
+        P = E / s[:, None]
+        return umax + np.log(s), P, P
+    g = np.zeros(U.shape[0])  # relative to umax
+    for _ in range(max_iter):
+        base = 1.0 + (t - 1.0) * (g[:, None] - Z)  # >= 1
+        P = base ** (-1.0 / (t - 1.0))
+        f = P.sum(axis=1) - 1.0
+        fprime = (P ** t).sum(axis=1)  # -f'(g)
+        step = f / fprime
+        g = g + step
+        if np.all(np.abs(step) <= tol * (1.0 + np.abs(g))):
+            break
+    base = 1.0 + (t - 1.0) * (g[:, None] - Z)
+    P = base ** (-1.0 / (t - 1.0))
+    Pt = P ** t
+    return umax + g, P, Pt / Pt.sum(axis=1, keepdims=True)
+
+
+class TLogisticRegression(_LinearClassifier):
+    """t-logistic regression (Ding & Vishwanathan; seed 003), binary and multiclass.
+
+    The class probabilities come from the t-exponential family,
+    ``p(c | x) = exp_t(u_c - g_t(u))`` with ``u_c = w_c.x + b_c`` and the log-partition
+    ``g_t`` solving ``sum_c exp_t(u_c - g_t) = 1`` (:func:`t_partition`). Minimises::
+
+        1/2 ||W||^2 - C sum_n log p(y_n | x_n),
+        -log p(y | x) = log(1 + (t - 1)(g_t(u) - u_y)) / (t - 1)       (t > 1)
+
+    by L-BFGS with ``d(-log p)/du = -p_y^{t-1} (e_y - q)``, ``q`` the escort probabilities.
+    For ``t > 1`` the loss is bounded in the margin (non-convex), which caps the influence
+    ``xi_n = p(y_n | x_n)^{t-1}`` of mislabeled points; at ``t = 1`` it is (multinomial)
+    logistic regression. Binary problems use one weight vector, ``u = (+f/2, -f/2)``,
+    ``f = w.x + b``, so that ``t = 1`` gives ``log(1 + exp(-y f))`` exactly as
+    :class:`sklearn.linear_model.LogisticRegression`.
+
+    Parameters
+    ----------
+    t : float >= 1, default=1.9
+        The paper's Figure 7 uses 1.9.
+    C : float, default=1.0
+    fit_intercept : bool, default=True
+    tol : float, default=1e-6
+    max_iter : int, default=1000
+    init : {"zero", "logistic"}, default="zero"
+        Start L-BFGS at zero or at the ``t = 1`` solution (the objective is non-convex).
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    coef_ : ndarray of shape (1, n_features) (binary) or (n_classes, n_features)
+    intercept_ : ndarray
+    n_iter_ : int
+    objective_ : float
+    converged_ : bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(80, 3)); y = np.sign(X[:, 0] + rng.normal(size=80))
+    >>> ours = TLogisticRegression(t=1.0, C=0.5, tol=1e-9).fit(X, y)
+    >>> ref = LogisticRegression(C=0.5, tol=1e-10).fit(X, y)
+    >>> bool(np.allclose(ours.coef_, ref.coef_, atol=1e-5))
+    True
+    """
+
+    def __init__(self, t=1.9, C=1.0, *, fit_intercept=True, tol=1e-6, max_iter=1000,
+                 init="zero"):
+        self.t = t
+        self.C = C
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.init = init
+
+    def _scores(self, X, theta, K):
+        D = X.shape[1]
+        W = theta[: K * D].reshape(K, D)
+        F = np.asarray(X @ W.T)
+        if self.fit_intercept:
+            F = F + theta[K * D:]
+        return W, F
+
+    def _objective(self, theta, X, y_idx, K, t):
+        C, D = float(self.C), X.shape[1]
+        W, F = self._scores(X, theta, K)
+        U = np.column_stack([0.5 * F[:, 0], -0.5 * F[:, 0]]) if K == 1 else F
+        g, P, Q = t_partition(U, t)
+        rows = np.arange(U.shape[0])
+        gap = g - U[rows, y_idx]  # >= 0
+        if t == 1.0:
+            loss = gap
+            xi = np.ones_like(gap)
+        else:
+            loss = np.log1p((t - 1.0) * gap) / (t - 1.0)
+            xi = 1.0 / (1.0 + (t - 1.0) * gap)  # p_y^{t-1}
+        E = -Q
+        E[rows, y_idx] += 1.0
+        dU = -(xi[:, None] * E)  # d(-log p)/du
+        dF = 0.5 * (dU[:, :1] - dU[:, 1:]) if K == 1 else dU
+        gW = C * np.asarray(X.T @ dF).T + W
+        grad = gW.ravel()
+        if self.fit_intercept:
+            grad = np.concatenate([grad, C * dF.sum(axis=0)])
+        return 0.5 * np.sum(W * W) + C * np.sum(loss), grad
+
+    def fit(self, X, y):
+        """Fit by L-BFGS.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        t = check_scalar(self.t, "t", min_val=1.0)
+        check_scalar(self.C, "C", min_val=0.0, include_min=False)
+        check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
+        check_scalar(self.max_iter, "max_iter", min_val=1, integer=True)
+        if self.init not in ("zero", "logistic"):
+            raise ValueError(f"init must be 'zero' or 'logistic', got {self.init!r}")
+        X, y_idx = self._validate_fit(X, y)
+        n_classes = self.classes_.shape[0]
+        K = 1 if n_classes == 2 else n_classes
+        # binary: y_idx 1 (classes_[1], y = +1) is the first column of u = (f/2, -f/2)
+        yk = (1 - y_idx) if K == 1 else y_idx
+        D = X.shape[1]
+        theta0 = np.zeros(K * D + (K if self.fit_intercept else 0))
+        start = time.perf_counter()
+        if self.init == "logistic" and t > 1.0:
+            res0 = _lbfgs(lambda th: self._objective(th, X, yk, K, 1.0), theta0, self.tol,
+                          self.max_iter)
+            theta0 = res0.x
+        res = _lbfgs(lambda th: self._objective(th, X, yk, K, t), theta0, self.tol,
+                     self.max_iter)
+        W, _ = self._scores(X[:1], res.x, K)
+        self.coef_ = W.copy()
+        self.intercept_ = res.x[K * D:].copy() if self.fit_intercept else np.zeros(K)
+        self.n_iter_ = int(res.nit)
+        self.objective_ = float(res.fun)
+        self.converged_ = bool(res.success)
+        self.fit_time_ = time.perf_counter() - start
+        return self
+
+    def predict_proba(self, X):
+        """``p(c | x) = exp_t(u_c - g_t(u))``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        F = np.atleast_2d(self.decision_function(X))
+        if self.coef_.shape[0] == 1:
+            F = F.reshape(-1, 1)
+            _, P, _ = t_partition(np.column_stack([-0.5 * F[:, 0], 0.5 * F[:, 0]]),
+                                  float(self.t))
+            return P
+        return t_partition(F, float(self.t))[1]
+
+    def influence(self, X, y):
+        """Influence ``xi_n = p(y_n | x_n)^{t-1}`` of each example (1 at ``t = 1``).
+
+        Small for points the model considers mislabeled (the paper's Figure 7).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        P = self.predict_proba(X)
+        y = np.asarray(y)
+        idx = np.searchsorted(self.classes_, y)
+        idx = np.clip(idx, 0, self.classes_.shape[0] - 1)
+        if not np.all(self.classes_[idx] == y):
+            raise ValueError("y contains labels not seen in fit")
+        return P[np.arange(P.shape[0]), idx] ** (float(self.t) - 1.0)
+
+
+# ---------------------------------------------------------------------------------------
+# invariant SVM: worst-case feature deletion / scaling
+# ---------------------------------------------------------------------------------------
+def worst_case_margin(B, n_changes, lower=0.0, upper=1.0):
+    """Smallest margin ``min_alpha sum_d B_d alpha_d`` over the FSCALE set.
+
+    The set (Teo et al. 2008, eq. 10) allows at most ``n_changes`` features to be scaled by
+    ``alpha_d`` in ``[lower, upper]`` (``lower <= 1 <= upper``; FDROP is ``(0, 1)``). The
+    objective is linear, so the worst case scales feature ``d`` to ``lower`` if
+    ``B_d > 0`` and to ``upper`` if ``B_d < 0``, lowering the margin by
+    ``r_d = max(B_d (1 - lower), B_d (1 - upper)) >= 0``, and picks the ``n_changes``
+    largest ``r_d``; this is what the paper's Algorithm 3 computes by sorting.
+
+    Parameters
+    ----------
+    B : ndarray of shape (n_samples, n_features)
+        Per-feature margin contributions ``y_n w_d x_nd``.
+    n_changes : int >= 0
+    lower, upper : float
+
+    Returns
+    -------
+    margin : ndarray of shape (n_samples,)
+    alpha : ndarray of shape (n_samples, n_features)
+        The worst-case scaling factors.
+
+    Examples
+    --------
+    >>> m, alpha = worst_case_margin(np.array([[3.0, -1.0, 0.5]]), 1)
+    >>> float(m[0]), alpha.tolist()
+    (-0.5, [[0.0, 1.0, 1.0]])
+    """
+    B = np.asarray(B, dtype=float)
+    down = B * (1.0 - lower)
+    up = B * (1.0 - upper)
+    r = np.maximum(down, up)
+    alpha = np.ones_like(B)
+    K = min(int(n_changes), B.shape[1])
+    if K > 0:
+        idx = np.argpartition(-r, K - 1, axis=1)[:, :K]
+        rows = np.arange(B.shape[0])[:, None]
+        chosen = r[rows, idx] > 0
+        alpha[rows, idx] = np.where(chosen, np.where(down[rows, idx] >= up[rows, idx],
+                                                     lower, upper), 1.0)
+    return np.sum(B * alpha, axis=1), alpha
+
+
+class InvariantSVC(_LinearClassifier):
+    """Linear SVM with worst-case feature deletion (FDROP) or scaling (FSCALE).
+
+    Teo, Globerson, Roweis & Smola (2008): the invariant hinge loss is the hinge loss of the
+    worst transformed input, ``max(0, 1 - y b - min_alpha sum_d y w_d x_d alpha_d)`` over
+    at most ``n_changes`` features scaled into ``[lower, upper]`` (:func:`worst_case_margin`,
+    their Algorithm 3). Minimises::
+
+        1/2 ||w||^2 + 1/2 w_b^2 + C sum_n max(0, 1 - y_n (s w_b) - worst-case margin_n)
+
+    with the intercept ``b = s w_b`` as an uncorrupted constant feature ``s =
+    intercept_scaling`` (penalised, as in :class:`sklearn.svm.LinearSVC`). The paper runs
+    its Algorithm 3 inside SVMStruct / BMRM / Pegasos solvers; Pegasos with the step
+    ``1 / (lambda t)`` needs ``O(C n / epochs)`` accuracy and stalled far from the optimum
+    at ``C = 1`` in our tests, so this class uses the bundle method BMRM (Teo et al.
+    2010) with the same worst-case oracle: each iteration adds the cutting plane of the
+    exact risk at the current point and solves the small dual QP on the simplex. It stops
+    when the duality gap is below ``tol`` times the objective, so the result is certified.
+    ``n_changes = 0`` is the plain hinge-loss SVM. Multiclass: one-vs-rest.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+    n_changes : int, default=10
+        ``K``, the number of features the adversary may delete / scale.
+    lower, upper : float, default=(0.0, 1.0)
+        FDROP is ``(0, 1)``; the paper's FSCALE uses e.g. ``(0.5, 8)``.
+    fit_intercept : bool, default=True
+    intercept_scaling : float, default=1.0
+    tol : float, default=1e-3
+        Relative duality gap at which BMRM stops.
+    max_iter : int, default=1000
+        Maximum cutting planes per binary problem.
+
+    Attributes
+    ----------
+    classes_, coef_, intercept_
+    n_iter_ : ndarray
+        BMRM iterations per binary problem.
+    objective_ : ndarray
+        Best objective per binary problem.
+    duality_gap_ : ndarray
+        Objective minus the certified lower bound.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 6)); y = np.sign(X.sum(axis=1))
+    >>> clf = InvariantSVC(C=1.0, n_changes=1).fit(X, y)  # worst case: one feature deleted
+    >>> bool(clf.duality_gap_[0] <= 1e-3 * clf.objective_[0]), clf.score(X, y) > 0.8
+    (True, True)
+    """
+
+    def __init__(self, C=1.0, *, n_changes=10, lower=0.0, upper=1.0, fit_intercept=True,
+                 intercept_scaling=1.0, tol=1e-3, max_iter=1000):
+        self.C = C
+        self.n_changes = n_changes
+        self.lower = lower
+        self.upper = upper
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.tol = tol
+        self.max_iter = max_iter
+
+    def _robust_margins(self, X, y, w, b):
+        Xd = X.toarray() if sp.issparse(X) else X
+        B = y[:, None] * Xd * w[None, :]
+        margin, alpha = worst_case_margin(B, self.n_changes, self.lower, self.upper)
+        return margin + y * b, alpha, Xd
+
+    def objective(self, X, y):
+        """The invariant-SVM objective of the fitted model on ``(X, y)``, per binary problem.
+
+        Returns
+        -------
+        ndarray of shape (n_problems,)
+        """
+        X = self._validate_X(X)
+        y_idx = np.searchsorted(self.classes_, np.asarray(y))
+        targets = self._targets(y_idx)
+        out = []
+        for k in range(targets.shape[1]):
+            out.append(self._objective_k(X, targets[:, k], self.coef_[k], self.intercept_[k]))
+        return np.array(out)
+
+    def _objective_k(self, X, yk, w, b, chunk=4096):
+        s = float(self.intercept_scaling)
+        hinge = 0.0
+        for start in range(0, X.shape[0], chunk):
+            sl = slice(start, start + chunk)
+            m, _, _ = self._robust_margins(X[sl], yk[sl], w, b)
+            hinge += np.sum(np.maximum(0.0, 1.0 - m))
+        wb = b / s if self.fit_intercept else 0.0
+        return 0.5 * (w @ w + wb * wb) + float(self.C) * hinge
+
+    def _risk(self, X, yk, w, b, chunk=2048):
+        """``R = C sum_n max(0, 1 - worst margin_n)`` and its subgradient in ``(w, w_b)``."""
+        s = float(self.intercept_scaling)
+        risk, gw, gb = 0.0, np.zeros_like(w), 0.0
+        for start in range(0, X.shape[0], chunk):
+            sl = slice(start, start + chunk)
+            yb = yk[sl]
+            m, alpha, Xd = self._robust_margins(X[sl], yb, w, b)
+            active = m < 1.0
+            risk += np.sum(1.0 - m[active])
+            gw -= ((yb[active, None] * alpha[active]) * Xd[active]).sum(axis=0)
+            gb -= s * yb[active].sum()
+        C = float(self.C)
+        return C * risk, C * gw, C * gb
+
+    def fit(self, X, y):
+        """Fit by the bundle method (BMRM), one binary problem per class.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        check_scalar(self.C, "C", min_val=0.0, include_min=False)
+        check_scalar(self.n_changes, "n_changes", min_val=0, integer=True)
+        check_scalar(self.lower, "lower", min_val=0.0, max_val=1.0)
+        check_scalar(self.upper, "upper", min_val=1.0)
+        s = check_scalar(self.intercept_scaling, "intercept_scaling", min_val=0.0,
+                         include_min=False)
+        max_iter = check_scalar(self.max_iter, "max_iter", min_val=1, integer=True)
+        tol = check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
+        X, y_idx = self._validate_fit(X, y)
+        targets = self._targets(y_idx)
+        D = X.shape[1]
+        coefs, intercepts, n_iter, objective, gaps = [], [], [], [], []
+        start_time = time.perf_counter()
+        for k in range(targets.shape[1]):
+            yk = np.ascontiguousarray(targets[:, k])
+            theta = np.zeros(D + 1)
+            planes, offsets = [], []
+            best_obj, best_theta, beta = np.inf, theta, np.zeros(0)
+            lower_bound = -np.inf
+            it = 0
+            for it in range(1, max_iter + 1):
+                w, wb = theta[:D], theta[D]
+                b = s * wb if self.fit_intercept else 0.0
+                risk, gw, gb = self._risk(X, yk, w, b)
+                obj = 0.5 * theta @ theta + risk
+                if obj < best_obj:
+                    best_obj, best_theta = obj, theta
+                g = np.append(gw, gb if self.fit_intercept else 0.0)
+                planes.append(g)
+                offsets.append(risk - g @ theta)
+                G = np.array(planes)
+                beta = _simplex_qp(G @ G.T, np.array(offsets), np.append(beta, 0.0))
+                theta = -(G.T @ beta)
+                lower_bound = max(lower_bound, float(-0.5 * theta @ theta
+                                                     + np.array(offsets) @ beta))
+                if best_obj - lower_bound <= tol * abs(best_obj):
+                    break
+            coefs.append(best_theta[:D].copy())
+            intercepts.append(s * best_theta[D] if self.fit_intercept else 0.0)
+            n_iter.append(it)
+            objective.append(best_obj)
+            gaps.append(best_obj - lower_bound)
+        self.coef_ = np.array(coefs)
+        self.intercept_ = np.array(intercepts)
+        self.n_iter_ = np.array(n_iter)
+        self.objective_ = np.array(objective)
+        self.duality_gap_ = np.array(gaps)
+        self.fit_time_ = time.perf_counter() - start_time
+        return self
+
+
+@numba.njit(cache=True)
+def _project_simplex(v):
+    """Euclidean projection on the probability simplex (sort-based, Held et al. 1974)."""
+    u = np.sort(v)[::-1]
+    css = 0.0
+    theta = 0.0
+    for k in range(u.shape[0]):
+        css += u[k]
+        t = (css - 1.0) / (k + 1.0)
+        if u[k] - t > 0:
+            theta = t
+    return np.maximum(v - theta, 0.0)
+
+
+@numba.njit(cache=True)
+def _simplex_qp(H, c, beta0, max_iter=5000, tol=1e-10):
+    """``argmax_{beta in simplex} -1/2 beta' H beta + c' beta`` (FISTA with restarts).
+
+    Stops when the Frank-Wolfe gap ``max_i grad_i - grad.beta`` (an upper bound on the
+    suboptimality) is below ``tol (1 + |value|)``.
+    """
+    L = max(np.linalg.eigvalsh(H)[-1], 1e-300)
+    beta = _project_simplex(beta0)
+    z = beta.copy()
+    t_acc = 1.0
+    for it in range(max_iter):
+        grad = c - H @ z
+        new = _project_simplex(z + grad / L)
+        t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t_acc * t_acc))
+        z = new + ((t_acc - 1.0) / t_new) * (new - beta)
+        beta = new
+        t_acc = t_new
+        if it % 10 == 0:
+            g = c - H @ beta
+            value = c @ beta - 0.5 * beta @ (H @ beta)
+            if np.max(g) - g @ beta <= tol * (1.0 + abs(value)):
+                break
+    return beta
+
+
+# ---------------------------------------------------------------------------------------
+# explicit corruption
+# ---------------------------------------------------------------------------------------
+class ExplicitCorruptionClassifier(ClassifierMixin, BaseEstimator):
+    """Train any classifier on ``M`` seeded corrupted copies of the training set.
+
+    The Monte Carlo counterpart of the expected-noise models: the data are replaced by
+    ``M`` stacked copies ``x~ ~ p(x~ | x)`` (labels repeated) and ``estimator`` is fitted
+    on them; the expected-noise objective is the ``M -> infinity`` limit (up to scaling
+    ``C`` by ``M``, which this class does when ``scale_C=True`` so that ``C`` keeps its
+    per-example meaning).
+
+    Parameters
+    ----------
+    estimator : classifier
+        Cloned before fitting; e.g. ``LogisticRegression()`` or ``LinearSVC()``.
+    noise : str or NoiseModel, default="dropout"
+    noise_level : float or None, default=None
+    n_copies : int, default=16
+        ``M``.
+    scale_C : bool, default=True
+        Divide the estimator's ``C`` by ``M`` (if it has one).
+    random_state : None, int or numpy.random.Generator
+
+    Attributes
+    ----------
+    estimator_ : the fitted clone
+    classes_, coef_, intercept_ (when the estimator has them)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100, 3)); y = np.sign(X[:, 0])
+    >>> clf = ExplicitCorruptionClassifier(LogisticRegression(), noise_level=0.3,
+    ...                                    n_copies=8, random_state=0).fit(X, y)
+    >>> clf.estimator_.n_features_in_, clf.score(X, y) > 0.9
+    (3, True)
+    """
+
+    def __init__(self, estimator, *, noise="dropout", noise_level=None, n_copies=16,
+                 scale_C=True, random_state=None):
+        self.estimator = estimator
+        self.noise = noise
+        self.noise_level = noise_level
+        self.n_copies = n_copies
+        self.scale_C = scale_C
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Fit ``estimator`` on ``n_copies`` corrupted copies of ``(X, y)``.
+
+        Returns
+        -------
+        self
+        """
+        M = check_scalar(self.n_copies, "n_copies", min_val=1, integer=True)
+        noise = make_noise(self.noise, self.noise_level)
+        X, y = validate_data(self, X, y, accept_sparse=_ACCEPT_SPARSE, dtype=np.float64)
+        check_classification_targets(y)
+        if np.unique(y).shape[0] < 2:
+            raise ValueError("y contains only one class; at least two classes are needed")
+        rng = check_random_state(self.random_state)
+        copies = [noise.corrupt(X, rng) for _ in range(M)]
+        Xc = sp.vstack(copies, format="csr") if sp.issparse(X) else np.vstack(copies)
+        est = clone(self.estimator)
+        if self.scale_C and "C" in est.get_params():
+            est.set_params(C=est.get_params()["C"] / M)
+        est.fit(Xc, np.tile(y, M))
+        self.estimator_ = est
+        self.noise_ = noise
+        self.classes_ = est.classes_
+        for name in ("coef_", "intercept_"):
+            if hasattr(est, name):
+                setattr(self, name, getattr(est, name))
+        return self
+
+    def _check(self, X):
+        check_is_fitted(self)
+        return validate_data(self, X, reset=False, accept_sparse=_ACCEPT_SPARSE,
+                             dtype=np.float64)
+
+    def predict(self, X):
+        """Predictions of the fitted estimator (on clean inputs)."""
+        return self.estimator_.predict(self._check(X))
+
+    def decision_function(self, X):
+        """Scores of the fitted estimator."""
+        return self.estimator_.decision_function(self._check(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

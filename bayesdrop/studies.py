@@ -1,0 +1,435 @@
+"""Robustness study harnesses: nightmare at test time, label noise, uncertainty.
+
+Each study takes ``models``, a mapping ``name -> estimator or list of estimators`` (a
+hyper-parameter grid, e.g. from :func:`grid`), selects one candidate per model on a
+validation split carved from the training data under the same condition as the test
+(same deletion level, same label-noise rate), and returns a tidy
+:class:`pandas.DataFrame` with one row per (model, condition[, repeat]). ``plot_study``
+draws any of them.
+
+The conditions:
+
+- *feature deletion* (:func:`delete_features`): every entry of a test row is set to zero
+  independently with probability ``f`` (no rescaling: the features are missing, not
+  dropped out); sparse input stays sparse;
+- *label noise* (:func:`bayesdrop.datasets.flip_labels`): a fraction of the training (and
+  validation) labels is flipped; the test labels are clean;
+- *uncertainty* (:func:`uncertainty_study`): the Bayesian estimators' posterior predictive
+  probabilities are scored by error, Brier score, expected calibration error and log loss
+  next to their point estimates.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit
+from sklearn.base import clone
+from sklearn.model_selection import ParameterGrid, train_test_split
+
+from ._validation import check_random_state, check_scalar
+from .datasets import flip_labels
+from .posterior import decision_draws, vote_fractions
+
+__all__ = [
+    "grid",
+    "delete_features",
+    "expected_calibration_error",
+    "classification_metrics",
+    "posterior_predictive_proba",
+    "nightmare_at_test_time",
+    "label_noise_study",
+    "uncertainty_study",
+    "plot_study",
+]
+
+#: deletion fractions of the nightmare-at-test-time protocol
+DELETION_LEVELS = tuple(np.round(np.arange(0.0, 1.0, 0.1), 1))
+
+
+def grid(estimator, param_grid):
+    """Clones of ``estimator``, one per point of ``param_grid`` (``sklearn`` ParameterGrid).
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> [e.C for e in grid(LogisticRegression(), {"C": [0.1, 1.0]})]
+    [0.1, 1.0]
+    """
+    return [clone(estimator).set_params(**p) for p in ParameterGrid(param_grid)]
+
+
+def delete_features(X, fraction, random_state=None):
+    """Set each entry of ``X`` to zero independently with probability ``fraction``.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+        Not modified.
+    fraction : float in [0, 1]
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    ndarray or CSR matrix
+        A copy with the deleted entries zeroed (sparse input stays sparse).
+
+    Examples
+    --------
+    >>> Xd = delete_features(np.ones((1000, 10)), 0.3, random_state=0)
+    >>> round(float(1 - Xd.mean()), 2)
+    0.3
+    """
+    fraction = check_scalar(fraction, "fraction", min_val=0.0, max_val=1.0)
+    rng = check_random_state(random_state)
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, copy=True)
+        X.data = X.data * (rng.random(X.data.shape[0]) >= fraction)
+        X.eliminate_zeros()
+        return X
+    X = np.array(X, dtype=float, copy=True)
+    X *= rng.random(X.shape) >= fraction
+    return X
+
+
+def expected_calibration_error(proba, y_idx, n_bins=15):
+    """Expected calibration error of the top-class probability.
+
+    ``ECE = sum_b (n_b / n) |acc_b - conf_b|`` over ``n_bins`` equal-width bins of the
+    confidence ``max_c p_c`` (Guo et al. 2017).
+
+    Parameters
+    ----------
+    proba : ndarray of shape (n_samples, n_classes)
+    y_idx : ndarray of int, shape (n_samples,)
+        Index of the true class in the columns of ``proba``.
+    n_bins : int, default=15
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> p = np.array([[0.9, 0.1], [0.9, 0.1], [0.6, 0.4], [0.6, 0.4]])
+    >>> round(expected_calibration_error(p, np.array([0, 0, 0, 1]), n_bins=10), 3)
+    0.1
+    """
+    proba = np.asarray(proba, dtype=float)
+    y_idx = np.asarray(y_idx)
+    conf = proba.max(axis=1)
+    correct = proba.argmax(axis=1) == y_idx
+    bins = np.minimum((conf * n_bins).astype(int), n_bins - 1)
+    ece = 0.0
+    for b in np.unique(bins):
+        sel = bins == b
+        ece += sel.mean() * abs(correct[sel].mean() - conf[sel].mean())
+    return float(ece)
+
+
+def classification_metrics(proba, y_idx, *, floor=1e-12):
+    """Error, Brier score, expected calibration error and log loss.
+
+    ``brier = mean_n sum_c (p_nc - 1[y_n = c])^2``; ``log_loss = -mean_n log max(p_{n y_n},
+    floor)`` (the floor keeps vote fractions of 0 finite and is documented in the output).
+
+    Parameters
+    ----------
+    proba : ndarray of shape (n_samples, n_classes)
+    y_idx : ndarray of int, shape (n_samples,)
+    floor : float, default=1e-12
+
+    Returns
+    -------
+    dict
+        ``error``, ``brier``, ``ece``, ``log_loss``.
+
+    Examples
+    --------
+    >>> m = classification_metrics(np.array([[0.8, 0.2], [0.3, 0.7]]), np.array([0, 0]))
+    >>> m["error"], round(m["brier"], 2)
+    (0.5, 0.53)
+    """
+    proba = np.asarray(proba, dtype=float)
+    y_idx = np.asarray(y_idx)
+    onehot = np.zeros_like(proba)
+    onehot[np.arange(proba.shape[0]), y_idx] = 1.0
+    p_true = proba[np.arange(proba.shape[0]), y_idx]
+    return {
+        "error": float(np.mean(proba.argmax(axis=1) != y_idx)),
+        "brier": float(np.mean(np.sum((proba - onehot) ** 2, axis=1))),
+        "ece": expected_calibration_error(proba, y_idx),
+        "log_loss": float(-np.mean(np.log(np.maximum(p_true, floor)))),
+    }
+
+
+def posterior_predictive_proba(idata, X):
+    """Posterior predictive class probabilities from the draws of ``sample_posterior``.
+
+    Logistic loss: the posterior mean of the model's probabilities,
+    ``E[sigmoid(w.x + b)]`` (one-vs-rest sigmoids normalised per draw). Other losses (the
+    SVMs have no likelihood over classes): the vote fractions of the draws
+    (:func:`bayesdrop.posterior.vote_fractions`).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes)
+    """
+    if idata.posterior.attrs.get("loss") != "logistic":
+        return vote_fractions(idata, X)
+    scores = decision_draws(idata, X)
+    if scores.ndim == 3:  # binary
+        p1 = expit(scores).mean(axis=(0, 1))
+        return np.column_stack([1.0 - p1, p1])
+    p = expit(scores)
+    p /= p.sum(axis=-1, keepdims=True)
+    return p.mean(axis=(0, 1))
+
+
+def _candidates(models):
+    out = {}
+    for name, est in models.items():
+        cands = list(est) if isinstance(est, (list, tuple)) else [est]
+        if not cands:
+            raise ValueError(f"models[{name!r}] is an empty list of candidates")
+        out[name] = cands
+    return out
+
+
+def _params_label(est, base):
+    """The parameters in which a candidate differs from the first one of its model."""
+    p, p0 = est.get_params(deep=False), base.get_params(deep=False)
+    diff = {k: v for k, v in p.items() if not np.array_equal(np.asarray(v, dtype=object),
+                                                             np.asarray(p0[k], dtype=object))}
+    keys = sorted(diff) or [k for k in ("C", "noise_level", "t", "n_changes") if k in p]
+    return ", ".join(f"{k}={p[k]}" for k in keys)
+
+
+def _error(est, X, y):
+    return float(np.mean(est.predict(X) != y))
+
+
+def _split(X, y, validation_fraction, rng):
+    idx = np.arange(X.shape[0])
+    fit_idx, val_idx = train_test_split(idx, test_size=validation_fraction, stratify=y,
+                                        random_state=int(rng.integers(2**31 - 1)))
+    return fit_idx, val_idx
+
+
+def nightmare_at_test_time(models, X_train, y_train, X_test, y_test, *,
+                           deletion=DELETION_LEVELS, validation_fraction=0.2, refit=True,
+                           random_state=0, verbose=False):
+    """Train on clean data, test with a fraction of the features deleted.
+
+    For every model, each candidate is fitted once on the clean fitting part of the
+    training data; for each deletion level ``f`` the candidate with the lowest
+    validation error *under the same deletion level* is selected (as in the papers), then
+    (``refit=True``) refitted on the whole training set, and its error on the test set
+    with deletion level ``f`` is recorded. Deletion masks are seeded per level and shared
+    by all models.
+
+    Parameters
+    ----------
+    models : dict of str -> estimator or list of estimators
+    X_train, y_train, X_test, y_test : arrays (``X`` dense or sparse)
+    deletion : sequence of float in [0, 1], default 0, 0.1, ..., 0.9
+    validation_fraction : float in (0, 1), default=0.2
+    refit : bool, default=True
+    random_state : int, default=0
+    verbose : bool, default=False
+        Print one line per fitted candidate.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``model``, ``deletion``, ``selected`` (parameters), ``val_error``,
+        ``test_error``, ``fit_seconds`` (of the fits on the fitting part, summed over the
+        grid).
+    """
+    import pandas as pd
+
+    validation_fraction = check_scalar(validation_fraction, "validation_fraction",
+                                       min_val=0.0, max_val=1.0, include_min=False,
+                                       include_max=False)
+    y_train, y_test = np.asarray(y_train), np.asarray(y_test)
+    deletion = [check_scalar(float(f), "deletion", min_val=0.0, max_val=1.0) for f in deletion]
+    ss = np.random.SeedSequence(random_state)
+    split_seed, val_seed, test_seed = ss.spawn(3)
+    fit_idx, val_idx = _split(X_train, y_train, validation_fraction,
+                              np.random.default_rng(split_seed))
+    X_fit, y_fit = X_train[fit_idx], y_train[fit_idx]
+    X_val, y_val = X_train[val_idx], y_train[val_idx]
+    val_sets = [delete_features(X_val, f, np.random.default_rng(s))
+                for f, s in zip(deletion, val_seed.spawn(len(deletion)))]
+    test_sets = [delete_features(X_test, f, np.random.default_rng(s))
+                 for f, s in zip(deletion, test_seed.spawn(len(deletion)))]
+    rows = []
+    for name, cands in _candidates(models).items():
+        fitted, val_err, seconds = [], [], 0.0
+        for est in cands:
+            t0 = time.perf_counter()
+            e = clone(est).fit(X_fit, y_fit)
+            seconds += time.perf_counter() - t0
+            fitted.append(e)
+            val_err.append([_error(e, Xv, y_val) for Xv in val_sets])
+            if verbose:
+                print(f"  {name} [{_params_label(est, cands[0])}]: val errors "
+                      f"{np.round(val_err[-1], 3).tolist()}", flush=True)
+        val_err = np.array(val_err)
+        refitted = {}
+        for j, f in enumerate(deletion):
+            best = int(np.argmin(val_err[:, j]))
+            if refit and best not in refitted:
+                refitted[best] = clone(cands[best]).fit(X_train, y_train)
+            final = refitted[best] if refit else fitted[best]
+            rows.append({"model": name, "deletion": f,
+                         "selected": _params_label(cands[best], cands[0]),
+                         "val_error": float(val_err[best, j]),
+                         "test_error": _error(final, test_sets[j], y_test),
+                         "fit_seconds": seconds})
+    return pd.DataFrame(rows)
+
+
+def label_noise_study(models, X_train, y_train, X_test, y_test, *, rates=(0.0, 0.1, 0.2),
+                      n_repeats=3, validation_fraction=0.2, random_state=0):
+    """Train with a fraction of flipped labels, test on clean labels.
+
+    For each rate and repeat, the training labels are flipped
+    (:func:`bayesdrop.datasets.flip_labels`, a fresh seed per repeat shared by all
+    models), each model's candidate is selected on a validation split with the same
+    (noisy) labels, refitted on the whole noisy training set, and scored on the clean
+    test set.
+
+    Parameters
+    ----------
+    models : dict of str -> estimator or list of estimators
+    X_train, y_train, X_test, y_test : arrays
+    rates : sequence of float in [0, 1), default (0, 0.1, 0.2)
+    n_repeats : int, default=3
+    validation_fraction : float in (0, 1), default=0.2
+    random_state : int, default=0
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``model``, ``rate``, ``repeat``, ``selected``, ``val_error`` (noisy),
+        ``test_error`` (clean).
+    """
+    import pandas as pd
+
+    n_repeats = check_scalar(n_repeats, "n_repeats", min_val=1, integer=True)
+    y_train, y_test = np.asarray(y_train), np.asarray(y_test)
+    cands_all = _candidates(models)
+    rows = []
+    seeds = np.random.SeedSequence(random_state).spawn(len(rates) * n_repeats)
+    for i, rate in enumerate(rates):
+        for r in range(n_repeats):
+            rng = np.random.default_rng(seeds[i * n_repeats + r])
+            y_noisy, _ = flip_labels(y_train, rate, rng)
+            fit_idx, val_idx = _split(X_train, y_noisy, validation_fraction, rng)
+            for name, cands in cands_all.items():
+                errs = [_error(clone(e).fit(X_train[fit_idx], y_noisy[fit_idx]),
+                               X_train[val_idx], y_noisy[val_idx]) if len(cands) > 1 else 0.0
+                        for e in cands]
+                best = int(np.argmin(errs))
+                final = clone(cands[best]).fit(X_train, y_noisy)
+                rows.append({"model": name, "rate": float(rate), "repeat": r,
+                             "selected": _params_label(cands[best], cands[0]),
+                             "val_error": errs[best] if len(cands) > 1 else np.nan,
+                             "test_error": _error(final, X_test, y_test)})
+    return pd.DataFrame(rows)
+
+
+def _point_proba(est, X):
+    if hasattr(est, "predict_proba"):
+        return est.predict_proba(X)
+    pred = np.searchsorted(est.classes_, est.predict(X))
+    P = np.zeros((X.shape[0], est.classes_.shape[0]))
+    P[np.arange(X.shape[0]), pred] = 1.0
+    return P
+
+
+def uncertainty_study(models, X_train, y_train, X_test, y_test, *, deletion=DELETION_LEVELS,
+                      label_noise=0.0, draws=500, tune=200, chains=2, random_state=0,
+                      progressbar=False):
+    """Point estimate against posterior predictive, under deletion and label noise.
+
+    Each model (an estimator with ``sample_posterior``, e.g. :class:`~bayesdrop.DropoutSVC`
+    or :class:`~bayesdrop.DropoutLogisticRegression`, fixed hyper-parameters) is fitted
+    and sampled once on the training data (labels flipped at rate ``label_noise``); then
+    for each deletion level the test set is scored twice: with the IRLS point estimate
+    (``predict_proba``; one-hot predictions for the SVMs) and with the posterior
+    predictive probabilities (:func:`posterior_predictive_proba`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``model``, ``deletion``, ``label_noise``, ``kind`` (``"point"`` or
+        ``"posterior"``), ``error``, ``brier``, ``ece``, ``log_loss``, and ``min_ess`` (the
+        smallest bulk ESS of the coefficients, for the posterior rows).
+    """
+    import pandas as pd
+
+    from ._arviz import min_ess
+
+    y_train, y_test = np.asarray(y_train), np.asarray(y_test)
+    ss = np.random.SeedSequence(random_state)
+    flip_seed, test_seed, *model_seeds = ss.spawn(2 + len(models))
+    y_fit, _ = flip_labels(y_train, label_noise, np.random.default_rng(flip_seed))
+    test_sets = [delete_features(X_test, f, np.random.default_rng(s))
+                 for f, s in zip(deletion, test_seed.spawn(len(deletion)))]
+    rows = []
+    for (name, est), seed in zip(models.items(), model_seeds):
+        if not hasattr(est, "sample_posterior"):
+            raise TypeError(f"models[{name!r}] has no sample_posterior method")
+        est = clone(est)
+        idata = est.sample_posterior(X_train, y_fit, draws=draws, tune=tune, chains=chains,
+                                     random_state=seed, progressbar=progressbar)
+        ess_min = min_ess(idata, "coef")
+        y_idx = np.searchsorted(est.classes_, y_test)
+        for f, Xt in zip(deletion, test_sets):
+            for kind, P in (("point", _point_proba(est, Xt)),
+                            ("posterior", posterior_predictive_proba(idata, Xt))):
+                rows.append({"model": name, "deletion": float(f),
+                             "label_noise": float(label_noise), "kind": kind,
+                             **classification_metrics(P, y_idx),
+                             "min_ess": ess_min if kind == "posterior" else np.nan})
+    return pd.DataFrame(rows)
+
+
+def plot_study(df, x, y="test_error", *, hue="model", style=None, ax=None, title=None):
+    """Line plot of a study table: ``y`` against ``x``, one line per ``hue`` value.
+
+    Repeated rows (e.g. label-noise repeats) are averaged, with +-1 standard error bars.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    keys = [hue] + ([style] if style else [])
+    for key, sub in df.groupby(keys, sort=False):
+        g = sub.groupby(x)[y]
+        mean, n = g.mean(), g.count()
+        se = (g.std(ddof=1) / np.sqrt(n)).fillna(0.0)
+        label = " / ".join(map(str, key)) if isinstance(key, tuple) else str(key)
+        ls = "--" if style and isinstance(key, tuple) and key[1] == "posterior" else "-"
+        ax.errorbar(mean.index, mean.values, yerr=se.values, label=label, marker="o",
+                    ms=3, capsize=2, linestyle=ls)
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return ax

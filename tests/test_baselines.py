@@ -1,0 +1,349 @@
+"""Baselines against independent references and limiting cases."""
+
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import brentq, minimize
+from sklearn.linear_model import LogisticRegression, RidgeClassifier
+from sklearn.svm import LinearSVC
+
+from bayesdrop.baselines import (
+    ExplicitCorruptionClassifier,
+    InvariantSVC,
+    MCFLogisticRegression,
+    MCFQuadraticClassifier,
+    TLogisticRegression,
+    WagerDropoutLogisticRegression,
+    exp_t,
+    log_t,
+    t_partition,
+    worst_case_margin,
+)
+from bayesdrop.datasets import flip_labels, make_long_servedio
+from bayesdrop.noise import Dropout
+
+
+@pytest.fixture
+def binary():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 4)) * np.array([1.0, 0.5, 2.0, 1.0])
+    X[rng.random(X.shape) < 0.3] = 0.0
+    y = np.sign(X[:, 0] - X[:, 1] + 0.8 * rng.normal(size=120))
+    return X, y
+
+
+@pytest.fixture
+def multiclass():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(150, 3))
+    y = np.argmax(X @ rng.normal(size=(3, 3)) + 0.5 * rng.normal(size=(150, 3)), axis=1)
+    return X, y
+
+
+def _fd_grad(f, x, h=1e-6):
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+# -- MCF-quadratic ----------------------------------------------------------------------
+def test_mcf_quadratic_zero_noise_is_ridge(binary, multiclass):
+    for X, y in (binary, multiclass):
+        ours = MCFQuadraticClassifier(C=0.7, noise_level=0.0).fit(X, y)
+        ref = RidgeClassifier(alpha=1 / 0.7).fit(X, y)
+        np.testing.assert_allclose(ours.coef_, np.atleast_2d(ref.coef_), atol=1e-10)
+        np.testing.assert_allclose(ours.intercept_, np.atleast_1d(ref.intercept_), atol=1e-10)
+
+
+def test_mcf_quadratic_dropout_closed_form(binary):
+    X, y = binary
+    C, q = 0.7, 0.4
+    ours = MCFQuadraticClassifier(C=C, noise_level=q).fit(X, y)
+    # independent normal equations of 1/2||w||^2 + C/2 sum ((y - m)^2 + sum_d v_nd w_d^2)
+    Xb = np.column_stack([X, np.ones(len(X))])
+    v = (q / (1 - q) * X**2).sum(axis=0)
+    A = np.diag(np.r_[np.ones(4), 0.0]) + C * (Xb.T @ Xb + np.diag(np.r_[v, 0.0]))
+    theta = np.linalg.solve(A, C * Xb.T @ y)
+    np.testing.assert_allclose(ours.coef_[0], theta[:4], rtol=1e-10)
+    np.testing.assert_allclose(ours.intercept_[0], theta[4], rtol=1e-10)
+
+
+# -- MCF-logistic -----------------------------------------------------------------------
+def _mcf_reference_objective(theta, X, y, C, q):
+    w, b = theta[:-1], theta[-1]
+    Z = -(y[:, None] * X * w) / (1 - q)
+    mgf = np.prod(q + (1 - q) * np.exp(Z), axis=1) * np.exp(-y * b)
+    return 0.5 * w @ w + C * np.sum(np.log1p(mgf))
+
+
+def test_mcf_logistic_zero_noise_is_logistic_regression(binary, multiclass):
+    X, y = binary
+    ref = LogisticRegression(C=0.8, tol=1e-12, max_iter=10000).fit(X, y)
+    for noise in ("dropout", "gaussian"):
+        ours = MCFLogisticRegression(C=0.8, noise=noise, noise_level=0.0, tol=1e-10).fit(X, y)
+        np.testing.assert_allclose(ours.coef_, ref.coef_, atol=2e-6)
+    Xm, ym = multiclass
+    ours = MCFLogisticRegression(C=0.8, noise_level=0.0, tol=1e-10).fit(Xm, ym)
+    for k, c in enumerate(ours.classes_):
+        ref = LogisticRegression(C=0.8, tol=1e-12).fit(Xm, np.where(ym == c, 1, -1))
+        np.testing.assert_allclose(ours.coef_[k], ref.coef_[0], atol=2e-6)
+
+
+def test_mcf_logistic_dropout_matches_independent_optimum(binary):
+    X, y = binary
+    C, q = 0.8, 0.35
+    ours = MCFLogisticRegression(C=C, noise_level=q, tol=1e-10).fit(X, y)
+    ref = minimize(_mcf_reference_objective, np.zeros(5), args=(X, y, C, q), method="BFGS",
+                   options={"gtol": 1e-9})
+    np.testing.assert_allclose(ours.coef_[0], ref.x[:4], atol=1e-5)
+    np.testing.assert_allclose(ours.objective_[0], ref.fun, rtol=1e-9)
+    sparse = MCFLogisticRegression(C=C, noise_level=q, tol=1e-10).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(sparse.coef_, ours.coef_, atol=1e-12)
+
+
+def test_mcf_logistic_moment_generating_function_by_monte_carlo(binary):
+    X, y = binary
+    q, w, b = 0.35, np.array([0.5, -0.4, 0.2, 0.3]), 0.1
+    exact = np.exp(-y * b) * np.prod(q + (1 - q) * np.exp(-(y[:, None] * X * w) / (1 - q)),
+                                     axis=1)
+    rng = np.random.default_rng(0)
+    draws = np.array([np.exp(-y * (Dropout(q).corrupt(X, rng) @ w + b)) for _ in range(4000)])
+    se = draws.std(axis=0) / np.sqrt(len(draws))
+    assert np.all(np.abs(draws.mean(axis=0) - exact) < 4.5 * se + 1e-12)
+
+
+def test_mcf_logistic_gaussian_gradient(binary):
+    X, y = binary
+    est = MCFLogisticRegression(C=0.8, noise="gaussian", noise_level=0.7, tol=1e-10).fit(X, y)
+
+    def ref(theta):
+        w, b = theta[:-1], theta[-1]
+        a = -y * (X @ w + b) + 0.5 * 0.49 * (w @ w)
+        return 0.5 * w @ w + 0.8 * np.sum(np.logaddexp(0, a))
+
+    r = minimize(ref, np.zeros(5), method="BFGS", options={"gtol": 1e-9})
+    np.testing.assert_allclose(est.coef_[0], r.x[:4], atol=1e-5)
+
+
+def test_mcf_logistic_rejects_unsupported_noise(binary):
+    with pytest.raises(ValueError, match="noise"):
+        MCFLogisticRegression(noise="laplace", noise_level=0.3).fit(*binary)
+
+
+# -- Wager quadratic penalty ------------------------------------------------------------
+def _wager_reference(theta, X, y, C, q, Xu=None, a=0.3):
+    w, b = theta[:-1], theta[-1]
+
+    def rq(Z):
+        p = 1 / (1 + np.exp(-(Z @ w + b)))
+        return 0.5 * np.sum(p * (1 - p) * ((q / (1 - q)) * Z**2 @ (w * w)))
+
+    m = X @ w + b
+    pen = rq(X)
+    if Xu is not None:
+        n, nu = len(X), len(Xu)
+        pen = n / (n + a * nu) * (pen + a * rq(Xu))
+    return 0.5 * w @ w + C * (np.sum(np.logaddexp(0, -y * m)) + pen)
+
+
+def test_wager_penalty_against_independent_objective(binary):
+    X, y = binary
+    Xu = np.random.default_rng(1).normal(size=(40, 4))
+    for extra in (None, Xu):
+        est = WagerDropoutLogisticRegression(C=0.9, noise_level=0.4, tol=1e-10)
+        est.fit(X, y, X_unlabeled=extra)
+        theta = np.r_[est.coef_[0], est.intercept_]
+        val = _wager_reference(theta, X, y, 0.9, 0.4, extra)
+        np.testing.assert_allclose(est.objective_[0], val, rtol=1e-12)
+        grad = _fd_grad(lambda t: _wager_reference(t, X, y, 0.9, 0.4, extra), theta)
+        assert np.max(np.abs(grad)) < 1e-5  # a stationary point of the reference objective
+
+
+def test_wager_limits(binary):
+    X, y = binary
+    lr = LogisticRegression(C=0.9, tol=1e-12).fit(X, y)
+    zero = WagerDropoutLogisticRegression(C=0.9, noise_level=0.0, tol=1e-10).fit(X, y)
+    np.testing.assert_allclose(zero.coef_, lr.coef_, atol=2e-6)
+    # unlabeled copy of the labeled rows with a = 1: kappa (R + R) = R
+    sup = WagerDropoutLogisticRegression(C=0.9, noise_level=0.4, tol=1e-10).fit(X, y)
+    semi = WagerDropoutLogisticRegression(C=0.9, noise_level=0.4, unlabeled_discount=1.0,
+                                          tol=1e-10).fit(X, y, X_unlabeled=X)
+    np.testing.assert_allclose(semi.coef_, sup.coef_, atol=1e-6)
+    assert np.linalg.norm(sup.coef_) < np.linalg.norm(lr.coef_)
+
+
+# -- t-logistic -------------------------------------------------------------------------
+def test_exp_t_log_t_inverse_and_partition():
+    x = np.linspace(-5, 0.5, 23)
+    for t in (1.0, 1.3, 1.9):
+        np.testing.assert_allclose(log_t(exp_t(x, t), t), x, atol=1e-12)
+    U = np.random.default_rng(0).uniform(-10, 10, size=(20, 6))
+    for t in (1.0, 1.5, 1.9):
+        g, P, Q = t_partition(U, t)
+        np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
+        for i in range(3):
+            root = brentq(lambda gg: exp_t(U[i] - gg, t).sum() - 1, U[i].max(), U[i].max() + 50)
+            assert abs(g[i] - root) < 1e-9
+        # dg/du_c = escort probabilities
+        h = 1e-6
+        for c in range(2):
+            e = np.zeros(6)
+            e[c] = h
+            fd = (t_partition(U[:1] + e, t)[0] - t_partition(U[:1] - e, t)[0]) / (2 * h)
+            assert abs(fd[0] - Q[0, c]) < 1e-6
+
+
+def test_t_logistic_at_t1_is_logistic_regression(binary, multiclass):
+    X, y = binary
+    ours = TLogisticRegression(t=1.0, C=0.6, tol=1e-10).fit(X, y)
+    ref = LogisticRegression(C=0.6, tol=1e-12, max_iter=10000).fit(X, y)
+    np.testing.assert_allclose(ours.coef_, ref.coef_, atol=2e-6)
+    np.testing.assert_allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-6)
+    Xm, ym = multiclass
+    ours = TLogisticRegression(t=1.0, C=0.6, tol=1e-10).fit(Xm, ym)
+    ref = LogisticRegression(C=0.6, tol=1e-12, max_iter=10000).fit(Xm, ym)
+    np.testing.assert_allclose(ours.predict_proba(Xm), ref.predict_proba(Xm), atol=1e-6)
+
+
+@pytest.mark.parametrize("which", ["binary", "multiclass"])
+def test_t_logistic_gradient(which, binary, multiclass):
+    X, y = binary if which == "binary" else multiclass
+    est = TLogisticRegression(t=1.7, C=0.6)
+    est._validate_fit(X, y)
+    K = 1 if which == "binary" else 3
+    y_idx = np.searchsorted(est.classes_, y)
+    yk = 1 - y_idx if K == 1 else y_idx
+    theta = np.random.default_rng(0).normal(size=K * X.shape[1] + K)
+    _, grad = est._objective(theta, X, yk, K, 1.7)
+    fd = _fd_grad(lambda th: est._objective(th, X, yk, K, 1.7)[0], theta)
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6)
+
+
+def test_t_logistic_resists_label_noise_on_long_servedio():
+    X, y, _ = make_long_servedio(1000, random_state=0)
+    Xt, yt, _ = make_long_servedio(2000, random_state=1)
+    y_noisy, flipped = flip_labels(y, 0.1, random_state=2)
+    lr = LogisticRegression(C=1.0).fit(X, y_noisy).score(Xt, yt)
+    tl = TLogisticRegression(t=1.9, C=1.0).fit(X, y_noisy)
+    assert tl.score(Xt, yt) > lr + 0.1
+    xi = tl.influence(X, y_noisy)
+    assert np.median(xi[flipped]) < 0.5 * np.median(xi[~flipped])
+
+
+# -- invariant SVM ----------------------------------------------------------------------
+def test_worst_case_margin_brute_force():
+    rng = np.random.default_rng(0)
+    B = rng.normal(size=(6, 6))
+    for K, lo, up in ((2, 0.0, 1.0), (2, 0.5, 3.0), (0, 0.0, 1.0), (6, 0.2, 1.5)):
+        m, alpha = worst_case_margin(B, K, lo, up)
+        np.testing.assert_allclose(np.sum(B * alpha, axis=1), m)
+        assert np.all((alpha != 1).sum(axis=1) <= K)
+        for i in range(len(B)):
+            best = B[i].sum()
+            for k in range(1, K + 1):
+                for subset in itertools.combinations(range(6), k):
+                    for vals in itertools.product((lo, up), repeat=k):
+                        a = np.ones(6)
+                        a[list(subset)] = vals
+                        best = min(best, B[i] @ a)
+            assert abs(m[i] - best) < 1e-12
+
+
+def test_invariant_svm_zero_changes_is_linear_svc(binary):
+    X, y = binary
+    ours = InvariantSVC(C=0.5, n_changes=0, tol=1e-5).fit(X, y)
+    ref = LinearSVC(C=0.5, loss="hinge", tol=1e-10, max_iter=100000).fit(X, y)
+    probe = InvariantSVC(C=0.5, n_changes=0).fit(X[:10], y[:10])
+    probe.coef_, probe.intercept_ = ref.coef_, ref.intercept_
+    ref_obj = probe.objective(X, y)[0]
+    assert ours.objective_[0] <= ref_obj * (1 + 1e-4)
+    assert ours.objective_[0] - ours.duality_gap_[0] <= ref_obj + 1e-9  # certified bound
+
+
+def test_fdrop_against_quadratic_program(binary):
+    """FDROP on a tiny problem against SLSQP on the explicit QP (top-K via its LP dual)."""
+    X, y = binary[0][:25, :3], binary[1][:25]
+    C, K = 1.0, 1
+    n, d = X.shape
+    ours = InvariantSVC(C=C, n_changes=K, tol=1e-7, max_iter=3000).fit(X, y)
+
+    # variables: w (d), wb, xi (n), t (n), pi (n d)
+    def unpack(z):
+        return z[:d], z[d], z[d + 1:d + 1 + n], z[d + 1 + n:d + 1 + 2 * n], \
+            z[d + 1 + 2 * n:].reshape(n, d)
+
+    def obj(z):
+        w, wb, xi, _, _ = unpack(z)
+        return 0.5 * (w @ w + wb * wb) + C * xi.sum()
+
+    def cons(z):
+        w, wb, xi, t, pi = unpack(z)
+        B = y[:, None] * X * w
+        return np.concatenate([
+            xi - (1 - y * wb - B.sum(axis=1) + K * t + pi.sum(axis=1)),
+            xi, (pi - (B - t[:, None])).ravel(), pi.ravel()])
+
+    z0 = np.zeros(d + 1 + 2 * n + n * d)
+    z0[d + 1:d + 1 + n] = 2.0
+    res = minimize(obj, z0, constraints=[{"type": "ineq", "fun": cons}], method="SLSQP",
+                   options={"maxiter": 2000, "ftol": 1e-12})
+    assert res.success
+    assert abs(ours.objective_[0] - res.fun) <= 1e-5 * res.fun
+    np.testing.assert_allclose(ours.coef_[0], unpack(res.x)[0], atol=2e-2)
+
+
+# -- explicit corruption ----------------------------------------------------------------
+def test_explicit_corruption_limits(binary):
+    X, y = binary
+    base = LogisticRegression(C=0.5, tol=1e-12, max_iter=10000)
+    ref = base.fit(X, y)
+    clean = ExplicitCorruptionClassifier(base, noise_level=0.0, n_copies=4,
+                                         random_state=0).fit(X, y)
+    np.testing.assert_allclose(clean.coef_, ref.coef_, atol=1e-5)
+    a = ExplicitCorruptionClassifier(base, noise_level=0.3, n_copies=3, random_state=5).fit(X, y)
+    b = ExplicitCorruptionClassifier(base, noise_level=0.3, n_copies=3, random_state=5).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert not np.allclose(a.coef_, ref.coef_)
+    sparse = ExplicitCorruptionClassifier(base, noise_level=0.3, n_copies=3,
+                                          random_state=5).fit(sp.csr_matrix(X), y)
+    assert sparse.predict(sp.csr_matrix(X)).shape == (len(X),)
+
+
+# -- conventions ------------------------------------------------------------------------
+@pytest.mark.parametrize("est, msg", [
+    (MCFQuadraticClassifier(C=0.0), "C"),
+    (MCFLogisticRegression(C=-1.0), "C"),
+    (WagerDropoutLogisticRegression(unlabeled_discount=0.0), "unlabeled_discount"),
+    (TLogisticRegression(t=0.5), "t"),
+    (TLogisticRegression(init="random"), "init"),
+    (InvariantSVC(n_changes=-1), "n_changes"),
+    (InvariantSVC(lower=1.5), "lower"),
+    (InvariantSVC(upper=0.5), "upper"),
+    (ExplicitCorruptionClassifier(LogisticRegression(), n_copies=0), "n_copies"),
+])
+def test_bad_parameters(est, msg, binary):
+    with pytest.raises(ValueError, match=msg):
+        est.fit(*binary)
+
+
+@pytest.mark.parametrize("est", [MCFQuadraticClassifier(), MCFLogisticRegression(),
+                                 WagerDropoutLogisticRegression(), TLogisticRegression(),
+                                 InvariantSVC(), ExplicitCorruptionClassifier(LogisticRegression())])
+def test_one_class_nan_and_no_mutation(est, binary):
+    X, y = binary
+    X0, y0 = X.copy(), y.copy()
+    fitted = est.fit(X, y)
+    assert fitted is est
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+    with pytest.raises(ValueError, match="class"):
+        est.fit(X, np.ones_like(y))
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        est.fit(Xn, y)

@@ -1,0 +1,182 @@
+"""Data generators, loaders, metrics and the study harnesses (small versions of the studies)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import brier_score_loss, log_loss
+
+from bayesdrop import DropoutLogisticRegression, DropoutSVC
+from bayesdrop.baselines import InvariantSVC, MCFQuadraticClassifier, TLogisticRegression
+from bayesdrop.datasets import (
+    flip_labels,
+    load_breast_cancer,
+    load_digits,
+    load_fashion_mnist,
+    load_newsgroups,
+    make_long_servedio,
+    make_mease_wyner,
+    make_rare_features,
+)
+from bayesdrop.studies import (
+    classification_metrics,
+    delete_features,
+    expected_calibration_error,
+    grid,
+    label_noise_study,
+    nightmare_at_test_time,
+    plot_study,
+    posterior_predictive_proba,
+    uncertainty_study,
+)
+
+
+# -- data --------------------------------------------------------------------------------
+def test_long_servedio_roles():
+    X, y, role = make_long_servedio(4000, random_state=0)
+    Z = X * y[:, None]  # in units of the label
+    lm, pu, pe = role == "large_margin", role == "puller", role == "penalizer"
+    assert np.all(Z[lm] == 1)
+    assert np.all(Z[pu, :11] == 1) and np.all(Z[pu, 11:] == -1)
+    assert np.all((Z[pe, :11] == 1).sum(axis=1) == 5)
+    assert np.all((Z[pe, 11:] == 1).sum(axis=1) == 6)
+    for mask, p in ((lm, 0.25), (pu, 0.25), (pe, 0.5)):
+        assert abs(mask.mean() - p) < 4 * np.sqrt(p * (1 - p) / 4000)
+    assert np.all(np.sign(X.sum(axis=1)) == y)  # separable by w = 1
+
+
+def test_mease_wyner_and_rare_features():
+    X, y = make_mease_wyner(3000, random_state=0)
+    assert X.shape == (3000, 20) and X.min() >= 0 and X.max() <= 1
+    np.testing.assert_array_equal(y == 1, X[:, :5].sum(axis=1) >= 2.5)
+    X, y, has_signal = make_rare_features(4000, n_nuisance=20, random_state=0)
+    rare = X[:, :50]
+    p = (rare > 0).mean()
+    assert abs(p - 0.04) < 4 * np.sqrt(0.04 * 0.96 / rare.size)
+    np.testing.assert_allclose((X**2).mean(axis=0).mean(), 1.0, atol=0.03)
+    np.testing.assert_array_equal(has_signal, (rare > 0).any(axis=1))
+    # rows without signal have balanced labels, rows with signal are predictable
+    assert abs((y[~has_signal] == 1).mean() - 0.5) < 4 * np.sqrt(0.25 / (~has_signal).sum())
+
+
+def test_flip_labels_exact_count_and_multiclass():
+    y = np.repeat([0, 1, 2], 100)
+    y_noisy, flipped = flip_labels(y, 0.2, random_state=0)
+    assert flipped.sum() == 60
+    assert np.all(y_noisy[flipped] != y[flipped]) and np.all(y_noisy[~flipped] == y[~flipped])
+    a, _ = flip_labels(y, 0.2, random_state=1)
+    b, _ = flip_labels(y, 0.2, random_state=1)
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="rate"):
+        flip_labels(y, 1.0)
+
+
+def test_loaders(tmp_path):
+    X, y = load_digits()
+    assert X.shape == (1797, 64) and X.max() == 1.0
+    X, y = load_breast_cancer()
+    np.testing.assert_allclose(X.mean(axis=0), 0, atol=1e-12)
+    X, y = load_newsgroups()
+    assert sp.issparse(X) and X.shape == (1427, 22178)
+    with pytest.raises(FileNotFoundError, match="apt-get install dataset-fashion-mnist"):
+        load_fashion_mnist(directory=str(tmp_path))
+
+
+# -- metrics -----------------------------------------------------------------------------
+def test_delete_features_rate_and_no_mutation():
+    X = np.ones((400, 50))
+    Xd = delete_features(X, 0.3, random_state=0)
+    assert np.all(X == 1)
+    frac = 1 - Xd.mean()
+    assert abs(frac - 0.3) < 4 * np.sqrt(0.21 / X.size)
+    S = sp.csr_matrix(X)
+    Sd = delete_features(S, 0.3, random_state=0)
+    assert sp.issparse(Sd) and S.nnz == X.size
+    assert abs(1 - Sd.nnz / X.size - 0.3) < 4 * np.sqrt(0.21 / X.size)
+    np.testing.assert_array_equal(delete_features(X, 0.0), X)
+    assert delete_features(S, 1.0).nnz == 0
+
+
+def test_metrics_against_sklearn_and_brute_force():
+    rng = np.random.default_rng(0)
+    p1 = rng.random(500)
+    y = (rng.random(500) < p1 ** 1.5).astype(int)
+    P = np.column_stack([1 - p1, p1])
+    m = classification_metrics(P, y)
+    assert np.isclose(m["brier"], 2 * brier_score_loss(y, p1))  # summed over both classes
+    assert np.isclose(m["log_loss"], log_loss(y, P))
+    assert np.isclose(m["error"], np.mean((p1 > 0.5) != y))
+    # ECE by an explicit loop over the bins
+    conf, pred = P.max(axis=1), P.argmax(axis=1)
+    edges = np.linspace(0, 1, 16)
+    ece = 0.0
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        sel = (conf >= lo) & ((conf < hi) if hi < 1 else (conf <= hi))
+        if sel.any():
+            ece += sel.mean() * abs((pred[sel] == y[sel]).mean() - conf[sel].mean())
+    assert np.isclose(expected_calibration_error(P, y), ece)
+    # a calibrated forecaster has small ECE, a sharpened one does not
+    yc = (rng.random(20000) < (p := rng.random(20000))).astype(int)
+    Pc = np.column_stack([1 - p, p])
+    sharp = np.column_stack([1 - (p > 0.5), (p > 0.5)]).astype(float)
+    assert expected_calibration_error(Pc, yc) < 0.02 < expected_calibration_error(sharp, yc)
+
+
+# -- harnesses (tiny versions of the benchmark studies) -----------------------------------
+@pytest.fixture(scope="module")
+def digits_split():
+    X, y = load_digits()
+    sel = y < 3
+    X, y = X[sel], y[sel]
+    return X[:300], y[:300], X[300:], y[300:]
+
+
+def test_nightmare_harness_selects_on_validation(digits_split):
+    Xtr, ytr, Xte, yte = digits_split
+    models = {"dsvm": grid(DropoutSVC(tol=1e-5), {"noise_level": [0.0, 0.6]}),
+              "mcfq": MCFQuadraticClassifier(noise_level=0.5),
+              "fdrop": InvariantSVC(n_changes=4, tol=1e-2)}
+    df = nightmare_at_test_time(models, Xtr, ytr, Xte, yte, deletion=[0.0, 0.5, 0.8],
+                                refit=False, random_state=0)
+    assert len(df) == 9 and set(df.model) == set(models)
+    assert df.test_error.between(0, 1).all()
+    # deleting 80% of the pixels hurts every model
+    for _, sub in df.groupby("model"):
+        assert sub.test_error.iloc[-1] > sub.test_error.iloc[0]
+    # the selected dropout level is the validation argmin: recompute it
+    again = nightmare_at_test_time({"dsvm": models["dsvm"]}, Xtr, ytr, Xte, yte,
+                                   deletion=[0.0, 0.5, 0.8], refit=False, random_state=0)
+    np.testing.assert_array_equal(again.test_error, df[df.model == "dsvm"].test_error)
+    assert "noise_level" in again.selected.iloc[0]
+
+
+def test_label_noise_harness():
+    X, y, _ = make_long_servedio(400, random_state=0)
+    Xt, yt, _ = make_long_servedio(1000, random_state=1)
+    models = {"lr": LogisticRegression(), "tlr": grid(TLogisticRegression(), {"t": [1.5, 1.9]})}
+    df = label_noise_study(models, X, y, Xt, yt, rates=(0.0, 0.1), n_repeats=2, random_state=0)
+    assert len(df) == 8
+    mean = df.groupby(["model", "rate"]).test_error.mean()
+    assert mean[("lr", 0.0)] == 0.0 and mean[("tlr", 0.1)] < mean[("lr", 0.1)]
+    ax = plot_study(df, "rate")
+    assert len(ax.lines) >= 2
+
+
+def test_uncertainty_harness_and_posterior_predictive(digits_split):
+    Xtr, ytr, Xte, yte = digits_split
+    sel_tr, sel_te = ytr < 2, yte < 2
+    models = {"dlr": DropoutLogisticRegression(C=0.1, noise_level=0.3),
+              "dsvm": DropoutSVC(C=0.1, noise_level=0.3)}
+    df = uncertainty_study(models, Xtr[sel_tr], ytr[sel_tr], Xte[sel_te], yte[sel_te],
+                           deletion=[0.0, 0.6], draws=100, tune=50, chains=2, random_state=0)
+    assert len(df) == 8
+    assert (df[df.kind == "posterior"].min_ess > 20).all()
+    assert df[["error", "brier", "ece", "log_loss"]].notna().all().all()
+    # posterior predictive of the logistic model = mean of sigmoid over the draws
+    est = DropoutLogisticRegression(C=0.1, noise_level=0.3)
+    idata = est.sample_posterior(Xtr[sel_tr], ytr[sel_tr], draws=50, tune=20, chains=1,
+                                 random_state=1, progressbar=False)
+    coef = idata.posterior["coef"].values.reshape(50, -1)
+    b = idata.posterior["intercept"].values.reshape(50)
+    p1 = (1 / (1 + np.exp(-(Xte[sel_te] @ coef.T + b)))).mean(axis=1)
+    np.testing.assert_allclose(posterior_predictive_proba(idata, Xte[sel_te])[:, 1], p1)
