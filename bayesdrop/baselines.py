@@ -923,7 +923,9 @@ class InvariantSVC(_LinearClassifier):
                 planes.append(g)
                 offsets.append(risk - g @ theta)
                 G = np.array(planes)
-                beta = _simplex_qp(G @ G.T, np.array(offsets), np.append(beta, 0.0))
+                # the QP only has to be accurate to a small part of the stopping gap
+                beta = _simplex_qp(G @ G.T, np.array(offsets), np.append(beta, 0.0),
+                                   abs_tol=0.05 * tol * best_obj)
                 theta = -(G.T @ beta)
                 lower_bound = max(lower_bound, float(-0.5 * theta @ theta
                                                      + np.array(offsets) @ beta))
@@ -958,11 +960,11 @@ def _project_simplex(v):
 
 
 @numba.njit(cache=True)
-def _simplex_qp(H, c, beta0, max_iter=5000, tol=1e-10):
+def _simplex_qp(H, c, beta0, max_iter=5000, tol=1e-10, abs_tol=0.0):
     """``argmax_{beta in simplex} -1/2 beta' H beta + c' beta`` (FISTA with restarts).
 
     Stops when the Frank-Wolfe gap ``max_i grad_i - grad.beta`` (an upper bound on the
-    suboptimality) is below ``tol (1 + |value|)``.
+    suboptimality) is below ``max(tol (1 + |value|), abs_tol)``.
     """
     L = max(np.linalg.eigvalsh(H)[-1], 1e-300)
     beta = _project_simplex(beta0)
@@ -978,7 +980,7 @@ def _simplex_qp(H, c, beta0, max_iter=5000, tol=1e-10):
         if it % 10 == 0:
             g = c - H @ beta
             value = c @ beta - 0.5 * beta @ (H @ beta)
-            if np.max(g) - g @ beta <= tol * (1.0 + abs(value)):
+            if np.max(g) - g @ beta <= max(tol * (1.0 + abs(value)), abs_tol):
                 break
     return beta
 

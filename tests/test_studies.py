@@ -180,3 +180,21 @@ def test_uncertainty_harness_and_posterior_predictive(digits_split):
     b = idata.posterior["intercept"].values.reshape(50)
     p1 = (1 / (1 + np.exp(-(Xte[sel_te] @ coef.T + b)))).mean(axis=1)
     np.testing.assert_allclose(posterior_predictive_proba(idata, Xte[sel_te])[:, 1], p1)
+
+
+def test_benchmark_script_quick_versions(tmp_path, monkeypatch):
+    """The committed studies' code paths, at tiny sizes (the full runs are benchmarks)."""
+    import importlib.util
+    import pathlib
+
+    import pandas as pd
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "robustness.py"
+    spec = importlib.util.spec_from_file_location("robustness_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.setenv("CI", "true")
+    for study in ("labelnoise", "uncertainty"):
+        assert bench.main([study, "--quick", "--out", str(tmp_path)]) == 0
+        df = pd.read_csv(tmp_path / f"robustness_{study}_quick.csv")
+        assert len(df) > 0 and (tmp_path / f"robustness_{study}_quick.png").exists()
