@@ -235,7 +235,9 @@ def make_long_servedio(n_samples=1000, random_state=None):
 
 
 def make_mease_wyner(n_samples=1000, n_features=20, random_state=None):
-    """The Mease-Wyner (2008) data set: ``x ~ U[0, 1]^20``, ``y = +1`` iff ``x_1 + ... + x_5 >= 2.5``.
+    """The Mease-Wyner (2008) data set: uniform inputs, the label says whether the first five sum to 2.5 or more.
+
+    ``x ~ U[0, 1]^20`` and ``y = +1`` iff ``x_1 + x_2 + x_3 + x_4 + x_5 >= 2.5``.
 
     Parameters
     ----------

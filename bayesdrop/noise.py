@@ -4,16 +4,16 @@ Every noise model is *unbiased*, ``E[x~ | x] = x``, and acts independently on ea
 feature, so the algorithms only ever need the per-entry variances
 ``v_nd = Var[x~_nd | x_nd]`` (MATH.md section 1):
 
-=========================  ==============================================  ====================
-noise                      definition                                      ``v_d(x)``
-=========================  ==============================================  ====================
-``"none"``                 ``x~ = x``                                      ``0``
+=========================  ===============================================  =================
+noise                      definition                                       ``v_d(x)``
+=========================  ===============================================  =================
+``"none"``                 ``x~ = x``                                       ``0``
 ``"dropout"``, rate ``q``  ``x~_d = x_d z_d / (1-q)``, ``z_d ~ Bern(1-q)``  ``q/(1-q) x_d^2``
-``"multiplicative"``       ``x~_d = x_d (1 + e)``, ``e ~ N(0, a)``         ``a x_d^2``
-``"gaussian"``             ``x~_d = x_d + e``, ``e ~ N(0, sigma^2)``       ``sigma^2``
-``"laplace"``              ``x~_d = x_d + e``, ``e ~ Laplace(0, beta)``    ``2 beta^2``
-``"poisson"``              ``x~_d = kappa Poisson(x_d / kappa)``           ``kappa x_d``
-=========================  ==============================================  ====================
+``"multiplicative"``       ``x~_d = x_d (1 + e)``, ``e ~ N(0, a)``          ``a x_d^2``
+``"gaussian"``             ``x~_d = x_d + e``, ``e ~ N(0, sigma^2)``        ``sigma^2``
+``"laplace"``              ``x~_d = x_d + e``, ``e ~ Laplace(0, beta)``     ``2 beta^2``
+``"poisson"``              ``x~_d = kappa Poisson(x_d / kappa)``            ``kappa x_d``
+=========================  ===============================================  =================
 
 A noise model never materialises an ``N x D`` matrix of variances for sparse input: the
 variances are exposed as a :class:`FeatureVariance` operator with the two products the
