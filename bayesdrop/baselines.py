@@ -20,7 +20,6 @@ no deleted features) each reduces to the ordinary model, which the tests check.
 
 from __future__ import annotations
 
-import numbers
 import time
 
 import numba
@@ -34,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import check_random_state, check_scalar
 from .design import Design
-from .estimators import _DropoutClassifier, _sigmoid_proba
+from .estimators import _DropoutClassifier, _one_vs_rest, _set_classes, _sigmoid_proba
 from .losses import SquaredLoss
 from .noise import Dropout, MultiplicativeGaussian, AdditiveGaussian, NoNoise, make_noise
 
@@ -62,21 +61,13 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
 
     def _validate_fit(self, X, y):
         X, y = validate_data(self, X, y, accept_sparse=_ACCEPT_SPARSE, dtype=np.float64)
-        check_classification_targets(y)
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
-        if self.classes_.shape[0] < 2:
-            raise ValueError(
-                f"y contains only one class ({self.classes_[0]!r}); at least two classes "
-                "are needed"
-            )
+        y_idx = _set_classes(self, y)
         if sp.issparse(X):
             X = X.tocsr()
         return X, y_idx
 
     def _targets(self, y_idx):
-        if self.classes_.shape[0] == 2:
-            return np.where(y_idx == 1, 1.0, -1.0)[:, None]
-        return np.where(y_idx[:, None] == np.arange(self.classes_.shape[0]), 1.0, -1.0)
+        return _one_vs_rest(self.classes_.shape[0], y_idx)
 
     def _validate_X(self, X):
         check_is_fitted(self)
@@ -626,10 +617,10 @@ class TLogisticRegression(_LinearClassifier):
         return W, F
 
     def _objective(self, theta, X, y_idx, K, t):
-        C, D = float(self.C), X.shape[1]
+        C = float(self.C)
         W, F = self._scores(X, theta, K)
         U = np.column_stack([0.5 * F[:, 0], -0.5 * F[:, 0]]) if K == 1 else F
-        g, P, Q = t_partition(U, t)
+        g, _, Q = t_partition(U, t)
         rows = np.arange(U.shape[0])
         gap = g - U[rows, y_idx]  # >= 0
         if t == 1.0:

@@ -63,6 +63,25 @@ _SOLVER_DOC = """
 """
 
 
+def _set_classes(estimator, y):
+    """Set ``classes_`` and return the class index of each label; refuse a single class."""
+    check_classification_targets(y)
+    estimator.classes_, y_idx = np.unique(y, return_inverse=True)
+    if estimator.classes_.shape[0] < 2:
+        raise ValueError(
+            f"y contains only one class ({estimator.classes_[0]!r}); at least two classes "
+            "are needed"
+        )
+    return y_idx
+
+
+def _one_vs_rest(n_classes, y_idx):
+    """Targets in {-1, +1}: one column for two classes, else one column per class."""
+    if n_classes == 2:
+        return np.where(y_idx == 1, 1.0, -1.0)[:, None]
+    return np.where(y_idx[:, None] == np.arange(n_classes), 1.0, -1.0)
+
+
 def _sigmoid_proba(scores):
     """Binary: ``(1 - sigmoid, sigmoid)``; one-vs-rest: sigmoids normalised to sum to 1."""
     if scores.shape[1] == 1:
@@ -237,19 +256,11 @@ class _DropoutClassifier(ClassifierMixin, _DropoutLinearModel):
         noise = self._check_params()
         X, y = validate_data(self, X, y, accept_sparse=["csr", "csc", "coo"],
                              dtype=np.float64)
-        check_classification_targets(y)
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
-        if self.classes_.shape[0] < 2:
-            raise ValueError(
-                f"y contains only one class ({self.classes_[0]!r}); at least two classes "
-                "are needed"
-            )
+        y_idx = _set_classes(self, y)
         return self._fit_problems(X, self._one_vs_rest(y_idx), noise)
 
     def _one_vs_rest(self, y_idx):
-        if self.classes_.shape[0] == 2:
-            return np.where(y_idx == 1, 1.0, -1.0)[:, None]
-        return np.where(y_idx[:, None] == np.arange(self.classes_.shape[0]), 1.0, -1.0)
+        return _one_vs_rest(self.classes_.shape[0], y_idx)
 
     def _encode_targets(self, y, n_samples):
         y = np.asarray(y)

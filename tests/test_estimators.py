@@ -2,7 +2,6 @@ import pickle
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from sklearn.datasets import load_digits, load_iris
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV

@@ -1,8 +1,6 @@
-import warnings
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 

@@ -1,6 +1,5 @@
 """Execute the notebooks top to bottom on reduced sizes (BAYESDROP_SMALL=1)."""
 
-import os
 from pathlib import Path
 
 import pytest
