@@ -1061,11 +1061,13 @@ class ExplicitCorruptionClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """Predictions of the fitted estimator (on clean inputs)."""
-        return self.estimator_.predict(self._check(X))
+        X = self._check(X)
+        return self.estimator_.predict(X)
 
     def decision_function(self, X):
         """Scores of the fitted estimator."""
-        return self.estimator_.decision_function(self._check(X))
+        X = self._check(X)
+        return self.estimator_.decision_function(X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

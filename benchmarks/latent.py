@@ -54,17 +54,22 @@ def main():
     parser.add_argument("--fashion-train", type=int, default=3000)
     parser.add_argument("--data", nargs="+", default=["digits", "fashion"])
     parser.add_argument("--max-iter", type=int, default=10, help="alternations")
+    parser.add_argument("--K", type=int, nargs="+", help="hidden units (default 10 20 40)")
+    parser.add_argument("--q", type=float, nargs="+", help="dropout rates (default 0 .2 .3)")
+    parser.add_argument("--no-linear", action="store_true", help="latent models only")
+    parser.add_argument("--tag", default="", help="suffix of the CSV name")
     args = parser.parse_args()
-    Ks = [10] if args.quick else [10, 20, 40]
-    qs = [0.0, 0.3] if args.quick else [0.0, 0.2, 0.3]
+    Ks = args.K or ([10] if args.quick else [10, 20, 40])
+    qs = args.q or ([0.0, 0.3] if args.quick else [0.0, 0.2, 0.3])
     rows = []
     print(f"{'data':22s} {'model':8s} {'q':>4s} {'K':>3s} {'error':>6s} {'time_s':>7s}",
           flush=True)
     for name, Xtr, ytr, Xte, yte in datasets(args.data, args.fashion_train):
         for q in qs:
             noise = dict(noise="dropout", noise_level=q)
-            for label, est in [("SVC", DropoutSVC(C=1.0, **noise)),
-                               ("LR", DropoutLogisticRegression(C=1.0, **noise))]:
+            linear = [] if args.no_linear else [("SVC", DropoutSVC(C=1.0, **noise)),
+                                                ("LR", DropoutLogisticRegression(C=1.0, **noise))]
+            for label, est in linear:
                 t = time.perf_counter()
                 err = 1 - est.fit(Xtr, ytr).score(Xte, yte)
                 rows.append((name, f"lin-{label}", q, 0, err, time.perf_counter() - t))
@@ -82,7 +87,7 @@ def main():
                           f"{rows[-1][-1]:7.1f}", flush=True)
     os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
     path = os.path.join(os.path.dirname(__file__), "results",
-                        f"latent_{'_'.join(args.data)}.csv")
+                        f"latent_{'_'.join(args.data)}{args.tag}.csv")
     with open(path, "w") as fh:
         fh.write("data,model,q,K,error,time_s\n")
         for r in rows:
