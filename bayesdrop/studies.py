@@ -203,13 +203,20 @@ def _candidates(models):
     return out
 
 
-def _params_label(est, base):
-    """The parameters in which a candidate differs from the first one of its model."""
-    p, p0 = est.get_params(deep=False), base.get_params(deep=False)
-    diff = {k: v for k, v in p.items() if not np.array_equal(np.asarray(v, dtype=object),
-                                                             np.asarray(p0[k], dtype=object))}
-    keys = sorted(diff) or [k for k in ("C", "noise_level", "t", "n_changes") if k in p]
+def _params_label(est, cands):
+    """The parameters of ``est`` that vary over its model's candidates (the grid axes)."""
+    p = est.get_params(deep=False)
+    others = [c.get_params(deep=False) for c in cands]
+    keys = sorted(k for k in p if any(not _same(o[k], p[k]) for o in others))
+    keys = keys or [k for k in ("C", "noise_level", "t", "n_changes") if k in p]
     return ", ".join(f"{k}={p[k]}" for k in keys)
+
+
+def _same(a, b):
+    try:
+        return bool(np.all(a == b))
+    except Exception:  # objects without a usable ==
+        return a is b
 
 
 def _error(est, X, y):
@@ -280,7 +287,7 @@ def nightmare_at_test_time(models, X_train, y_train, X_test, y_test, *,
             fitted.append(e)
             val_err.append([_error(e, Xv, y_val) for Xv in val_sets])
             if verbose:
-                print(f"  {name} [{_params_label(est, cands[0])}]: val errors "
+                print(f"  {name} [{_params_label(est, cands)}]: val errors "
                       f"{np.round(val_err[-1], 3).tolist()}", flush=True)
         val_err = np.array(val_err)
         refitted = {}
@@ -290,7 +297,7 @@ def nightmare_at_test_time(models, X_train, y_train, X_test, y_test, *,
                 refitted[best] = clone(cands[best]).fit(X_train, y_train)
             final = refitted[best] if refit else fitted[best]
             rows.append({"model": name, "deletion": f,
-                         "selected": _params_label(cands[best], cands[0]),
+                         "selected": _params_label(cands[best], cands),
                          "val_error": float(val_err[best, j]),
                          "test_error": _error(final, test_sets[j], y_test),
                          "fit_seconds": seconds})
@@ -341,7 +348,7 @@ def label_noise_study(models, X_train, y_train, X_test, y_test, *, rates=(0.0, 0
                 best = int(np.argmin(errs))
                 final = clone(cands[best]).fit(X_train, y_noisy)
                 rows.append({"model": name, "rate": float(rate), "repeat": r,
-                             "selected": _params_label(cands[best], cands[0]),
+                             "selected": _params_label(cands[best], cands),
                              "val_error": errs[best] if len(cands) > 1 else np.nan,
                              "test_error": _error(final, X_test, y_test)})
     return pd.DataFrame(rows)
