@@ -29,6 +29,11 @@ _nb_src, _nb_dst = HERE.parent / "notebooks", HERE / "notebooks"
 _nb_dst.mkdir(exist_ok=True)
 for nb in _nb_src.glob("*.ipynb"):
     shutil.copy2(nb, _nb_dst / nb.name)
+# the committed study figures, shown on the robustness page
+_res_src, _res_dst = HERE.parent / "benchmarks" / "results", HERE / "_results"
+_res_dst.mkdir(exist_ok=True)
+for png in _res_src.glob("robustness_*.png"):
+    shutil.copy2(png, _res_dst / png.name)
 nb_execution_mode = "off"  # rendered from the outputs stored in the repository
 
 templates_path = ["_templates"]
