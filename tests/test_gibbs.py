@@ -6,6 +6,7 @@ Geweke joint-distribution test (logistic model with its Gaussian prior).
 Tolerances are 4 Monte Carlo standard errors (ArviZ's MCSE of the mean and of the sd).
 """
 
+import time
 import warnings
 
 import numpy as np
@@ -297,3 +298,30 @@ def test_progress_bar_quiet_under_ci(monkeypatch, capsys):
         with ProgressBar(5, enabled=False) as bar:
             bar.update(5)
     assert capsys.readouterr().err == ""
+
+
+def test_keyboard_interrupt_in_parallel_stops_every_chain(small_problem_data, monkeypatch):
+    """Ctrl-C in the parent (simulated in the progress-bar update of the polling loop)
+    sets the stop event; every worker returns its draws so far, trimmed to a common length."""
+    from bayesdrop import _progress
+
+    X, y, _ = small_problem_data
+    problem = Problem.create(X, y, LogisticLoss(1.0), NoNoise(), True)
+    theta_hat = irls.fit(problem, None).theta
+    real_update, fired = _progress.ProgressBar.update, [False]
+
+    def update(self, n):
+        if n > 200 and not fired[0]:
+            fired[0] = True
+            raise KeyboardInterrupt
+        return real_update(self, n)
+
+    monkeypatch.setattr(_progress.ProgressBar, "update", update)
+    t0 = time.perf_counter()
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        res = gibbs.sample(problem, draws=10**6, tune=10, chains=2, theta_irls=theta_hat,
+                           random_state=0, progressbar=False, cores=2)
+    assert fired[0] and res.interrupted
+    assert time.perf_counter() - t0 < 60  # the workers stopped long before 10**6 draws
+    assert res.theta.shape[0] == 2 and 0 < res.theta.shape[1] < 10**6
+    assert np.all(np.isfinite(res.theta))
