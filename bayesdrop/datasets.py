@@ -264,7 +264,7 @@ def make_mease_wyner(n_samples=1000, n_features=20, random_state=None):
 
 
 def make_rare_features(n_samples=1000, n_rare=50, n_nuisance=1000, p_active=0.04,
-                       signal=1.0, random_state=None):
+                       signal=1.0, random_state=None, coef_random_state=0):
     """Rare-but-useful features (Wager et al. 2013, section 4.1).
 
     All the signal sits in ``n_rare`` binary features, each active with probability
@@ -272,7 +272,9 @@ def make_rare_features(n_samples=1000, n_rare=50, n_nuisance=1000, p_active=0.04
     Every column has ``E x_d^2 = 1`` (a rare feature is ``1/sqrt(p_active)`` when active)
     so that the experiment is not about feature scaling. Labels are drawn from the
     logistic model ``P(y = 1 | x) = sigmoid(sum_j beta_j x_j)`` with
-    ``beta_j = +-signal`` (random signs) on the rare features and 0 elsewhere.
+    ``beta_j = +-signal`` on the rare features and 0 elsewhere; the signs come from
+    ``coef_random_state``, so training and test sets drawn with different
+    ``random_state`` share one model.
 
     The paper's appendix with its exact constants is not in the seed text; these choices
     (values, signs, signal) are ours.
@@ -283,6 +285,9 @@ def make_rare_features(n_samples=1000, n_rare=50, n_nuisance=1000, p_active=0.04
     p_active : float in (0, 1), default=0.04
     signal : float > 0, default=1.0
     random_state : None, int or numpy.random.Generator
+        Draws the rows and labels.
+    coef_random_state : None, int or numpy.random.Generator, default=0
+        Draws the signs of ``beta``.
 
     Returns
     -------
@@ -306,7 +311,8 @@ def make_rare_features(n_samples=1000, n_rare=50, n_nuisance=1000, p_active=0.04
     rng = check_random_state(random_state)
     rare = (rng.random((n_samples, n_rare)) < p_active) / np.sqrt(p_active)
     nuisance = rng.standard_normal((n_samples, n_nuisance))
-    beta = signal * rng.choice(np.array([-1.0, 1.0]), size=n_rare)
+    beta = signal * check_random_state(coef_random_state).choice(np.array([-1.0, 1.0]),
+                                                                 size=n_rare)
     logit = rare @ beta
     y = np.where(rng.random(n_samples) < 1.0 / (1.0 + np.exp(-logit)), 1.0, -1.0)
     return np.hstack([rare, nuisance]), y, rare.any(axis=1)

@@ -6,6 +6,7 @@ Usage::
     python benchmarks/robustness.py labelnoise  [--quick]
     python benchmarks/robustness.py newsgroups  [--quick]
     python benchmarks/robustness.py uncertainty [--quick]
+    python benchmarks/robustness.py rarefeatures [--quick]
 
 Each study writes ``benchmarks/results/robustness_<study>.csv`` and ``.png`` (``--quick``
 writes ``..._quick`` files to a temporary directory unless ``--out`` is given) and prints
@@ -211,10 +212,57 @@ def uncertainty(args):
     _save(df, fig, "uncertainty" + ("_quick" if args.quick else ""), args.out)
 
 
+def rarefeatures(args):
+    """Wager et al.'s rare-but-useful features: accuracy where the signal is active / absent."""
+    from sklearn.base import clone
+    from sklearn.model_selection import train_test_split
+
+    from bayesdrop.datasets import make_rare_features
+
+    n_train, n_test, reps = (200, 1000, 1) if args.quick else (1000, 10000, 3)
+    Cs = [0.01, 0.1, 1.0]
+    models = {
+        "LR (L2)": grid(LogisticRegression(max_iter=5000), {"C": Cs}),
+        "Dropout-LR": grid(DropoutLogisticRegression(tol=1e-6),
+                           {"C": Cs, "noise_level": [0.3, 0.5, 0.8]}),
+        "Wager quadratic": grid(WagerDropoutLogisticRegression(tol=1e-6),
+                                {"C": Cs, "noise_level": [0.3, 0.5, 0.8]}),
+        "Dropout-SVM": grid(DropoutSVC(tol=1e-6), {"C": Cs, "noise_level": [0.3, 0.5, 0.8]}),
+    }
+    rows = []
+    for r in range(reps):
+        X, y, _ = make_rare_features(n_train, random_state=2 * r)
+        Xt, yt, signal = make_rare_features(n_test, random_state=2 * r + 1)
+        fit_idx, val_idx = train_test_split(np.arange(n_train), test_size=0.25, stratify=y,
+                                            random_state=r)
+        for name, cands in models.items():
+            errs = [np.mean(clone(c).fit(X[fit_idx], y[fit_idx]).predict(X[val_idx]) != y[val_idx])
+                    for c in cands]
+            best = clone(cands[int(np.argmin(errs))]).fit(X, y)
+            correct = best.predict(Xt) == yt
+            rows.append({"model": name, "repeat": r,
+                         "selected": str({k: v for k, v in best.get_params().items()
+                                          if k in ("C", "noise_level")}),
+                         "acc_signal": correct[signal].mean(),
+                         "acc_no_signal": correct[~signal].mean(),
+                         "acc_all": correct.mean()})
+    df = pd.DataFrame(rows)
+    print(f"rare features ({n_train} train, {n_test} test, {reps} repeats): mean accuracy")
+    print(df.groupby("model", sort=False)[["acc_signal", "acc_no_signal", "acc_all"]].mean()
+          .round(3).to_string())
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    df.groupby("model", sort=False)[["acc_signal", "acc_no_signal"]].mean().plot.barh(
+        ax=ax, xlim=(0.4, 1.0))
+    ax.set_xlabel("test accuracy")
+    ax.set_title("Rare but useful features (Wager et al. section 4.1)")
+    _save(df, fig, "rarefeatures" + ("_quick" if args.quick else ""), args.out)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("study", choices=["nightmare", "labelnoise", "newsgroups", "uncertainty"])
+    parser.add_argument("study", choices=["nightmare", "labelnoise", "newsgroups", "uncertainty",
+                                          "rarefeatures"])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (as in CI)")
     parser.add_argument("--n-train", type=int, default=60000,
                         help="Fashion-MNIST training images (nightmare study)")
@@ -227,7 +275,7 @@ def main(argv=None):
     if args.out is None:
         args.out = tempfile.mkdtemp() if args.quick else RESULTS
     {"nightmare": nightmare, "labelnoise": labelnoise, "newsgroups": newsgroups,
-     "uncertainty": uncertainty}[args.study](args)
+     "uncertainty": uncertainty, "rarefeatures": rarefeatures}[args.study](args)
     return 0
 
 

@@ -198,3 +198,14 @@ def test_benchmark_script_quick_versions(tmp_path, monkeypatch):
         assert bench.main([study, "--quick", "--out", str(tmp_path)]) == 0
         df = pd.read_csv(tmp_path / f"robustness_{study}_quick.csv")
         assert len(df) > 0 and (tmp_path / f"robustness_{study}_quick.png").exists()
+
+
+def test_rare_features_share_the_model_across_draws():
+    """Training and test draws share beta: a model fitted on one predicts the other where
+    the signal is active, and is at chance where it is not."""
+    X, y, _ = make_rare_features(3000, n_nuisance=10, random_state=0)
+    Xt, yt, sig = make_rare_features(3000, n_nuisance=10, random_state=1)
+    clf = LogisticRegression(C=1.0).fit(X, y)
+    correct = clf.predict(Xt) == yt
+    assert correct[sig].mean() > 0.85
+    assert abs(correct[~sig].mean() - 0.5) < 4 * np.sqrt(0.25 / (~sig).sum())
