@@ -62,6 +62,19 @@ def compare_with_irls(idata, estimator, hdi_prob=0.94):
         with columns ``irls``, ``mean``, ``sd``, the HDI bounds, ``mcse_mean``,
         ``mcse_sd``, ``ess_bulk``, ``ess_tail``, ``r_hat`` and the standardised distance
         ``z = (mean - irls) / sd``.
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> from bayesdrop import DropoutLogisticRegression
+    >>> clf = DropoutLogisticRegression(noise_level=0.3)
+    >>> idata = clf.sample_posterior(X, y, draws=100, tune=50, chains=2, random_state=0,
+    ...                              progressbar=False, cores=1)
+    >>> table = compare_with_irls(idata, clf)
+    >>> len(table), {"irls", "mean", "sd", "ess_bulk", "r_hat"} <= set(table.columns)
+    (4, True)
     """
     _check_match(idata, estimator)
     coef, intercept = _irls_parameters(estimator)
@@ -87,6 +100,18 @@ def check_mode(idata, estimator, rtol=1e-7):
     pandas.DataFrame
         One row per binary problem: ``lp_irls``, ``lp_max_draws``, ``gap`` (``>= 0``
         when no draw beats the IRLS estimate) and ``is_mode``.
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> from bayesdrop import DropoutSVC
+    >>> clf = DropoutSVC(noise_level=0.3)
+    >>> idata = clf.sample_posterior(X, y, draws=100, tune=50, chains=2, random_state=0,
+    ...                              progressbar=False, cores=1)
+    >>> bool(check_mode(idata, clf)["is_mode"].all())
+    True
     """
     _check_match(idata, estimator)
     history = estimator.objective_

@@ -98,7 +98,19 @@ class SamplerResult(NamedTuple):
 
 # ------------------------------------------------------------------------------ kernel
 def init(problem, theta):
-    """Build the state at ``theta`` (computes ``m`` and ``s``)."""
+    """Build the state at ``theta`` (computes ``m`` and ``s``).
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> from bayesdrop import gibbs
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
+    >>> state = gibbs.init(problem, np.zeros(4))
+    >>> state.m.shape, float(state.s.max())
+    ((60,), 0.0)
+    """
     theta = np.array(theta, dtype=float)
     if theta.shape != (problem.design.n_params,):
         raise ValueError(
@@ -139,6 +151,18 @@ def step(rng, problem, state, *, solver="auto", cg_tol=1e-12, overrelax=OVERRELA
     -------
     state : GibbsState
     info : GibbsInfo
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> from bayesdrop import gibbs
+    >>> problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.3))
+    >>> state = gibbs.init(problem, np.zeros(4))
+    >>> state, info = gibbs.step(np.random.default_rng(1), problem, state)
+    >>> state.theta.shape, len(info.augmentation), bool(np.all(info.augmentation[0] > 0))
+    ((4,), 1, True)
     """
     loss, y = problem.loss, problem.y
     aug = loss.draw_augmentation(state.m, state.s, y, rng)
@@ -150,7 +174,20 @@ def step(rng, problem, state, *, solver="auto", cg_tol=1e-12, overrelax=OVERRELA
 
 
 def log_density(problem, state):
-    """``-J(theta)`` from the state's scores (no extra pass over ``X``)."""
+    """``-J(theta)`` from the state's scores (no extra pass over ``X``).
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> from bayesdrop import gibbs
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0))
+    >>> theta = np.array([0.5, 0.0, 0.0, 0.1])
+    >>> bool(np.isclose(gibbs.log_density(problem, gibbs.init(problem, theta)),
+    ...                 -problem.objective(theta)))
+    True
+    """
     w, _ = problem.design.split(state.theta)
     value = problem.loss.value(state.m, state.s, problem.y)
     return -float(w @ w + np.sum(value))
@@ -162,6 +199,12 @@ def seed_sequence(random_state):
 
     None (fresh entropy), an int, a SeedSequence (used as is) or a Generator (four words
     are drawn from it, so the same generator state gives the same chains).
+
+    Examples
+    --------
+    >>> from bayesdrop.gibbs import seed_sequence
+    >>> seed_sequence(3).entropy
+    3
     """
     if isinstance(random_state, np.random.SeedSequence):
         return random_state
@@ -355,6 +398,19 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
     Returns
     -------
     SamplerResult
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> from bayesdrop import gibbs, irls
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
+    >>> theta_hat = irls.fit(problem).theta
+    >>> res = gibbs.sample(problem, draws=50, tune=20, chains=2, theta_irls=theta_hat,
+    ...                    random_state=0, progressbar=False, cores=1)
+    >>> res.theta.shape, res.lp.shape, bool(res.lp.max() <= -problem.objective(theta_hat))
+    ((2, 50, 4), (2, 50), True)
     """
     draws = check_scalar(draws, "draws", min_val=1, integer=True)
     tune = check_scalar(tune, "tune", min_val=0, integer=True)

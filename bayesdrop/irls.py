@@ -215,7 +215,18 @@ def active_set_polish(problem, theta):
 
 
 def init(problem, theta0=None):
-    """Initial state; ``theta0`` defaults to zeros."""
+    """Initial state; ``theta0`` defaults to zeros.
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> from bayesdrop import irls
+    >>> state = irls.init(Problem.create(X, y, HingeLoss(1.0), Dropout(0.3)))
+    >>> state.theta.tolist()
+    [0.0, 0.0, 0.0, 0.0]
+    """
     if theta0 is None:
         theta0 = np.zeros(problem.design.n_params)
     theta0 = np.array(theta0, dtype=float, copy=True)
@@ -246,6 +257,18 @@ def step(problem, state, *, accelerate=True, polish=True, solver="auto", cg_tol=
     Returns
     -------
     IRLSState, IRLSInfo
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> from bayesdrop import irls
+    >>> problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.3))
+    >>> state = irls.init(problem)
+    >>> new, info = irls.step(problem, state)
+    >>> bool(problem.objective(new.theta) < problem.objective(state.theta))  # MM: J decreases
+    True
     """
     new, info = _mm_step(problem, state, accelerate, {"solver": solver, "cg_tol": cg_tol})
     if not polish:
@@ -315,6 +338,17 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, polis
     Returns
     -------
     IRLSResult
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> from bayesdrop import irls
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
+    >>> res = irls.fit(problem)
+    >>> bool(res.converged), bool(np.all(np.diff(res.objective) <= 1e-12))
+    (True, True)
     """
     tol = check_scalar(tol, "tol", min_val=0.0, include_min=False)
     max_iter = check_scalar(max_iter, "max_iter", min_val=1, integer=True)

@@ -125,6 +125,18 @@ def decision_draws(idata, X):
     Returns
     -------
     ndarray of shape (chain, draw, n_samples) or (chain, draw, n_samples, n_classes)
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> from bayesdrop import DropoutSVC
+    >>> clf = DropoutSVC(noise_level=0.3)
+    >>> idata = clf.sample_posterior(X, y, draws=20, tune=10, chains=1, random_state=0,
+    ...                              progressbar=False)
+    >>> decision_draws(idata, X[:5]).shape
+    (1, 20, 5)
     """
     X = as_float_design(X)
     coef, b = _coef_draws(idata)
@@ -148,6 +160,19 @@ def vote_fractions(idata, X):
     -------
     ndarray of shape (n_samples, n_classes), rows summing to one; columns in the order
     of the estimator's ``classes_``.
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> from bayesdrop import DropoutSVC
+    >>> clf = DropoutSVC(noise_level=0.3)
+    >>> idata = clf.sample_posterior(X, y, draws=20, tune=10, chains=1, random_state=0,
+    ...                              progressbar=False)
+    >>> V = vote_fractions(idata, X[:5])
+    >>> V.shape, bool(np.allclose(V.sum(axis=1), 1))
+    ((5, 2), True)
     """
     scores = decision_draws(idata, X)
     if scores.ndim == 3:
@@ -169,6 +194,17 @@ def predictive_interval(idata, X, prob=0.94):
     -------
     mean : ndarray of shape (n_samples,)
     interval : ndarray of shape (n_samples, 2)
+
+    Examples
+    --------
+    >>> from bayesdrop import DropoutSVR
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 2)); y = X[:, 0] + 0.1 * rng.normal(size=60)
+    >>> idata = DropoutSVR(noise_level=0.2).sample_posterior(
+    ...     X, y, draws=50, tune=20, chains=1, random_state=0, progressbar=False)
+    >>> mean, band = predictive_interval(idata, X[:3], prob=0.9)
+    >>> band.shape, bool(np.all(band[:, 0] <= mean) and np.all(mean <= band[:, 1]))
+    ((3, 2), True)
     """
     prob = check_scalar(prob, "prob", min_val=0.0, max_val=1.0, include_min=False,
                         include_max=False)

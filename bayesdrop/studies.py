@@ -181,6 +181,17 @@ def posterior_predictive_proba(idata, X):
     Returns
     -------
     ndarray of shape (n_samples, n_classes)
+
+    Examples
+    --------
+    >>> from bayesdrop import DropoutLogisticRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> idata = DropoutLogisticRegression(noise_level=0.3).sample_posterior(
+    ...     X, y, draws=50, tune=20, chains=1, random_state=0, progressbar=False)
+    >>> P = posterior_predictive_proba(idata, X[:4])
+    >>> P.shape, bool(np.allclose(P.sum(axis=1), 1))
+    ((4, 2), True)
     """
     if idata.posterior.attrs.get("loss") != "logistic":
         return vote_fractions(idata, X)
@@ -259,6 +270,18 @@ def nightmare_at_test_time(models, X_train, y_train, X_test, y_test, *,
         Columns ``model``, ``deletion``, ``selected`` (parameters), ``val_error``,
         ``test_error``, ``fit_seconds`` (of the fits on the fitting part, summed over the
         grid).
+
+    Examples
+    --------
+    >>> from bayesdrop import DropoutSVC
+    >>> from bayesdrop.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> models = {"Dropout-SVM": grid(DropoutSVC(C=0.1), {"noise_level": [0.1, 0.5]}),
+    ...           "SVM": DropoutSVC(C=0.1, noise_level=0.0)}
+    >>> df = nightmare_at_test_time(models, X[:400], y[:400], X[400:], y[400:],
+    ...                             deletion=[0.0, 0.5])
+    >>> df[["model", "deletion"]].values.tolist()
+    [['Dropout-SVM', 0.0], ['Dropout-SVM', 0.5], ['SVM', 0.0], ['SVM', 0.5]]
     """
     import pandas as pd
 
@@ -328,6 +351,17 @@ def label_noise_study(models, X_train, y_train, X_test, y_test, *, rates=(0.0, 0
     pandas.DataFrame
         Columns ``model``, ``rate``, ``repeat``, ``selected``, ``val_error`` (noisy),
         ``test_error`` (clean).
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from bayesdrop.datasets import make_long_servedio
+    >>> X, y, _ = make_long_servedio(300, random_state=0)
+    >>> Xt, yt, _ = make_long_servedio(500, random_state=1)
+    >>> df = label_noise_study({"LR": LogisticRegression()}, X, y, Xt, yt, rates=(0.0, 0.1),
+    ...                        n_repeats=1)
+    >>> df[["rate", "test_error"]].round(2).values.tolist()[0]
+    [0.0, 0.0]
     """
     import pandas as pd
 

@@ -230,6 +230,18 @@ def solve(design, rho, t, *, solver="auto", x0=None, cg_tol=1e-10, cg_maxiter=No
     theta : ndarray of shape (n_params,)
     info : dict
         ``solver`` and, for CG, ``cg_iterations`` and ``cg_converged``.
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> from bayesdrop.wls import normal_matrix, normal_rhs, solve
+    >>> rng = np.random.default_rng(0)
+    >>> design = Design(rng.normal(size=(30, 4)), "dropout")
+    >>> rho, t = np.full(30, 0.5), rng.normal(size=30)
+    >>> theta, _ = solve(design, rho, t)
+    >>> A = normal_matrix(design, rho)
+    >>> bool(np.allclose(A @ theta, normal_rhs(design, t)))
+    True
     """
     solver = choose_solver(design, solver)
     r = normal_rhs(design, t)
@@ -303,6 +315,16 @@ def sample(design, rho, t, rng, *, solver="auto", x0=None, cg_tol=1e-12, cg_maxi
     -------
     theta : ndarray of shape (n_params,)
     info : dict
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> from bayesdrop.wls import sample
+    >>> rng = np.random.default_rng(0)
+    >>> design = Design(rng.normal(size=(30, 4)), "dropout")
+    >>> theta, _ = sample(design, np.full(30, 0.5), rng.normal(size=30), rng)
+    >>> theta.shape
+    (5,)
     """
     solver = choose_solver(design, solver)
     r = normal_rhs(design, t)
