@@ -78,6 +78,18 @@ def irls_map(problem, theta, *, solver="auto", cg_tol=1e-10):
     theta_new : ndarray
     info : dict
         From :func:`bayesdrop.wls.solve`.
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> from bayesdrop import irls
+    >>> problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.3))
+    >>> theta_hat = irls.fit(problem, tol=1e-12).theta
+    >>> theta_next = irls.irls_map(problem, theta_hat)[0]  # the optimum is a fixed point
+    >>> bool(np.allclose(theta_next, theta_hat, atol=1e-5))
+    True
     """
     rho, t = problem.irls_weights(theta)
     return wls.solve(problem.design, rho, t, solver=solver, x0=theta, cg_tol=cg_tol)

@@ -62,6 +62,13 @@ def noise_entries(X, noise):
     rows, cols : ndarray of int
     v : ndarray of float
     V : ndarray of shape (n_samples, n_features) or None
+
+    Examples
+    --------
+    >>> from bayesdrop import Dropout
+    >>> rows, cols, v, V = noise_entries(np.array([[1.0, 0.0], [2.0, 3.0]]), Dropout(0.5))
+    >>> rows.tolist(), cols.tolist(), v.tolist()
+    ([0, 1, 1], [0, 0, 1], [1.0, 4.0, 9.0])
     """
     fv = noise.variance(X)
     n, d = X.shape
@@ -281,6 +288,16 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
     LatentResult
         ``theta``, ``alpha``, ``objective`` (history after each half-step), ``n_iter``,
         ``converged``, ``time``.
+
+    Examples
+    --------
+    >>> from bayesdrop import HingeLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(80, 2)); y = np.sign(X[:, 0] * X[:, 1])  # XOR-like
+    >>> res = fit_latent(X, y, HingeLoss(1.0), Dropout(0.1), n_hidden=4, max_iter=5,
+    ...                  random_state=0)
+    >>> bool(np.all(np.diff(res.objective) <= 1e-9))  # monotone by construction
+    True
     """
     from ._validation import check_random_state
 

@@ -65,7 +65,18 @@ SOLVERS = ("auto", "cholesky", "woodbury", "cg")
 
 
 def choose_solver(design, solver="auto"):
-    """Resolve ``solver="auto"`` to ``"cholesky"`` or ``"cg"`` for this design."""
+    """Resolve ``solver="auto"`` to ``"cholesky"`` or ``"cg"`` for this design.
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> rng = np.random.default_rng(0)
+    >>> design = Design(rng.normal(size=(30, 4)), "dropout")
+    >>> rho = np.full(30, 0.5)
+    >>> from bayesdrop.wls import choose_solver
+    >>> choose_solver(design), choose_solver(design, "cg")
+    ('cholesky', 'cg')
+    """
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     if solver != "auto":
@@ -98,6 +109,17 @@ def normal_matrix(design, rho):
     Returns
     -------
     ndarray of shape (n_params, n_params)
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> rng = np.random.default_rng(0)
+    >>> design = Design(rng.normal(size=(30, 4)), "dropout")
+    >>> rho = np.full(30, 0.5)
+    >>> from bayesdrop.wls import normal_matrix
+    >>> A = normal_matrix(design, rho)
+    >>> A.shape, bool(np.allclose(A, A.T)), float(A[-1, -1])  # intercept: sum(rho), unpenalised
+    ((5, 5), True, 15.0)
     """
     A = design.gram(rho)
     A[np.diag_indices_from(A)] += 2.0 * design.penalty_mask()
@@ -105,12 +127,36 @@ def normal_matrix(design, rho):
 
 
 def normal_rhs(design, t):
-    """``r = Xbar^T t``."""
+    """``r = Xbar^T t``.
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> rng = np.random.default_rng(0)
+    >>> design = Design(rng.normal(size=(30, 4)), "dropout")
+    >>> rho = np.full(30, 0.5)
+    >>> from bayesdrop.wls import normal_rhs
+    >>> float(normal_rhs(design, np.ones(30))[-1])
+    30.0
+    """
     return design.rmatvec(t)
 
 
 def normal_operator(design, rho):
-    """Matrix-free ``A`` as a :class:`scipy.sparse.linalg.LinearOperator`, and its diagonal."""
+    """Matrix-free ``A`` as a :class:`scipy.sparse.linalg.LinearOperator`, and its diagonal.
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> rng = np.random.default_rng(0)
+    >>> design = Design(rng.normal(size=(30, 4)), "dropout")
+    >>> rho = np.full(30, 0.5)
+    >>> from bayesdrop.wls import normal_matrix, normal_operator
+    >>> op, diag = normal_operator(design, rho)
+    >>> z = np.arange(5.0)
+    >>> bool(np.allclose(op @ z, normal_matrix(design, rho) @ z))
+    True
+    """
     diag_part = _diagonal_part(design, rho)
 
     def matvec(z):
@@ -129,6 +175,14 @@ def cholesky_factor(A):
     ------
     numpy.linalg.LinAlgError
         With a message explaining that ``A`` is not positive definite.
+
+    Examples
+    --------
+    >>> from bayesdrop.wls import cholesky_factor
+    >>> A = np.array([[4.0, 2.0], [2.0, 3.0]])
+    >>> L = cholesky_factor(A)
+    >>> bool(np.allclose(L @ L.T, A)), float(L[0, 1])
+    (True, 0.0)
     """
     try:
         return sla.cholesky(A, lower=True, check_finite=False)
@@ -270,6 +324,16 @@ def perturbation(design, rho, rng):
     Returns
     -------
     ndarray of shape (n_params,)
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> rng = np.random.default_rng(0)
+    >>> design = Design(rng.normal(size=(30, 4)), "dropout")
+    >>> rho = np.full(30, 0.5)
+    >>> from bayesdrop.wls import perturbation
+    >>> perturbation(design, rho, np.random.default_rng(1)).shape
+    (5,)
     """
     eta = np.sqrt(2.0) * design.penalty_mask() * rng.standard_normal(design.n_params)
     eta += design.rmatvec(np.sqrt(rho) * rng.standard_normal(design.n_samples))
