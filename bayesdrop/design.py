@@ -36,6 +36,16 @@ class Design:
         ``n_features + fit_intercept``.
     variance : FeatureVariance
     sparse : bool
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> design = Design(sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 2.0]])), "dropout")
+    >>> design.n_params, design.sparse
+    (3, True)
+    >>> m, s = design.scores(np.array([1.0, 1.0, 0.5]))  # w = (1, 1), b = 0.5
+    >>> m.tolist(), s.tolist()
+    ([1.5, 2.5], [1.0, 4.0])
     """
 
     def __init__(self, X, noise="none", fit_intercept=True):

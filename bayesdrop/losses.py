@@ -155,6 +155,13 @@ class HingeLoss(Loss):
         Regularisation constant (scikit-learn's ``C``).
     margin : float >= 0, default=1.0
         ``l``; ``l = 0`` with fixed weights gives the MCF-quadratic loss.
+
+    Examples
+    --------
+    >>> loss = HingeLoss(C=1.0)
+    >>> m, s, y = np.array([0.2, 3.0]), np.zeros(2), np.array([1.0, 1.0])
+    >>> loss.value(m, s, y).tolist()  # zero noise: 2C max(0, 1 - y m)
+    [1.6, 0.0]
     """
 
     name = "hinge"
@@ -219,6 +226,14 @@ class LogisticLoss(Loss):
     Parameters
     ----------
     C : float > 0
+
+    Examples
+    --------
+    >>> loss = LogisticLoss(C=0.5)  # h = 2C = 1
+    >>> m, y = np.array([0.0, 2.0]), np.array([1.0, -1.0])
+    >>> bool(np.allclose(loss.value(m, np.zeros(2), y) - loss.value(np.zeros(2), np.zeros(2), y),
+    ...                  2 * 0.5 * (np.logaddexp(0, -y * m) - np.log(2))))
+    True
     """
 
     name = "logistic"
@@ -278,6 +293,12 @@ class EpsilonInsensitiveLoss(Loss):
     ----------
     C : float > 0
     epsilon : float >= 0
+
+    Examples
+    --------
+    >>> loss = EpsilonInsensitiveLoss(C=1.0, epsilon=0.5)
+    >>> loss.value(np.zeros(3), np.zeros(3), np.array([0.2, 1.0, -2.0])).tolist()
+    [0.0, 1.0, 3.0]
     """
 
     name = "epsilon_insensitive"
@@ -348,6 +369,11 @@ class SquaredLoss(Loss):
     C : float > 0
     binary : bool, default=True
         Whether targets must be labels in {-1, +1} (classification) or any reals.
+
+    Examples
+    --------
+    >>> SquaredLoss(C=2.0).value(np.array([0.5]), np.array([0.25]), np.array([1.0])).tolist()
+    [0.5]
     """
 
     name = "squared"

@@ -61,6 +61,13 @@ class FeatureVariance:
         ``scale`` for a matrix, the constant ``value`` otherwise.
     shape : tuple of int
         ``(n_samples, n_features)``.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> V = Dropout(0.5).variance(sp.csr_matrix(np.array([[1.0, 0.0], [2.0, 3.0]])))
+    >>> V.score_variance(np.array([1.0, 1.0])).tolist()  # s_n = v_n . (w*w)
+    [1.0, 13.0]
     """
 
     def __init__(self, matrix, scale, shape):
@@ -268,7 +275,14 @@ class NoiseModel(ABC):
 
 
 class NoNoise(NoiseModel):
-    """Clean data: ``x~ = x``, ``v = 0``."""
+    """Clean data: ``x~ = x``, ``v = 0``.
+
+    Examples
+    --------
+    >>> X = np.array([[1.0, 2.0]])
+    >>> bool(np.array_equal(NoNoise().corrupt(X, random_state=0), X))
+    True
+    """
 
     name = "none"
 
@@ -294,6 +308,15 @@ class Dropout(NoiseModel):
     ----------
     q : float in [0, 1)
         Probability that a feature is deleted.
+
+    Examples
+    --------
+    >>> noise = Dropout(0.25)
+    >>> noise.feature_variance_values(np.array([2.0])).tolist()  # q/(1-q) x^2
+    [1.3333333333333333]
+    >>> Xc = noise.corrupt(np.full((20000, 1), 2.0), random_state=0)
+    >>> sorted(set(Xc.ravel().round(4).tolist())), bool(abs(Xc.mean() - 2.0) < 0.05)
+    ([0.0, 2.6667], True)
     """
 
     name = "dropout"
@@ -324,6 +347,11 @@ class MultiplicativeGaussian(NoiseModel):
     ----------
     a : float >= 0
         Variance of the multiplicative factor.
+
+    Examples
+    --------
+    >>> MultiplicativeGaussian(0.1).feature_variance_values(np.array([3.0])).round(6).tolist()
+    [0.9]
     """
 
     name = "multiplicative"
@@ -343,6 +371,11 @@ class AdditiveGaussian(NoiseModel):
     ----------
     sigma : float >= 0
         Standard deviation of the noise.
+
+    Examples
+    --------
+    >>> AdditiveGaussian(0.5).feature_variance_values(np.array([0.0, 7.0])).tolist()
+    [0.25, 0.25]
     """
 
     name = "gaussian"
@@ -363,6 +396,11 @@ class AdditiveLaplace(NoiseModel):
     ----------
     beta : float >= 0
         Scale of the Laplace distribution.
+
+    Examples
+    --------
+    >>> AdditiveLaplace(0.5).feature_variance_values(np.array([1.0])).tolist()  # 2 beta^2
+    [0.5]
     """
 
     name = "laplace"
@@ -386,6 +424,15 @@ class Poisson(NoiseModel):
     ----------
     kappa : float >= 0
         Scale of the counts. ``X`` must be non-negative.
+
+    Examples
+    --------
+    >>> Poisson(2.0).feature_variance_values(np.array([3.0])).tolist()  # kappa x
+    [6.0]
+    >>> Poisson(1.0).variance(np.array([[-1.0]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: X must be non-negative (counts) for Poisson noise; found a negative value
     """
 
     name = "poisson"

@@ -21,6 +21,15 @@ class Problem(NamedTuple):
     loss : Loss
     y : ndarray of shape (n_samples,)
         Targets, validated by the loss (labels in {-1, +1} for binary losses).
+
+    Examples
+    --------
+    >>> from bayesdrop import HingeLoss, Dropout
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]); y = np.array([1.0, -1.0, 1.0])
+    >>> problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.2))
+    >>> J, grad = problem.objective(np.zeros(3), gradient=True)
+    >>> float(J), grad.shape  # at theta = 0: C * (1 + 1) per example
+    (6.0, (3,))
     """
 
     design: Design
