@@ -80,6 +80,13 @@ def load_fashion_mnist(directory=None):
     ------
     FileNotFoundError
         Naming the install command when the files are missing.
+
+    Examples
+    --------
+    >>> load_fashion_mnist("/nonexistent")  # the error says how to get the data
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: Fashion-MNIST not found (/nonexistent/train-images-idx3-ubyte.gz); install it with 'apt-get install dataset-fashion-mnist' or pass directory=
     """
     import os
 

@@ -139,6 +139,18 @@ def augmentation_comparison(idata, estimator, X, y):
         One row per example (and problem, and augmentation variable) with columns
         ``problem``, ``variable``, ``example``, ``irls`` and ``posterior_mean`` (averaged
         over chains).
+
+    Examples
+    --------
+    >>> from bayesdrop import DropoutSVC
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> clf = DropoutSVC(noise_level=0.3)
+    >>> idata = clf.sample_posterior(X, y, draws=50, tune=20, chains=1, random_state=0,
+    ...                              progressbar=False)
+    >>> table = augmentation_comparison(idata, clf, X, y)
+    >>> len(table), {"irls", "posterior_mean"} <= set(table.columns)
+    (60, True)
     """
     _check_match(idata, estimator)
     problems, thetas = estimator._problems(X, y)
@@ -171,6 +183,19 @@ def plot_posterior_vs_irls(idata, estimator, features=None, problem=0, max_plots
     Returns
     -------
     numpy.ndarray of matplotlib Axes
+
+    Examples
+    --------
+    >>> from bayesdrop import DropoutSVC
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> clf = DropoutSVC(noise_level=0.3)
+    >>> idata = clf.sample_posterior(X, y, draws=50, tune=20, chains=1, random_state=0,
+    ...                              progressbar=False)
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> axes = plot_posterior_vs_irls(idata, clf)
+    >>> np.asarray(axes).size >= 3
+    True
     """
     _check_match(idata, estimator)
     coef, _ = _irls_parameters(estimator)
@@ -194,6 +219,19 @@ def plot_weights(idata, estimator, X, y, ax=None):
     Returns
     -------
     matplotlib Axes
+
+    Examples
+    --------
+    >>> from bayesdrop import DropoutSVC
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> clf = DropoutSVC(noise_level=0.3)
+    >>> idata = clf.sample_posterior(X, y, draws=50, tune=20, chains=1, random_state=0,
+    ...                              progressbar=False)
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> ax = plot_weights(idata, clf, X, y)
+    >>> ax.get_xscale(), ax.get_yscale()
+    ('log', 'log')
     """
     import matplotlib.pyplot as plt
 

@@ -94,6 +94,15 @@ class LatentDesign(Design):
     alpha : ndarray of shape (n_features + 1, n_hidden)
         Hidden weights; the last row holds the hidden biases.
     fit_intercept : bool
+
+    Examples
+    --------
+    >>> from bayesdrop import Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(10, 3)); alpha = rng.normal(size=(4, 4))  # K = 4 units (+ bias)
+    >>> design = LatentDesign(X, noise_entries(X, Dropout(0.2)), alpha)
+    >>> design.n_features, design.n_params, design.X.shape
+    (4, 5, (10, 4))
     """
 
     solvers = ("cholesky",)
@@ -211,6 +220,20 @@ def latent_objective(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
     -------
     J : float
     grad : ndarray of shape (n_features + 1, n_hidden)
+
+    Examples
+    --------
+    >>> from bayesdrop import HingeLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(20, 2)); y = np.sign(X[:, 0])
+    >>> entries, alpha = noise_entries(X, Dropout(0.2)), rng.normal(size=(3, 3))
+    >>> J, g = latent_objective(X, entries, y, HingeLoss(1.0), np.r_[1.0, -1.0, 0.5, 0.0],
+    ...                         alpha, alpha_penalty=0.1)
+    >>> e = np.zeros_like(alpha); e[0, 0] = 1e-6
+    >>> Jp, _ = latent_objective(X, entries, y, HingeLoss(1.0), np.r_[1.0, -1.0, 0.5, 0.0],
+    ...                          alpha + e, alpha_penalty=0.1)
+    >>> bool(abs((Jp - J) / 1e-6 - g[0, 0]) < 1e-3)  # the analytic alpha-gradient
+    True
     """
     design = LatentDesign(X, entries, alpha, fit_intercept)
     w, _ = design.split(theta)

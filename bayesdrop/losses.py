@@ -421,6 +421,14 @@ def objective(design, loss, y, theta, *, gradient=True):
     -------
     value : float
     grad : ndarray of shape (n_params,), only if ``gradient``
+
+    Examples
+    --------
+    >>> from bayesdrop import Design, HingeLoss
+    >>> design = Design(np.array([[1.0, 2.0], [-1.0, 0.5]]), "none")
+    >>> J, grad = objective(design, HingeLoss(1.0), np.array([1.0, -1.0]), np.zeros(3))
+    >>> float(J), grad.tolist()  # 2C sum max(0, 1 - y m) at theta = 0
+    (4.0, [-4.0, -3.0, 0.0])
     """
     w, _ = design.split(theta)
     m, s = design.scores(theta)
@@ -434,7 +442,13 @@ def objective(design, loss, y, theta, *, gradient=True):
 
 
 def make_loss(name, **params):
-    """Build a loss by name: ``"hinge"``, ``"logistic"``, ``"epsilon_insensitive"``, ``"squared"``."""
+    """Build a loss by name: ``"hinge"``, ``"logistic"``, ``"epsilon_insensitive"``, ``"squared"``.
+
+    Examples
+    --------
+    >>> make_loss("hinge", C=2.0, margin=0.5)
+    HingeLoss(C=2.0, margin=0.5)
+    """
     table = {
         "hinge": HingeLoss,
         "logistic": LogisticLoss,

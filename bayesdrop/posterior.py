@@ -39,6 +39,18 @@ def sample_problems(problems, thetas_irls, *, random_state=None, **kwargs):
     Returns
     -------
     list of SamplerResult
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, LogisticLoss, irls
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 2)); y = np.sign(X[:, 0])
+    >>> problems = [Problem.create(X, y, LogisticLoss(1.0)), Problem.create(X, -y, LogisticLoss(1.0))]
+    >>> thetas = [irls.fit(p).theta for p in problems]
+    >>> res = sample_problems(problems, thetas, random_state=0, draws=20, tune=5, chains=1,
+    ...                       progressbar=False)
+    >>> [r.theta.shape for r in res]
+    [(1, 20, 3), (1, 20, 3)]
     """
     seeds = gibbs.seed_sequence(random_state).spawn(len(problems))
     return [gibbs.sample(pr, theta_irls=th, random_state=seed, **kwargs)

@@ -415,6 +415,17 @@ def uncertainty_study(models, X_train, y_train, X_test, y_test, *, deletion=DELE
         Columns ``model``, ``deletion``, ``label_noise``, ``kind`` (``"point"`` or
         ``"posterior"``), ``error``, ``brier``, ``ece``, ``log_loss``, and ``min_ess`` (the
         smallest bulk ESS of the coefficients, for the posterior rows).
+
+    Examples
+    --------
+    >>> from bayesdrop import DropoutLogisticRegression
+    >>> from bayesdrop.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> df = uncertainty_study({"Dropout-LR": DropoutLogisticRegression(C=0.1, noise_level=0.3)},
+    ...                        X[:300], y[:300], X[300:], y[300:], deletion=[0.0, 0.5],
+    ...                        draws=100, tune=50, chains=1)
+    >>> df[["deletion", "kind"]].values.tolist()
+    [[0.0, 'point'], [0.0, 'posterior'], [0.5, 'point'], [0.5, 'posterior']]
     """
     import pandas as pd
 
@@ -453,6 +464,16 @@ def plot_study(df, x, y="test_error", *, hue="model", style=None, ax=None, title
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"model": ["a", "a", "b", "b"], "rate": [0, 0.1, 0, 0.1],
+    ...                    "test_error": [0.1, 0.2, 0.1, 0.3]})
+    >>> ax = plot_study(df, "rate")
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['a', 'b']
     """
     import matplotlib.pyplot as plt
 

@@ -211,6 +211,17 @@ class WoodburyFactor:
     ----------
     design : Design
     rho : ndarray of shape (n_samples,), positive
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> from bayesdrop.wls import normal_matrix
+    >>> rng = np.random.default_rng(0)
+    >>> design = Design(rng.normal(size=(5, 40)), "dropout")  # D > N
+    >>> rho, r = np.full(5, 0.7), rng.normal(size=41)
+    >>> theta = WoodburyFactor(design, rho).solve(r)
+    >>> bool(np.allclose(normal_matrix(design, rho) @ theta, r))
+    True
     """
 
     def __init__(self, design, rho):
