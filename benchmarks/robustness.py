@@ -86,7 +86,7 @@ def nightmare(args):
     if n_train < Xtr.shape[0]:
         idx = np.sort(rng.choice(Xtr.shape[0], size=n_train, replace=False))
         Xtr, ytr = Xtr[idx], ytr[idx]
-    qs = [0.2, 0.5, 0.8]
+    qs = args.q or [0.2, 0.5, 0.8]
     tol = 1e-5
     models = {
         "Dropout-SVM": grid(DropoutSVC(C=args.C, tol=tol), {"noise_level": qs}),
@@ -111,7 +111,7 @@ def nightmare(args):
     fig, ax = plt.subplots(figsize=(7, 4.5))
     plot_study(df, "deletion", ax=ax,
                title=f"Nightmare at test time ({data}, {Xtr.shape[0]} training images)")
-    _save(df, fig, "nightmare" + ("_quick" if args.quick else ""), args.out)
+    _save(df, fig, "nightmare" + args.tag + ("_quick" if args.quick else ""), args.out)
 
 
 def labelnoise(args):
@@ -268,6 +268,8 @@ def main(argv=None):
                         help="Fashion-MNIST training images (nightmare study)")
     parser.add_argument("--C", type=float, default=1.0, help="C of the nightmare study")
     parser.add_argument("--models", nargs="*", help="subset of the nightmare models")
+    parser.add_argument("--q", type=float, nargs="+", help="dropout grid (nightmare study)")
+    parser.add_argument("--tag", default="", help="suffix of the nightmare output names")
     parser.add_argument("--fdrop-iter", type=int, default=100,
                         help="BMRM iterations of FDROP (nightmare study)")
     parser.add_argument("--out", default=None, help="output directory")
