@@ -33,7 +33,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import check_random_state, check_scalar
 from .design import Design
-from .estimators import _DropoutClassifier, _one_vs_rest, _set_classes, _sigmoid_proba
+from .estimators import _class_index, _DropoutClassifier, _one_vs_rest, _set_classes
+from .posterior import sigmoid_proba
 from .losses import SquaredLoss
 from .noise import Dropout, MultiplicativeGaussian, AdditiveGaussian, NoNoise, make_noise
 
@@ -134,7 +135,7 @@ class _LBFGSBinaryOVR(_LinearClassifier):
     def predict_proba(self, X):
         """``sigmoid(w.x + b)`` (one-vs-rest sigmoids normalised to sum to one)."""
         scores = self.decision_function(X)
-        return _sigmoid_proba(scores[:, None] if scores.ndim == 1 else scores)
+        return sigmoid_proba(scores[:, None] if scores.ndim == 1 else scores)
 
 
 # ---------------------------------------------------------------------------------------
@@ -705,11 +706,7 @@ class TLogisticRegression(_LinearClassifier):
         ndarray of shape (n_samples,)
         """
         P = self.predict_proba(X)
-        y = np.asarray(y)
-        idx = np.searchsorted(self.classes_, y)
-        idx = np.clip(idx, 0, self.classes_.shape[0] - 1)
-        if not np.all(self.classes_[idx] == y):
-            raise ValueError("y contains labels not seen in fit")
+        idx = _class_index(self.classes_, y)
         return P[np.arange(P.shape[0]), idx] ** (float(self.t) - 1.0)
 
 
@@ -758,6 +755,10 @@ def worst_case_margin(B, n_changes, lower=0.0, upper=1.0):
         alpha[rows, idx] = np.where(chosen, np.where(down[rows, idx] >= up[rows, idx],
                                                      lower, upper), 1.0)
     return np.sum(B * alpha, axis=1), alpha
+
+
+#: entries of one densified block of rows in :class:`InvariantSVC` (32 MB of float64)
+_BLOCK_ENTRIES = 2**22
 
 
 class InvariantSVC(_LinearClassifier):
@@ -839,27 +840,24 @@ class InvariantSVC(_LinearClassifier):
         ndarray of shape (n_problems,)
         """
         X = self._validate_X(X)
-        y_idx = np.searchsorted(self.classes_, np.asarray(y))
-        targets = self._targets(y_idx)
+        targets = self._targets(_class_index(self.classes_, y))
+        s = float(self.intercept_scaling)
         out = []
         for k in range(targets.shape[1]):
-            out.append(self._objective_k(X, targets[:, k], self.coef_[k], self.intercept_[k]))
+            w, b = self.coef_[k], self.intercept_[k]
+            wb = b / s if self.fit_intercept else 0.0
+            out.append(0.5 * (w @ w + wb * wb) + self._risk(X, targets[:, k], w, b)[0])
         return np.array(out)
 
-    def _objective_k(self, X, yk, w, b, chunk=4096):
-        s = float(self.intercept_scaling)
-        hinge = 0.0
-        for start in range(0, X.shape[0], chunk):
-            sl = slice(start, start + chunk)
-            m, _, _ = self._robust_margins(X[sl], yk[sl], w, b)
-            hinge += np.sum(np.maximum(0.0, 1.0 - m))
-        wb = b / s if self.fit_intercept else 0.0
-        return 0.5 * (w @ w + wb * wb) + float(self.C) * hinge
+    def _risk(self, X, yk, w, b):
+        """``R = C sum_n max(0, 1 - worst margin_n)`` and its subgradient in ``(w, w_b)``.
 
-    def _risk(self, X, yk, w, b, chunk=2048):
-        """``R = C sum_n max(0, 1 - worst margin_n)`` and its subgradient in ``(w, w_b)``."""
+        Rows are processed in blocks densified to at most ``_BLOCK_ENTRIES`` entries, so
+        sparse ``X`` costs bounded memory.
+        """
         s = float(self.intercept_scaling)
         risk, gw, gb = 0.0, np.zeros_like(w), 0.0
+        chunk = max(1, _BLOCK_ENTRIES // max(1, X.shape[1]))
         for start in range(0, X.shape[0], chunk):
             sl = slice(start, start + chunk)
             yb = yk[sl]

@@ -65,7 +65,6 @@ def compare_with_irls(idata, estimator, hdi_prob=0.94):
 
     Examples
     --------
-    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
     >>> from bayesdrop import DropoutLogisticRegression
@@ -103,7 +102,6 @@ def check_mode(idata, estimator, rtol=1e-7):
 
     Examples
     --------
-    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
     >>> from bayesdrop import DropoutSVC

@@ -24,7 +24,7 @@ from ._arviz import to_inference_data
 from ._validation import check_scalar
 from .losses import EpsilonInsensitiveLoss, HingeLoss, LogisticLoss
 from .noise import make_noise
-from .posterior import sample_problems, vote_fractions
+from .posterior import sample_problems, sigmoid_proba, vote_fractions
 from .problem import Problem
 from .wls import SOLVERS
 
@@ -75,20 +75,20 @@ def _set_classes(estimator, y):
     return y_idx
 
 
+def _class_index(classes, y):
+    """Index of each label of ``y`` in ``classes``; unseen labels are a ValueError."""
+    y = np.asarray(y)
+    idx = np.clip(np.searchsorted(classes, y), 0, classes.shape[0] - 1)
+    if not np.all(classes[idx] == y):
+        raise ValueError("y contains labels not seen in fit")
+    return idx
+
+
 def _one_vs_rest(n_classes, y_idx):
     """Targets in {-1, +1}: one column for two classes, else one column per class."""
     if n_classes == 2:
         return np.where(y_idx == 1, 1.0, -1.0)[:, None]
     return np.where(y_idx[:, None] == np.arange(n_classes), 1.0, -1.0)
-
-
-def _sigmoid_proba(scores):
-    """Binary: ``(1 - sigmoid, sigmoid)``; one-vs-rest: sigmoids normalised to sum to 1."""
-    if scores.shape[1] == 1:
-        p1 = expit(scores[:, 0])
-        return np.column_stack([1.0 - p1, p1])
-    p = expit(scores)
-    return p / p.sum(axis=1, keepdims=True)
 
 
 class _DropoutLinearModel(BaseEstimator):
@@ -266,11 +266,7 @@ class _DropoutClassifier(ClassifierMixin, _DropoutLinearModel):
         y = np.asarray(y)
         if y.shape != (n_samples,):
             raise ValueError(f"y must have shape ({n_samples},), got {y.shape}")
-        y_idx = np.searchsorted(self.classes_, y)
-        y_idx = np.clip(y_idx, 0, self.classes_.shape[0] - 1)
-        if not np.all(self.classes_[y_idx] == y):
-            raise ValueError("y contains labels not seen in fit")
-        return self._one_vs_rest(y_idx)
+        return self._one_vs_rest(_class_index(self.classes_, y))
 
     def predict_vote_fractions(self, X, idata):
         """Posterior predictive class probabilities as vote fractions of the draws.
@@ -426,7 +422,7 @@ class DropoutLogisticRegression(_DropoutClassifier):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        return _sigmoid_proba(self._decision(X))
+        return sigmoid_proba(self._decision(X))
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
@@ -770,7 +766,7 @@ class DropoutLatentLogisticRegression(_DropoutLatentClassifier):
 
     def predict_proba(self, X):
         """Class probabilities ``sigmoid(w.g(x) + b)`` (one-vs-rest normalised)."""
-        return _sigmoid_proba(self._decision(X))
+        return sigmoid_proba(self._decision(X))
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""

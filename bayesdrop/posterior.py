@@ -14,6 +14,7 @@ one-vs-rest problems. The predictive helpers read the draws back from the Infere
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 
 from . import gibbs, irls
 from ._arviz import to_inference_data
@@ -23,6 +24,8 @@ from .noise import make_noise
 from .problem import Problem
 
 __all__ = [
+    "sigmoid_proba",
+    "posterior_predictive_proba",
     "sample_problems",
     "sample_posterior",
     "decision_draws",
@@ -140,7 +143,6 @@ def decision_draws(idata, X):
 
     Examples
     --------
-    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
     >>> from bayesdrop import DropoutSVC
@@ -175,7 +177,6 @@ def vote_fractions(idata, X):
 
     Examples
     --------
-    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
     >>> from bayesdrop import DropoutSVC
@@ -194,6 +195,63 @@ def vote_fractions(idata, X):
     winners = np.argmax(scores, axis=-1).reshape(-1, scores.shape[2])
     counts = np.stack([(winners == c).sum(axis=0) for c in range(k)], axis=1)
     return counts / winners.shape[0]
+
+
+def sigmoid_proba(scores):
+    """Class probabilities from scores, along the last axis.
+
+    Binary (last axis of length 1): ``(1 - sigmoid(f), sigmoid(f))``; one-vs-rest: the
+    sigmoids normalised to sum to one. Leading axes (e.g. chain, draw) are kept.
+
+    Examples
+    --------
+    >>> sigmoid_proba(np.array([[0.0], [np.log(3.0)]])).tolist()
+    [[0.5, 0.5], [0.25, 0.75]]
+    >>> sigmoid_proba(np.zeros((2, 3))).round(3).tolist()[0]
+    [0.333, 0.333, 0.333]
+    """
+    scores = np.asarray(scores, dtype=float)
+    if scores.shape[-1] == 1:
+        p1 = expit(scores[..., 0])
+        return np.stack([1.0 - p1, p1], axis=-1)
+    p = expit(scores)
+    return p / p.sum(axis=-1, keepdims=True)
+
+
+def posterior_predictive_proba(idata, X):
+    """Posterior predictive class probabilities from the draws of ``sample_posterior``.
+
+    Logistic loss: the posterior mean of the model's probabilities,
+    ``E[sigmoid(w.x + b)]`` (one-vs-rest sigmoids normalised per draw). Other losses (the
+    SVMs have no likelihood over classes): the vote fractions of the draws
+    (:func:`vote_fractions`).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes)
+
+    Examples
+    --------
+    >>> from bayesdrop import DropoutLogisticRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> idata = DropoutLogisticRegression(noise_level=0.3).sample_posterior(
+    ...     X, y, draws=50, tune=20, chains=1, random_state=0, progressbar=False)
+    >>> P = posterior_predictive_proba(idata, X[:4])
+    >>> P.shape, bool(np.allclose(P.sum(axis=1), 1))
+    ((4, 2), True)
+    """
+    if idata.posterior.attrs.get("loss") != "logistic":
+        return vote_fractions(idata, X)
+    scores = decision_draws(idata, X)
+    if scores.ndim == 3:  # binary: one score per draw and example
+        scores = scores[..., None]
+    return sigmoid_proba(scores).mean(axis=(0, 1))
 
 
 def predictive_interval(idata, X, prob=0.94):

@@ -25,20 +25,18 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
 from sklearn.base import clone
 from sklearn.model_selection import ParameterGrid, train_test_split
 
 from ._validation import check_random_state, check_scalar
 from .datasets import flip_labels
-from .posterior import decision_draws, vote_fractions
+from .posterior import posterior_predictive_proba
 
 __all__ = [
     "grid",
     "delete_features",
     "expected_calibration_error",
     "classification_metrics",
-    "posterior_predictive_proba",
     "nightmare_at_test_time",
     "label_noise_study",
     "uncertainty_study",
@@ -163,45 +161,6 @@ def classification_metrics(proba, y_idx, *, floor=1e-12):
         "ece": expected_calibration_error(proba, y_idx),
         "log_loss": float(-np.mean(np.log(np.maximum(p_true, floor)))),
     }
-
-
-def posterior_predictive_proba(idata, X):
-    """Posterior predictive class probabilities from the draws of ``sample_posterior``.
-
-    Logistic loss: the posterior mean of the model's probabilities,
-    ``E[sigmoid(w.x + b)]`` (one-vs-rest sigmoids normalised per draw). Other losses (the
-    SVMs have no likelihood over classes): the vote fractions of the draws
-    (:func:`bayesdrop.posterior.vote_fractions`).
-
-    Parameters
-    ----------
-    idata : arviz.InferenceData
-    X : ndarray or sparse matrix of shape (n_samples, n_features)
-
-    Returns
-    -------
-    ndarray of shape (n_samples, n_classes)
-
-    Examples
-    --------
-    >>> from bayesdrop import DropoutLogisticRegression
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
-    >>> idata = DropoutLogisticRegression(noise_level=0.3).sample_posterior(
-    ...     X, y, draws=50, tune=20, chains=1, random_state=0, progressbar=False)
-    >>> P = posterior_predictive_proba(idata, X[:4])
-    >>> P.shape, bool(np.allclose(P.sum(axis=1), 1))
-    ((4, 2), True)
-    """
-    if idata.posterior.attrs.get("loss") != "logistic":
-        return vote_fractions(idata, X)
-    scores = decision_draws(idata, X)
-    if scores.ndim == 3:  # binary
-        p1 = expit(scores).mean(axis=(0, 1))
-        return np.column_stack([1.0 - p1, p1])
-    p = expit(scores)
-    p /= p.sum(axis=-1, keepdims=True)
-    return p.mean(axis=(0, 1))
 
 
 def _candidates(models):
@@ -376,14 +335,15 @@ def label_noise_study(models, X_train, y_train, X_test, y_test, *, rates=(0.0, 0
             y_noisy, _ = flip_labels(y_train, rate, rng)
             fit_idx, val_idx = _split(X_train, y_noisy, validation_fraction, rng)
             for name, cands in cands_all.items():
-                errs = [_error(clone(e).fit(X_train[fit_idx], y_noisy[fit_idx]),
-                               X_train[val_idx], y_noisy[val_idx]) if len(cands) > 1 else 0.0
-                        for e in cands]
-                best = int(np.argmin(errs))
+                errs = [np.nan]
+                if len(cands) > 1:
+                    errs = [_error(clone(e).fit(X_train[fit_idx], y_noisy[fit_idx]),
+                                   X_train[val_idx], y_noisy[val_idx]) for e in cands]
+                best = int(np.nanargmin(errs)) if len(cands) > 1 else 0
                 final = clone(cands[best]).fit(X_train, y_noisy)
                 rows.append({"model": name, "rate": float(rate), "repeat": r,
                              "selected": _params_label(cands[best], cands),
-                             "val_error": errs[best] if len(cands) > 1 else np.nan,
+                             "val_error": errs[best],
                              "test_error": _error(final, X_test, y_test)})
     return pd.DataFrame(rows)
 
@@ -407,7 +367,7 @@ def uncertainty_study(models, X_train, y_train, X_test, y_test, *, deletion=DELE
     and sampled once on the training data (labels flipped at rate ``label_noise``); then
     for each deletion level the test set is scored twice: with the IRLS point estimate
     (``predict_proba``; one-hot predictions for the SVMs) and with the posterior
-    predictive probabilities (:func:`posterior_predictive_proba`).
+    predictive probabilities (:func:`bayesdrop.posterior.posterior_predictive_proba`).
 
     Returns
     -------

@@ -18,6 +18,7 @@ from bayesdrop.datasets import (
     make_mease_wyner,
     make_rare_features,
 )
+from bayesdrop.posterior import posterior_predictive_proba
 from bayesdrop.studies import (
     classification_metrics,
     delete_features,
@@ -26,7 +27,6 @@ from bayesdrop.studies import (
     label_noise_study,
     nightmare_at_test_time,
     plot_study,
-    posterior_predictive_proba,
     uncertainty_study,
 )
 
