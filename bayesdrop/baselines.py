@@ -94,11 +94,23 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
 
-def _lbfgs(fun, theta0, tol, max_iter):
-    """Minimise ``fun(theta) -> (value, grad)`` by L-BFGS-B; return the scipy result."""
-    return minimize(fun, theta0, jac=True, method="L-BFGS-B",
-                    options={"maxiter": max_iter, "gtol": tol, "ftol": 1e3 * np.finfo(float).eps,
-                             "maxcor": 20})
+def _lbfgs(fun, theta0, tol, max_iter, scale):
+    """Minimise ``fun(theta) -> (value, grad)`` by L-BFGS-B; return the scipy result.
+
+    L-BFGS-B runs on ``fun / scale`` with ``scale = C n``, the mean loss plus
+    ``||w||^2 / (2 C n)`` -- scikit-learn's scaling of ``LogisticRegression`` -- so that
+    ``tol`` (the projected-gradient tolerance ``gtol``) means the same at every ``n`` and
+    ``C``. ``res.fun`` is returned on the original scale.
+    """
+    def scaled(theta):
+        value, grad = fun(theta)
+        return value / scale, grad / scale
+
+    res = minimize(scaled, theta0, jac=True, method="L-BFGS-B",
+                   options={"maxiter": max_iter, "gtol": tol,
+                            "ftol": 64 * np.finfo(float).eps, "maxcor": 20, "maxls": 50})
+    res.fun = float(res.fun) * scale
+    return res
 
 
 class _LBFGSBinaryOVR(_LinearClassifier):
@@ -119,7 +131,8 @@ class _LBFGSBinaryOVR(_LinearClassifier):
         start = time.perf_counter()
         for k in range(targets.shape[1]):
             fun = make_objective(np.ascontiguousarray(targets[:, k]))
-            res = _lbfgs(fun, np.zeros(n_params), self.tol, self.max_iter)
+            res = _lbfgs(fun, np.zeros(n_params), self.tol, self.max_iter,
+                         float(self.C) * X.shape[0])
             coefs[k] = res.x[:D]
             intercepts[k] = res.x[D] if self.fit_intercept else 0.0
             n_iter.append(res.nit)
@@ -199,28 +212,32 @@ class MCFQuadraticClassifier(_DropoutClassifier):
 # ---------------------------------------------------------------------------------------
 # MCF-logistic
 # ---------------------------------------------------------------------------------------
-@numba.njit(cache=True)
-def _mcf_dropout_pass(indptr, indices, data, w, b, y, q, C, fit_intercept, grad):
-    """Value and gradient of ``sum_n log(1 + E exp(-y_n omega~_n))`` under dropout.
+#: row chunks of the MCF-logistic pass: fixed, so that the summation order (and the
+#: result, to the last bit) does not depend on the number of threads
+_MCF_CHUNKS = 32
 
-    ``log E exp(-y omega~) = -y b + sum_{d: x_nd != 0} logaddexp(log q, log(1-q) + z_nd)``
-    with ``z_nd = -y w_d x_nd / (1-q)``; ``dL/dw_d = sigmoid(a_n) pi_nd (-y x_nd / (1-q))``
-    with ``pi_nd = (1-q) e^{z} / (q + (1-q) e^{z})``.
-    """
-    n = indptr.shape[0] - 1
+
+@numba.njit(cache=True)
+def _mcf_dropout_rows(indptr, indices, data, w, b, y, q, C, fit_intercept, lo, hi, grad, pi):
+    """Rows ``lo:hi`` of :func:`_mcf_dropout_pass`; adds to ``grad``, returns the value."""
     scale = 1.0 / (1.0 - q)
     log_q = np.log(q) if q > 0 else -np.inf
     log_keep = np.log1p(-q)
     value = 0.0
-    for i in range(n):
+    for i in range(lo, hi):
         a = -y[i] * b
-        for j in range(indptr[i], indptr[i + 1]):
+        start = indptr[i]
+        for j in range(start, indptr[i + 1]):
             z = log_keep - y[i] * w[indices[j]] * data[j] * scale
             if q > 0:
-                hi = max(log_q, z)
-                a += hi + np.log(np.exp(log_q - hi) + np.exp(z - hi))
+                top = max(log_q, z)
+                e_q = np.exp(log_q - top)
+                e_z = np.exp(z - top)
+                a += top + np.log(e_q + e_z)
+                pi[j - start] = e_z / (e_q + e_z)
             else:
                 a += z
+                pi[j - start] = 1.0
         # softplus(a) and sigmoid(a), stably
         if a > 0:
             value += a + np.log1p(np.exp(-a))
@@ -229,17 +246,43 @@ def _mcf_dropout_pass(indptr, indices, data, w, b, y, q, C, fit_intercept, grad)
             value += np.log1p(np.exp(a))
             ea = np.exp(a)
             sig = ea / (1.0 + ea)
-        c = C * sig
-        for j in range(indptr[i], indptr[i + 1]):
-            z = log_keep - y[i] * w[indices[j]] * data[j] * scale
-            if q > 0:
-                pi = 1.0 / (1.0 + np.exp(log_q - z))
-            else:
-                pi = 1.0
-            grad[indices[j]] -= c * pi * y[i] * data[j] * scale
+        c = C * sig * y[i] * scale
+        for j in range(start, indptr[i + 1]):
+            grad[indices[j]] -= c * pi[j - start] * data[j]
         if fit_intercept:
-            grad[grad.shape[0] - 1] -= c * y[i]
+            grad[grad.shape[0] - 1] -= C * sig * y[i]
     return value
+
+
+@numba.njit(cache=True, parallel=True)
+def _mcf_dropout_chunks(indptr, indices, data, w, b, y, q, C, fit_intercept, n_params, width):
+    """Values and gradients of :data:`_MCF_CHUNKS` row chunks, computed in parallel."""
+    n = indptr.shape[0] - 1
+    grads = np.zeros((_MCF_CHUNKS, n_params))
+    values = np.zeros(_MCF_CHUNKS)
+    for k in numba.prange(_MCF_CHUNKS):
+        pi = np.empty(width)
+        values[k] = _mcf_dropout_rows(indptr, indices, data, w, b, y, q, C, fit_intercept,
+                                      k * n // _MCF_CHUNKS, (k + 1) * n // _MCF_CHUNKS,
+                                      grads[k], pi)
+    return values, grads
+
+
+def _mcf_dropout_pass(indptr, indices, data, w, b, y, q, C, fit_intercept, grad):
+    """Value and gradient of ``sum_n log(1 + E exp(-y_n omega~_n))`` under dropout.
+
+    ``log E exp(-y omega~) = -y b + sum_{d: x_nd != 0} logaddexp(log q, log(1-q) + z_nd)``
+    with ``z_nd = -y w_d x_nd / (1-q)``; ``dL/dw_d = sigmoid(a_n) pi_nd (-y x_nd / (1-q))``
+    with ``pi_nd = (1-q) e^{z} / (q + (1-q) e^{z})``, the softmax weight of the
+    log-sum-exp (so it costs no extra exponential). Rows are processed in
+    :data:`_MCF_CHUNKS` chunks in parallel, each with its own gradient, summed in chunk
+    order (the same result for any number of threads). The gradient is added to ``grad``.
+    """
+    width = max(int(np.diff(indptr).max(initial=0)), 1)
+    values, grads = _mcf_dropout_chunks(indptr, indices, data, w, float(b), y, float(q),
+                                        float(C), bool(fit_intercept), grad.shape[0], width)
+    grad += grads.sum(axis=0)
+    return float(values.sum())
 
 
 class MCFLogisticRegression(_LBFGSBinaryOVR):
@@ -267,7 +310,8 @@ class MCFLogisticRegression(_LBFGSBinaryOVR):
         ``q`` for dropout (``None``: 0.5), ``sigma`` or ``a`` for the Gaussian noises.
     fit_intercept : bool, default=True
     tol : float, default=1e-6
-        Projected-gradient tolerance of L-BFGS-B.
+        Projected-gradient tolerance of L-BFGS-B on the objective divided by ``C n``
+        (scikit-learn's scaling: the mean loss plus ``||w||^2 / (2 C n)``).
     max_iter : int, default=1000
 
     Attributes
@@ -393,6 +437,8 @@ class WagerDropoutLogisticRegression(_LBFGSBinaryOVR):
         ``a``; the paper finds 0.1-0.4 works well.
     fit_intercept : bool, default=True
     tol : float, default=1e-6
+        Projected-gradient tolerance of L-BFGS-B on the objective divided by ``C n``
+        (scikit-learn's scaling: the mean loss plus ``||w||^2 / (2 C n)``).
     max_iter : int, default=1000
 
     Attributes
@@ -575,6 +621,8 @@ class TLogisticRegression(_LinearClassifier):
     C : float, default=1.0
     fit_intercept : bool, default=True
     tol : float, default=1e-6
+        Projected-gradient tolerance of L-BFGS-B on the objective divided by ``C n``
+        (scikit-learn's scaling: the mean loss plus ``||w||^2 / (2 C n)``).
     max_iter : int, default=1000
     init : {"zero", "logistic"}, default="zero"
         Start L-BFGS at zero or at the ``t = 1`` solution (the objective is non-convex).
@@ -665,13 +713,14 @@ class TLogisticRegression(_LinearClassifier):
         yk = (1 - y_idx) if K == 1 else y_idx
         D = X.shape[1]
         theta0 = np.zeros(K * D + (K if self.fit_intercept else 0))
+        scale = float(self.C) * X.shape[0]
         start = time.perf_counter()
         if self.init == "logistic" and t > 1.0:
             res0 = _lbfgs(lambda th: self._objective(th, X, yk, K, 1.0), theta0, self.tol,
-                          self.max_iter)
+                          self.max_iter, scale)
             theta0 = res0.x
         res = _lbfgs(lambda th: self._objective(th, X, yk, K, t), theta0, self.tol,
-                     self.max_iter)
+                     self.max_iter, scale)
         W, _ = self._scores(X[:1], res.x, K)
         self.coef_ = W.copy()
         self.intercept_ = res.x[K * D:].copy() if self.fit_intercept else np.zeros(K)

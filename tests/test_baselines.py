@@ -106,6 +106,39 @@ def test_mcf_logistic_dropout_matches_independent_optimum(binary):
     np.testing.assert_allclose(sparse.coef_, ours.coef_, atol=1e-12)
 
 
+def test_mcf_logistic_dropout_pass_is_exact_and_thread_independent():
+    # the chunked parallel pass equals the direct product-form formula, and gives the same
+    # bits with one thread and with all threads (fixed chunks, ordered sum)
+    import numba
+
+    from bayesdrop.baselines import _mcf_dropout_pass
+
+    rng = np.random.default_rng(3)
+    X = sp.random(300, 7, density=0.6, random_state=4, format="csr")
+    y = np.where(rng.random(300) < 0.5, -1.0, 1.0)
+    w, b, q, C = rng.normal(size=7), 0.2, 0.3, 0.7
+    mgf = np.exp(-y * b) * np.prod(q + (1 - q) * np.exp(-(y[:, None] * X.toarray() * w)
+                                                         / (1 - q)), axis=1)
+    expected = np.sum(np.log1p(mgf))
+    grad_fd = np.array([(np.sum(np.log1p(np.exp(-y * (b + e[-1] * 1e-6)) * np.prod(
+        q + (1 - q) * np.exp(-(y[:, None] * X.toarray() * (w + e[:-1] * 1e-6)) / (1 - q)),
+        axis=1))) - expected) / 1e-6 for e in np.eye(8)])
+    results = []
+    threads = numba.get_num_threads()
+    try:
+        for n_threads in (1, threads):
+            numba.set_num_threads(n_threads)
+            grad = np.zeros(8)
+            value = _mcf_dropout_pass(X.indptr, X.indices, X.data, w, b, y, q, C, True, grad)
+            results.append((value, grad))
+    finally:
+        numba.set_num_threads(threads)
+    assert results[0][0] == results[1][0]
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+    np.testing.assert_allclose(results[0][0], expected, rtol=1e-13)
+    np.testing.assert_allclose(results[0][1], C * grad_fd, rtol=1e-4, atol=1e-6)
+
+
 def test_mcf_logistic_moment_generating_function_by_monte_carlo(binary):
     X, y = binary
     q, w, b = 0.35, np.array([0.5, -0.4, 0.2, 0.3]), 0.1
