@@ -287,9 +287,11 @@ def test_worst_case_margin_brute_force():
             assert abs(m[i] - best) < 1e-12
 
 
-def test_invariant_svm_zero_changes_is_linear_svc(binary):
+@pytest.mark.parametrize("solver", ["bcfw", "bmrm"])
+def test_invariant_svm_zero_changes_is_linear_svc(binary, solver):
     X, y = binary
-    ours = InvariantSVC(C=0.5, n_changes=0, tol=1e-5).fit(X, y)
+    ours = InvariantSVC(C=0.5, n_changes=0, tol=1e-5, solver=solver, max_iter=20000,
+                        random_state=0).fit(X, y)
     ref = LinearSVC(C=0.5, loss="hinge", tol=1e-10, max_iter=100000).fit(X, y)
     probe = InvariantSVC(C=0.5, n_changes=0).fit(X[:10], y[:10])
     probe.coef_, probe.intercept_ = ref.coef_, ref.intercept_
@@ -298,12 +300,15 @@ def test_invariant_svm_zero_changes_is_linear_svc(binary):
     assert ours.objective_[0] - ours.duality_gap_[0] <= ref_obj + 1e-9  # certified bound
 
 
-def test_fdrop_against_quadratic_program(binary):
+@pytest.mark.parametrize("solver, tol", [("bcfw", 1e-5), ("bmrm", 1e-7)])
+def test_fdrop_against_quadratic_program(binary, solver, tol):
     """FDROP on a tiny problem against SLSQP on the explicit QP (top-K via its LP dual)."""
     X, y = binary[0][:25, :3], binary[1][:25]
     C, K = 1.0, 1
     n, d = X.shape
-    ours = InvariantSVC(C=C, n_changes=K, tol=1e-7, max_iter=3000).fit(X, y)
+    ours = InvariantSVC(C=C, n_changes=K, tol=tol, max_iter=100000, solver=solver,
+                        random_state=0).fit(X, y)
+    assert ours.duality_gap_[0] <= tol * ours.objective_[0]
 
     # variables: w (d), wb, xi (n), t (n), pi (n d)
     def unpack(z):
@@ -326,8 +331,58 @@ def test_fdrop_against_quadratic_program(binary):
     res = minimize(obj, z0, constraints=[{"type": "ineq", "fun": cons}], method="SLSQP",
                    options={"maxiter": 2000, "ftol": 1e-12})
     assert res.success
+    # the certified gap bounds the distance to the optimum (tol <= 1e-5)
     assert abs(ours.objective_[0] - res.fun) <= 1e-5 * res.fun
     np.testing.assert_allclose(ours.coef_[0], unpack(res.x)[0], atol=2e-2)
+
+
+def test_invariant_risk_pass_matches_numpy_reference():
+    # the jitted, chunk-parallel risk pass equals the numpy worst_case_margin formula, dense
+    # and sparse, and gives the same bits with one thread and with all threads
+    import numba
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(700, 9))
+    X[rng.random(X.shape) < 0.4] = 0.0
+    y = np.where(rng.random(700) < 0.5, -1.0, 1.0)
+    w, b = rng.normal(size=9), 0.3
+    threads = numba.get_num_threads()
+    for K, lo, up in ((0, 0.0, 1.0), (3, 0.0, 1.0), (4, 0.5, 6.0), (20, 0.0, 1.0)):
+        est = InvariantSVC(C=0.7, n_changes=K, lower=lo, upper=up, intercept_scaling=2.0)
+        m, alpha = worst_case_margin(y[:, None] * X * w, K, lo, up)
+        m = m + y * b
+        act = m < 1
+        ref = (0.7 * np.sum(1 - m[act]), -0.7 * ((y[act, None] * alpha[act]) * X[act]).sum(0),
+               -0.7 * 2.0 * y[act].sum())
+        results = []
+        try:
+            for n_threads, XX in ((1, X), (threads, X), (threads, sp.csr_matrix(X))):
+                numba.set_num_threads(n_threads)
+                results.append(est._risk(XX, y, w, b))
+        finally:
+            numba.set_num_threads(threads)
+        assert results[0][0] == results[1][0]
+        np.testing.assert_array_equal(results[0][1], results[1][1])
+        for risk, gw, gb in results:
+            np.testing.assert_allclose(risk, ref[0], rtol=1e-13)
+            np.testing.assert_allclose(gw, ref[1], rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(gb, ref[2], rtol=1e-13)
+
+
+def test_bcfw_and_bmrm_agree_and_bcfw_is_reproducible(binary):
+    X, y = binary
+    kw = dict(C=0.3, n_changes=2, tol=1e-6, max_iter=50000)
+    a = InvariantSVC(solver="bcfw", random_state=5, **kw).fit(X, y)
+    b = InvariantSVC(solver="bmrm", **kw).fit(X, y)
+    again = InvariantSVC(solver="bcfw", random_state=5, **kw).fit(sp.csr_matrix(X), y)
+    for est in (a, b):
+        assert est.duality_gap_[0] <= 1e-6 * est.objective_[0]
+    # both certified to 1e-6, so their objectives agree to 2e-6
+    assert abs(a.objective_[0] - b.objective_[0]) <= 2e-6 * b.objective_[0]
+    np.testing.assert_allclose(a.objective(X, y), a.objective_, rtol=1e-12)
+    np.testing.assert_allclose(again.coef_, a.coef_, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="solver"):
+        InvariantSVC(solver="pegasos").fit(X, y)
 
 
 # -- explicit corruption ----------------------------------------------------------------
