@@ -809,6 +809,9 @@ def worst_case_margin(B, n_changes, lower=0.0, upper=1.0):
 #: row chunks of the invariant-SVM risk pass (fixed: thread-independent sums)
 _RISK_CHUNKS = 32
 
+#: cutting planes BMRM stores before it doubles its storage
+_BMRM_CAPACITY = 64
+
 
 @numba.njit(cache=True)
 def _worst_case_row(idx, vals, w, y, b, K, lower, upper, r, alpha):
@@ -1169,7 +1172,7 @@ class InvariantSVC(_LinearClassifier):
     def _bmrm(self, X, yk, D, s, tol, max_iter):
         """The bundle method: cutting planes of the risk, simplex QP for the dual."""
         theta = np.zeros(D + 1)
-        cap = min(max_iter, 64)                # storage, doubled when full
+        cap = min(max_iter, _BMRM_CAPACITY)    # storage, doubled when full
         planes = np.zeros((cap, D + 1))        # cutting planes a_i (subgradients)
         offsets = np.zeros(cap)                # R(theta_i) - a_i . theta_i
         H = np.zeros((cap, cap))               # a_i . a_j, grown one row at a time

@@ -94,7 +94,8 @@ def nightmare(args):
         "SVM (q=0)": DropoutSVC(C=args.C, noise_level=0.0, tol=tol),
         "MCF-quadratic": grid(MCFQuadraticClassifier(C=args.C), {"noise_level": qs}),
         "MCF-logistic": grid(MCFLogisticRegression(C=args.C, tol=1e-4), {"noise_level": qs}),
-        "FDROP": grid(InvariantSVC(C=args.C, tol=1e-2, max_iter=args.fdrop_iter),
+        "FDROP": grid(InvariantSVC(C=args.C, tol=1e-2, max_iter=args.fdrop_iter,
+                                   solver=args.fdrop_solver, random_state=0),
                       {"n_changes": [20, 100] if data == "fashion" else [4, 12]}),
     }
     if args.models:
@@ -272,6 +273,8 @@ def main(argv=None):
     parser.add_argument("--tag", default="", help="suffix of the nightmare output names")
     parser.add_argument("--fdrop-iter", type=int, default=100,
                         help="BMRM iterations of FDROP (nightmare study)")
+    parser.add_argument("--fdrop-solver", choices=["bmrm", "bcfw"], default="bmrm",
+                        help="InvariantSVC solver (bcfw: faster to a coarse gap at large n)")
     parser.add_argument("--out", default=None, help="output directory")
     args = parser.parse_args(argv)
     if args.out is None:

@@ -385,6 +385,19 @@ def test_bcfw_and_bmrm_agree_and_bcfw_is_reproducible(binary):
         InvariantSVC(solver="pegasos").fit(X, y)
 
 
+def test_bmrm_storage_growth_does_not_change_the_result(binary, monkeypatch):
+    import bayesdrop.baselines as baselines
+
+    X, y = binary
+    kw = dict(C=0.3, n_changes=2, tol=1e-6, solver="bmrm")
+    ref = InvariantSVC(**kw).fit(X, y)
+    assert ref.n_iter_[0] > 3
+    monkeypatch.setattr(baselines, "_BMRM_CAPACITY", 1)  # doubles 1 -> 2 -> 4 -> ...
+    grown = InvariantSVC(**kw).fit(X, y)
+    np.testing.assert_array_equal(grown.coef_, ref.coef_)
+    assert grown.n_iter_[0] == ref.n_iter_[0]
+
+
 # -- explicit corruption ----------------------------------------------------------------
 def test_explicit_corruption_limits(binary):
     X, y = binary
