@@ -7,6 +7,10 @@ Usage::
     python benchmarks/robustness.py newsgroups  [--quick]
     python benchmarks/robustness.py uncertainty [--quick]
     python benchmarks/robustness.py rarefeatures [--quick]
+    python benchmarks/robustness.py combine --inputs a.csv b.csv --tag _60k
+
+``combine`` joins nightmare tables of runs over different ``--models`` (the splits and
+deletion masks depend only on the seed, not on the models).
 
 Each study writes ``benchmarks/results/robustness_<study>.csv`` and ``.png`` (``--quick``
 writes ``..._quick`` files to a temporary directory unless ``--out`` is given) and prints
@@ -113,6 +117,21 @@ def nightmare(args):
     plot_study(df, "deletion", ax=ax,
                title=f"Nightmare at test time ({data}, {Xtr.shape[0]} training images)")
     _save(df, fig, "nightmare" + args.tag + ("_quick" if args.quick else ""), args.out)
+
+
+def combine(args):
+    """Join nightmare tables of runs with different ``--models`` (same data, size, seed)."""
+    df = pd.concat([pd.read_csv(path) for path in args.inputs], ignore_index=True)
+    for col in ("data", "n_train"):
+        if df[col].nunique() != 1:
+            raise SystemExit(f"the inputs differ in {col}: {sorted(df[col].unique())}")
+    if df.duplicated(["model", "deletion"]).any():
+        raise SystemExit("a model appears in more than one input")
+    print(df.pivot(index="deletion", columns="model", values="test_error").round(3).to_string())
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    plot_study(df, "deletion", ax=ax, title=f"Nightmare at test time ({df.data[0]}, "
+               f"{df.n_train[0]} training images)")
+    _save(df, fig, "nightmare" + args.tag, args.out)
 
 
 def labelnoise(args):
@@ -263,7 +282,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("study", choices=["nightmare", "labelnoise", "newsgroups", "uncertainty",
-                                          "rarefeatures"])
+                                          "rarefeatures", "combine"])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (as in CI)")
     parser.add_argument("--n-train", type=int, default=60000,
                         help="Fashion-MNIST training images (nightmare study)")
@@ -275,12 +294,14 @@ def main(argv=None):
                         help="BMRM iterations of FDROP (nightmare study)")
     parser.add_argument("--fdrop-solver", choices=["bmrm", "bcfw"], default="bmrm",
                         help="InvariantSVC solver (bcfw: faster to a coarse gap at large n)")
+    parser.add_argument("--inputs", nargs="+", help="nightmare CSVs to join (combine)")
     parser.add_argument("--out", default=None, help="output directory")
     args = parser.parse_args(argv)
     if args.out is None:
         args.out = tempfile.mkdtemp() if args.quick else RESULTS
     {"nightmare": nightmare, "labelnoise": labelnoise, "newsgroups": newsgroups,
-     "uncertainty": uncertainty, "rarefeatures": rarefeatures}[args.study](args)
+     "uncertainty": uncertainty, "rarefeatures": rarefeatures,
+     "combine": combine}[args.study](args)
     return 0
 
 

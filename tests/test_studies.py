@@ -210,6 +210,38 @@ def test_benchmark_script_quick_versions(tmp_path, monkeypatch):
             np.testing.assert_allclose(svm.ece, svm.error, atol=1e-12)
 
 
+def test_benchmark_script_combines_nightmare_tables(tmp_path):
+    import importlib.util
+    import pathlib
+
+    import pandas as pd
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "robustness.py"
+    spec = importlib.util.spec_from_file_location("robustness_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    def table(model, n_train=100):
+        return pd.DataFrame({"data": "digits", "model": model, "deletion": [0.0, 0.5],
+                             "selected": "", "val_error": [0.1, 0.4],
+                             "test_error": [0.1, 0.5], "fit_seconds": 1.0,
+                             "n_train": n_train})
+
+    paths = []
+    for i, (model, n) in enumerate((("A", 100), ("B", 100), ("A", 100), ("C", 50))):
+        paths.append(str(tmp_path / f"in{i}.csv"))
+        table(model, n).to_csv(paths[-1], index=False)
+    assert bench.main(["combine", "--inputs", *paths[:2], "--tag", "_j",
+                       "--out", str(tmp_path)]) == 0
+    joined = pd.read_csv(tmp_path / "robustness_nightmare_j.csv")
+    assert sorted(joined.model.unique()) == ["A", "B"] and len(joined) == 4
+    assert (tmp_path / "robustness_nightmare_j.png").exists()
+    with pytest.raises(SystemExit, match="more than one input"):
+        bench.main(["combine", "--inputs", paths[0], paths[2], "--out", str(tmp_path)])
+    with pytest.raises(SystemExit, match="n_train"):
+        bench.main(["combine", "--inputs", paths[0], paths[3], "--out", str(tmp_path)])
+
+
 def test_rare_features_share_the_model_across_draws():
     """Training and test draws share beta: a model fitted on one predicts the other where
     the signal is active, and is at chance where it is not."""
