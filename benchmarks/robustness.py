@@ -34,6 +34,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.svm import LinearSVC  # noqa: E402
 
 from bayesdrop import (  # noqa: E402
     DropoutLogisticRegression,
@@ -96,6 +97,10 @@ def nightmare(args):
         "Dropout-SVM": grid(DropoutSVC(C=args.C, tol=tol), {"noise_level": qs}),
         "Dropout-LR": grid(DropoutLogisticRegression(C=args.C, tol=tol), {"noise_level": qs}),
         "SVM (q=0)": DropoutSVC(C=args.C, noise_level=0.0, tol=tol),
+        # the same hinge-loss SVM by liblinear's dual coordinate descent (intercept
+        # penalised): IRLS needs hundreds of iterations per class without noise at 60k
+        "SVM (liblinear)": LinearSVC(C=args.C, loss="hinge", tol=1e-4, max_iter=10000,
+                                     random_state=0),
         "MCF-quadratic": grid(MCFQuadraticClassifier(C=args.C), {"noise_level": qs}),
         "MCF-logistic": grid(MCFLogisticRegression(C=args.C, tol=1e-4), {"noise_level": qs}),
         "FDROP": grid(InvariantSVC(C=args.C, tol=1e-2, max_iter=args.fdrop_iter,
