@@ -770,7 +770,8 @@ def worst_case_margin(B, n_changes, lower=0.0, upper=1.0):
     objective is linear, so the worst case scales feature ``d`` to ``lower`` if
     ``B_d > 0`` and to ``upper`` if ``B_d < 0``, lowering the margin by
     ``r_d = max(B_d (1 - lower), B_d (1 - upper)) >= 0``, and picks the ``n_changes``
-    largest ``r_d``; this is what the paper's Algorithm 3 computes by sorting.
+    largest ``r_d``; this is what the paper's Algorithm 3 computes by sorting. It runs the
+    jitted row kernel of :class:`InvariantSVC`'s fit.
 
     Parameters
     ----------
@@ -791,19 +792,11 @@ def worst_case_margin(B, n_changes, lower=0.0, upper=1.0):
     >>> float(m[0]), alpha.tolist()
     (-0.5, [[0.0, 1.0, 1.0]])
     """
-    B = np.asarray(B, dtype=float)
-    down = B * (1.0 - lower)
-    up = B * (1.0 - upper)
-    r = np.maximum(down, up)
-    alpha = np.ones_like(B)
-    K = min(int(n_changes), B.shape[1])
-    if K > 0:
-        idx = np.argpartition(-r, K - 1, axis=1)[:, :K]
-        rows = np.arange(B.shape[0])[:, None]
-        chosen = r[rows, idx] > 0
-        alpha[rows, idx] = np.where(chosen, np.where(down[rows, idx] >= up[rows, idx],
-                                                     lower, upper), 1.0)
-    return np.sum(B * alpha, axis=1), alpha
+    B = np.ascontiguousarray(B, dtype=float)
+    margin = np.empty(B.shape[0])
+    alpha = np.empty_like(B)
+    _worst_case_rows(B, int(n_changes), float(lower), float(upper), margin, alpha)
+    return margin, alpha
 
 
 #: row chunks of the invariant-SVM risk pass (fixed: thread-independent sums)
@@ -856,6 +849,17 @@ def _worst_case_row(idx, vals, w, y, b, K, lower, upper, r, alpha):
         for j in range(nnz):
             alpha[j] = 1.0
     return margin
+
+
+@numba.njit(cache=True)
+def _worst_case_rows(B, K, lower, upper, margin, alpha):
+    """:func:`_worst_case_row` for every row of the contributions ``B`` (``w = 1``)."""
+    D = B.shape[1]
+    idx = np.arange(D)
+    ones = np.ones(D)
+    r = np.empty(D)
+    for i in range(B.shape[0]):
+        margin[i] = _worst_case_row(idx, B[i], ones, 1.0, 0.0, K, lower, upper, r, alpha[i])
 
 
 @numba.njit(cache=True)
@@ -965,6 +969,16 @@ def _invariant_risk_chunks(indptr, indices, data, dense, y, w, b, K, lower, uppe
     return risks, gws, gbs
 
 
+def _row_arrays(X):
+    """``(indptr, indices, data, dense)`` for the row kernels: CSR arrays and an empty
+    ``dense``, or dummy CSR arrays and the C-contiguous dense ``X`` (no copy if it is one)."""
+    if sp.issparse(X):
+        X = X.tocsr()
+        return X.indptr, X.indices, X.data, np.zeros((0, X.shape[1]))
+    dummy = np.zeros(1, dtype=np.int32)
+    return dummy, dummy, np.zeros(0), np.ascontiguousarray(X, dtype=np.float64)
+
+
 class InvariantSVC(_LinearClassifier):
     """Linear SVM with worst-case feature deletion (FDROP) or scaling (FSCALE).
 
@@ -1070,13 +1084,7 @@ class InvariantSVC(_LinearClassifier):
         chunks); sparse ``X`` is never densified.
         """
         s = float(self.intercept_scaling)
-        if sp.issparse(X):
-            X = X.tocsr()
-            empty = np.zeros((0, X.shape[1]))
-            args = (X.indptr, X.indices, X.data, empty)
-        else:
-            none_i, none_f = np.zeros(1, dtype=np.int32), np.zeros(0)
-            args = (none_i, none_i, none_f, np.ascontiguousarray(X, dtype=np.float64))
+        args = _row_arrays(X)
         risks, gws, gbs = _invariant_risk_chunks(*args, np.asarray(yk, dtype=np.float64),
                                                  np.ascontiguousarray(w, dtype=np.float64),
                                                  float(b), int(self.n_changes),
@@ -1138,14 +1146,9 @@ class InvariantSVC(_LinearClassifier):
         certified gap ``P(theta) - D(beta, c) = ||theta||^2 + R(theta) - C sum_i c_i`` is
         checked between them (every epoch for large ``n``).
         """
-        if sp.issparse(X):
-            args = (X.indptr, X.indices, X.data, np.zeros((0, D)))
-            beta = np.zeros(X.data.shape[0])
-        else:
-            dense = np.ascontiguousarray(X, dtype=np.float64)
-            args = (np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32), np.zeros(0),
-                    dense)
-            beta = np.zeros(dense.size)
+        args = _row_arrays(X)
+        data, dense = args[2], args[3]
+        beta = np.zeros(data.size + dense.size)  # one per stored entry (one of them is empty)
         n = yk.shape[0]
         C = float(self.C)
         theta = np.zeros(D + 1)
