@@ -1,40 +1,12 @@
 """bayesdrop: SVMs, SV regression and logistic regression under expected feature noise.
 
-Two kinds of inference share one weighted least-squares core (:mod:`bayesdrop.wls`):
-variational IRLS (:mod:`bayesdrop.irls`) returns the point estimate, and a Gibbs sampler
+Two kinds of inference share one weighted least-squares core (:mod:`bayesdrop.linalg.wls`):
+variational IRLS (:mod:`bayesdrop.solvers.irls`) returns the point estimate, and a Gibbs sampler
 draws from the pseudo-posterior ``exp(-J(w, b))``.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from .design import Design
-from .estimators import (
-    DropoutLatentLogisticRegression,
-    DropoutLatentSVC,
-    DropoutLogisticRegression,
-    DropoutSVC,
-    DropoutSVR,
-)
-from .losses import (
-    EpsilonInsensitiveLoss,
-    HingeLoss,
-    LogisticLoss,
-    SquaredLoss,
-    make_loss,
-    objective,
-)
-from .noise import (
-    AdditiveGaussian,
-    AdditiveLaplace,
-    Dropout,
-    MultiplicativeGaussian,
-    NoiseModel,
-    NoNoise,
-    Poisson,
-    make_noise,
-)
-from .posterior import sample_posterior
-from .problem import Problem
 from .baselines import (
     ExplicitCorruptionClassifier,
     InvariantSVC,
@@ -43,7 +15,46 @@ from .baselines import (
     TLogisticRegression,
     WagerDropoutLogisticRegression,
 )
-from . import baselines, datasets, diagnostics, gibbs, posterior, studies  # noqa: E402
+from .estimators import (
+    DropoutLatentLogisticRegression,
+    DropoutLatentSVC,
+    DropoutLogisticRegression,
+    DropoutSVC,
+    DropoutSVR,
+)
+from .model import (
+    AdditiveGaussian,
+    AdditiveLaplace,
+    Design,
+    Dropout,
+    EpsilonInsensitiveLoss,
+    HingeLoss,
+    LogisticLoss,
+    MultiplicativeGaussian,
+    NoiseModel,
+    NoNoise,
+    Poisson,
+    Problem,
+    SquaredLoss,
+    make_loss,
+    make_noise,
+    objective,
+)
+from .posterior import sample_posterior
+from . import baselines, diagnostics, linalg, model, posterior, samplers, solvers, studies  # noqa: E402
+
+
+
+def __getattr__(name):
+    """Old flat module paths (``bayesdrop.irls``, ``bayesdrop.gibbs``, ...), deprecated."""
+    from ._compat import MOVED
+
+    if f"bayesdrop.{name}" in MOVED or name in ("gibbs", "losses", "latent"):
+        import importlib
+
+        return importlib.import_module(f"bayesdrop.{name}")
+    raise AttributeError(f"module 'bayesdrop' has no attribute {name!r}")
+
 
 try:
     __version__ = version("bayesdrop")
@@ -58,7 +69,6 @@ __all__ = [
     "InvariantSVC",
     "ExplicitCorruptionClassifier",
     "baselines",
-    "datasets",
     "studies",
     "DropoutSVC",
     "DropoutLogisticRegression",
@@ -82,7 +92,10 @@ __all__ = [
     "Poisson",
     "make_noise",
     "sample_posterior",
-    "gibbs",
+    "model",
+    "linalg",
+    "solvers",
+    "samplers",
     "diagnostics",
     "posterior",
     "__version__",

@@ -1,6 +1,6 @@
 """Every call into ArviZ lives here (the library targets the ArviZ 0.23 line).
 
-Converts :class:`bayesdrop.gibbs.SamplerResult` objects (one per binary / one-vs-rest
+Converts :class:`bayesdrop.samplers.gibbs.SamplerResult` objects (one per binary / one-vs-rest
 problem) into :class:`arviz.InferenceData` and wraps the few ArviZ statistics the
 diagnostics use, so that moving to ArviZ 1.x touches one module.
 """

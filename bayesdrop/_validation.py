@@ -8,24 +8,31 @@ import numpy as np
 import scipy.sparse as sp
 
 
-def check_random_state(random_state):
-    """Turn ``random_state`` into a :class:`numpy.random.Generator`.
+def seed_sequence(random_state):
+    """A :class:`numpy.random.SeedSequence` from ``random_state`` (the one seed normaliser).
 
-    Accepts None (fresh OS entropy), an int, a :class:`numpy.random.SeedSequence`,
-    a :class:`numpy.random.Generator` (returned as is) or a bit generator, like
-    ``polyagamma``'s ``random_state`` argument. The legacy ``RandomState`` is refused:
-    its ``wald`` sampler is inaccurate for large means.
+    None (fresh entropy), an int, a SeedSequence (used as is) or a Generator / bit
+    generator (four words are drawn from it, so the same generator state gives the same
+    streams). The legacy ``RandomState`` is refused: its ``wald`` sampler is inaccurate
+    for large means.
+
+    Examples
+    --------
+    >>> seed_sequence(3).entropy
+    3
     """
-    if isinstance(random_state, np.random.Generator):
+    if isinstance(random_state, np.random.SeedSequence):
         return random_state
+    if random_state is None:
+        return np.random.SeedSequence()
     if isinstance(random_state, np.random.BitGenerator):
-        return np.random.Generator(random_state)
-    if random_state is None or isinstance(random_state, np.random.SeedSequence):
-        return np.random.default_rng(random_state)
+        random_state = np.random.Generator(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return np.random.SeedSequence(random_state.integers(0, 2**63, size=4).tolist())
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         if random_state < 0:
             raise ValueError(f"random_state must be a non-negative integer, got {random_state}")
-        return np.random.default_rng(int(random_state))
+        return np.random.SeedSequence(int(random_state))
     if isinstance(random_state, np.random.RandomState):
         raise TypeError(
             "random_state must be None, an int, a SeedSequence or a numpy Generator; the "
@@ -35,6 +42,25 @@ def check_random_state(random_state):
         "random_state must be None, an int, a SeedSequence or a numpy Generator, got "
         f"{type(random_state).__name__}"
     )
+
+
+def check_random_state(random_state):
+    """Turn ``random_state`` into a :class:`numpy.random.Generator`.
+
+    A Generator is returned as is and a bit generator wrapped (so the caller's stream
+    advances); anything else goes through :func:`seed_sequence`, so an int gives
+    ``numpy.random.default_rng(int)``.
+
+    Examples
+    --------
+    >>> float(check_random_state(0).random()) == float(np.random.default_rng(0).random())
+    True
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.BitGenerator):
+        return np.random.Generator(random_state)
+    return np.random.default_rng(seed_sequence(random_state))
 
 
 def check_scalar(value, name, *, min_val=None, max_val=None, include_min=True,

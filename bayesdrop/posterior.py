@@ -16,12 +16,13 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from . import gibbs, irls
 from ._arviz import to_inference_data
-from ._validation import as_float_design, check_scalar
-from .losses import make_loss
-from .noise import make_noise
-from .problem import Problem
+from ._validation import as_float_design, check_scalar, seed_sequence
+from .model.losses import make_loss
+from .model.noise import make_noise
+from .model.problem import Problem
+from .samplers.driver import sample
+from .solvers import irls
 
 __all__ = [
     "sigmoid_proba",
@@ -34,8 +35,10 @@ __all__ = [
 ]
 
 
-def sample_problems(problems, thetas_irls, *, random_state=None, **kwargs):
-    """Run :func:`bayesdrop.gibbs.sample` on each problem with independent seeds.
+def sample_problems(problems, thetas_hat, *, random_state=None, **kwargs):
+    """Run :func:`bayesdrop.samplers.sample` on each problem with independent seeds.
+
+    ``thetas_hat[k]`` is the mode of problem ``k`` (``argmin J``), where its chains start.
 
     Problem ``k`` gets child ``k`` of the SeedSequence of ``random_state``.
 
@@ -45,7 +48,8 @@ def sample_problems(problems, thetas_irls, *, random_state=None, **kwargs):
 
     Examples
     --------
-    >>> from bayesdrop import Problem, LogisticLoss, irls
+    >>> from bayesdrop import Problem, LogisticLoss
+    >>> from bayesdrop.solvers import irls
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(40, 2)); y = np.sign(X[:, 0])
     >>> problems = [Problem.create(X, y, LogisticLoss(1.0)), Problem.create(X, -y, LogisticLoss(1.0))]
@@ -55,9 +59,9 @@ def sample_problems(problems, thetas_irls, *, random_state=None, **kwargs):
     >>> [r.theta.shape for r in res]
     [(1, 20, 3), (1, 20, 3)]
     """
-    seeds = gibbs.seed_sequence(random_state).spawn(len(problems))
-    return [gibbs.sample(pr, theta_irls=th, random_state=seed, **kwargs)
-            for pr, th, seed in zip(problems, thetas_irls, seeds)]
+    seeds = seed_sequence(random_state).spawn(len(problems))
+    return [sample(pr, theta_hat=th, random_state=seed, **kwargs)
+            for pr, th, seed in zip(problems, thetas_hat, seeds)]
 
 
 def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_level=None,
@@ -68,7 +72,7 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     """Sample ``exp(-J(w, b))`` for one binary or regression problem (functional API).
 
     Fits the IRLS estimate first (for ``init`` and for the diagnostics), then runs the
-    Gibbs sampler (:func:`bayesdrop.gibbs.sample`).
+    Gibbs sampler (:func:`bayesdrop.samplers.sample`).
 
     Parameters
     ----------
@@ -83,7 +87,7 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     fit_intercept : bool
     draws, tune, chains, thin, init, random_state, progressbar, cores,
     store_augmentation, solver, overrelax
-        See :func:`bayesdrop.gibbs.sample`.
+        See :func:`bayesdrop.samplers.sample`.
     feature_names : sequence of str, optional
     **loss_params
         ``margin`` (hinge) or ``epsilon`` (epsilon-insensitive).

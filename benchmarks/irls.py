@@ -28,9 +28,9 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
 from bayesdrop import DropoutLogisticRegression, DropoutSVC, Problem
-from bayesdrop.datasets import load_newsgroups
-from bayesdrop.losses import HingeLoss, LogisticLoss
-from bayesdrop.noise import Dropout
+from bayesdrop.studies.datasets import load_newsgroups
+from bayesdrop.model.losses import HingeLoss, LogisticLoss
+from bayesdrop.model.noise import Dropout
 
 
 def timed(fn, repeat=1):

@@ -26,7 +26,7 @@ from bayesdrop import (
     DropoutLogisticRegression,
     DropoutSVC,
 )
-from bayesdrop.datasets import load_fashion_mnist
+from bayesdrop.studies.datasets import load_fashion_mnist
 
 
 def datasets(names, fashion_train):

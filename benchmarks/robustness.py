@@ -45,7 +45,7 @@ from bayesdrop import (  # noqa: E402
     TLogisticRegression,
     WagerDropoutLogisticRegression,
 )
-from bayesdrop.datasets import (  # noqa: E402
+from bayesdrop.studies.datasets import (  # noqa: E402
     load_digits,
     load_fashion_mnist,
     load_newsgroups,
@@ -242,7 +242,7 @@ def rarefeatures(args):
     from sklearn.base import clone
     from sklearn.model_selection import train_test_split
 
-    from bayesdrop.datasets import make_rare_features
+    from bayesdrop.studies.datasets import make_rare_features
 
     n_train, n_test, reps = (200, 1000, 1) if args.quick else (1000, 10000, 3)
     Cs = [0.01, 0.1, 1.0]

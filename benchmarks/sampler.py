@@ -27,7 +27,9 @@ import scipy.linalg as sla
 from sklearn.datasets import load_breast_cancer, load_digits, make_classification
 from sklearn.preprocessing import StandardScaler
 
-from bayesdrop import Dropout, HingeLoss, LogisticLoss, NoNoise, Problem, gibbs, irls
+from bayesdrop import Dropout, HingeLoss, LogisticLoss, NoNoise, Problem
+from bayesdrop.samplers import sample
+from bayesdrop.solvers import irls
 from bayesdrop._arviz import ess
 
 os.environ.setdefault("CI", "1")  # no progress bars in benchmark output
@@ -135,10 +137,10 @@ def main():
     for name, X, y, loss, noise in problems(args.quick):
         problem = Problem.create(X, y, loss, noise, True)
         theta_hat = irls.fit(problem, None).theta
-        gibbs.sample(problem, draws=5, tune=0, chains=1, theta_irls=theta_hat,
+        sample(problem, draws=5, tune=0, chains=1, theta_hat=theta_hat,
                      random_state=0, progressbar=False, cores=1)  # compile / warm caches
-        res = gibbs.sample(problem, draws=draws, tune=tune, chains=chains,
-                           theta_irls=theta_hat, random_state=1, progressbar=False, cores=1)
+        res = sample(problem, draws=draws, tune=tune, chains=chains,
+                           theta_hat=theta_hat, random_state=1, progressbar=False, cores=1)
         seconds = float(res.draw_time.sum())
         sweep = seconds / (chains * draws)
         floor = floor_time(X)

@@ -1,6 +1,6 @@
 """The README example; also draws the README figure (python docs/readme_example.py)."""
 from bayesdrop import DropoutLogisticRegression, diagnostics
-from bayesdrop.datasets import load_breast_cancer
+from bayesdrop.studies.datasets import load_breast_cancer
 
 X, y = load_breast_cancer()                                   # 569 x 30, standardised
 clf = DropoutLogisticRegression(C=0.1, noise_level=0.3).fit(X, y)

@@ -21,8 +21,8 @@ from bayesdrop.baselines import (
     t_partition,
     worst_case_margin,
 )
-from bayesdrop.datasets import flip_labels, make_long_servedio
-from bayesdrop.noise import Dropout
+from bayesdrop.studies.datasets import flip_labels, make_long_servedio
+from bayesdrop.model.noise import Dropout
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def test_mcf_logistic_dropout_pass_is_exact_and_thread_independent():
     # bits with one thread and with all threads (fixed chunks, ordered sum)
     import numba
 
-    from bayesdrop.baselines import _mcf_dropout_pass
+    from bayesdrop.baselines.mcf import _mcf_dropout_pass
 
     rng = np.random.default_rng(3)
     X = sp.random(300, 7, density=0.6, random_state=4, format="csr")
@@ -386,7 +386,7 @@ def test_bcfw_and_bmrm_agree_and_bcfw_is_reproducible(binary):
 
 
 def test_bmrm_storage_growth_does_not_change_the_result(binary, monkeypatch):
-    import bayesdrop.baselines as baselines
+    import bayesdrop.baselines.invariant as baselines
 
     X, y = binary
     kw = dict(C=0.3, n_changes=2, tol=1e-6, solver="bmrm")

@@ -13,7 +13,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from bayesdrop import (
     Dropout, DropoutLogisticRegression, DropoutSVC, DropoutSVR, Problem,
 )
-from bayesdrop.losses import EpsilonInsensitiveLoss, HingeLoss
+from bayesdrop.model.losses import EpsilonInsensitiveLoss, HingeLoss
 
 from .conftest import sparse_counts
 

@@ -22,9 +22,9 @@ from bayesdrop import (
     NoNoise,
     Problem,
     SquaredLoss,
-    gibbs,
-    irls,
 )
+from bayesdrop.samplers import gibbs, sample
+from bayesdrop.solvers import irls
 from bayesdrop._arviz import mcse, rhat
 
 from .conftest import sparse_counts
@@ -71,7 +71,7 @@ LOSSES = [
 def test_moments_match_quadrature(loss, noise, fit_intercept):
     problem = _one_feature_problem(loss, noise, fit_intercept)
     theta_hat = irls.fit(problem, None).theta
-    res = gibbs.sample(problem, draws=2500, tune=200, chains=2, theta_irls=theta_hat,
+    res = sample(problem, draws=2500, tune=200, chains=2, theta_hat=theta_hat,
                        random_state=123, progressbar=False, cores=1)
     # quadrature of exp(-J) on a grid around the mode wide enough for the tails
     w0 = theta_hat[0]
@@ -115,11 +115,11 @@ def test_multidimensional_posterior_matches_importance_sampling(loss, small_prob
     problem = Problem.create(X, y if loss.binary else yr, loss, noise, True)
     theta_hat = irls.fit(problem, None).theta
     # plain Gibbs here (the other tests run the default over-relaxed Gaussian step)
-    res = gibbs.sample(problem, draws=3000, tune=200, chains=2, theta_irls=theta_hat,
+    res = sample(problem, draws=3000, tune=200, chains=2, theta_hat=theta_hat,
                        random_state=5, progressbar=False, cores=1, overrelax=0.0)
     # proposal: t(5) with the covariance of the IRLS system at the mode, inflated
     rho, _ = problem.irls_weights(theta_hat)
-    from bayesdrop.wls import normal_matrix
+    from bayesdrop.linalg.wls import normal_matrix
 
     cov = 2.0 * np.linalg.inv(normal_matrix(problem.design, rho))
     rng = np.random.default_rng(99)
@@ -185,7 +185,7 @@ def test_sparse_woodbury_and_cg_chains_agree_with_dense_cholesky():
     for solver, Xin in [("cholesky", X.toarray()), ("woodbury", X), ("cg", X)]:
         problem = Problem.create(Xin, y, LogisticLoss(1.0), Dropout(0.2), True)
         theta_hat = irls.fit(problem, None).theta
-        res = gibbs.sample(problem, draws=800, tune=100, chains=2, theta_irls=theta_hat,
+        res = sample(problem, draws=800, tune=100, chains=2, theta_hat=theta_hat,
                            random_state=1, progressbar=False, cores=1, solver=solver)
         means[solver] = res.theta.mean(axis=(0, 1))
         ses[solver] = np.array([_mcse(res.theta[..., k])[0] for k in range(46)])
@@ -198,8 +198,8 @@ def test_mode_and_rhat_on_breast_cancer(cancer):
     X, y = cancer
     problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3), True)
     fit = irls.fit(problem, None)
-    res = gibbs.sample(problem, draws=500, tune=100, chains=4, init="overdispersed",
-                       theta_irls=fit.theta, random_state=0, progressbar=False, cores=1)
+    res = sample(problem, draws=500, tune=100, chains=4, init="overdispersed",
+                       theta_hat=fit.theta, random_state=0, progressbar=False, cores=1)
     assert np.max(res.lp) <= -fit.objective[-1]  # IRLS is the mode
     rhats = np.array([rhat(res.theta[..., k]) for k in range(31)])
     assert rhats.max() < 1.01
@@ -211,14 +211,14 @@ def test_reproducible_parallel_equals_sequential_and_chains_differ(small_problem
     X, y, _ = small_problem_data
     problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.2), True)
     theta_hat = irls.fit(problem, None).theta
-    kw = dict(draws=50, tune=10, chains=2, theta_irls=theta_hat, progressbar=False)
-    a = gibbs.sample(problem, random_state=7, cores=1, **kw)
-    b = gibbs.sample(problem, random_state=7, cores=2, **kw)
-    c = gibbs.sample(problem, random_state=np.random.SeedSequence(7), cores=1, **kw)
+    kw = dict(draws=50, tune=10, chains=2, theta_hat=theta_hat, progressbar=False)
+    a = sample(problem, random_state=7, cores=1, **kw)
+    b = sample(problem, random_state=7, cores=2, **kw)
+    c = sample(problem, random_state=np.random.SeedSequence(7), cores=1, **kw)
     assert np.array_equal(a.theta, b.theta) and np.array_equal(a.theta, c.theta)
     assert np.array_equal(a.augmentation_mean, b.augmentation_mean)
     assert not np.allclose(a.theta[0], a.theta[1])
-    d = gibbs.sample(problem, random_state=8, cores=1, **kw)
+    d = sample(problem, random_state=8, cores=1, **kw)
     assert not np.allclose(a.theta, d.theta)
 
 
@@ -226,9 +226,9 @@ def test_thinning_and_augmentation_traces(small_problem_data):
     X, y, yr = small_problem_data
     problem = Problem.create(X, yr, EpsilonInsensitiveLoss(1.0, 0.1), Dropout(0.2), True)
     theta_hat = irls.fit(problem, None).theta
-    kw = dict(tune=5, chains=1, theta_irls=theta_hat, progressbar=False, random_state=3)
-    full = gibbs.sample(problem, draws=20, thin=1, store_augmentation=True, **kw)
-    thin = gibbs.sample(problem, draws=10, thin=2, **kw)
+    kw = dict(tune=5, chains=1, theta_hat=theta_hat, progressbar=False, random_state=3)
+    full = sample(problem, draws=20, thin=1, store_augmentation=True, **kw)
+    thin = sample(problem, draws=10, thin=2, **kw)
     assert np.array_equal(thin.theta[0], full.theta[0, 1::2])
     assert full.augmentation.shape == (1, 20, 2, 120)
     assert np.allclose(full.augmentation_mean[0], full.augmentation[0].mean(axis=0))
@@ -249,7 +249,7 @@ def test_keyboard_interrupt_returns_draws_so_far(small_problem_data, monkeypatch
 
     monkeypatch.setattr(gibbs, "step", interrupted_step)
     with pytest.warns(RuntimeWarning, match="interrupted"):
-        res = gibbs.sample(problem, draws=100, tune=10, chains=3, theta_irls=theta_hat,
+        res = sample(problem, draws=100, tune=10, chains=3, theta_hat=theta_hat,
                            random_state=0, progressbar=False, cores=1)
     assert res.interrupted and res.theta.shape == (1, 20, 6)
 
@@ -274,12 +274,12 @@ def test_bad_arguments(small_problem_data):
         (dict(random_state=-3), ValueError, "random_state"),
     ]:
         with pytest.raises(err, match=msg):
-            gibbs.sample(problem, **{"theta_irls": th, "progressbar": False, "cores": 1, **kw})
+            sample(problem, **{"theta_hat": th, "progressbar": False, "cores": 1, **kw})
     with pytest.raises(ValueError, match="needs the IRLS estimate"):
-        gibbs.sample(problem, progressbar=False)
+        sample(problem, progressbar=False)
     sq = Problem.create(X, y, SquaredLoss(1.0), NoNoise(), True)
     with pytest.raises(ValueError, match="no augmentation"):
-        gibbs.sample(sq, theta_irls=th, progressbar=False)
+        sample(sq, theta_hat=th, progressbar=False)
 
 
 def test_progress_bar_quiet_under_ci(monkeypatch, capsys):
@@ -319,9 +319,22 @@ def test_keyboard_interrupt_in_parallel_stops_every_chain(small_problem_data, mo
     monkeypatch.setattr(_progress.ProgressBar, "update", update)
     t0 = time.perf_counter()
     with pytest.warns(RuntimeWarning, match="interrupted"):
-        res = gibbs.sample(problem, draws=10**6, tune=10, chains=2, theta_irls=theta_hat,
+        res = sample(problem, draws=10**6, tune=10, chains=2, theta_hat=theta_hat,
                            random_state=0, progressbar=False, cores=2)
     assert fired[0] and res.interrupted
     assert time.perf_counter() - t0 < 60  # the workers stopped long before 10**6 draws
     assert res.theta.shape[0] == 2 and 0 < res.theta.shape[1] < 10**6
     assert np.all(np.isfinite(res.theta))
+
+
+def test_theta_irls_is_a_deprecated_alias_of_theta_hat(small_problem_data):
+    X, y, _ = small_problem_data
+    problem = Problem.create(X, y, LogisticLoss(1.0), NoNoise(), True)
+    theta_hat = irls.fit(problem, None).theta
+    kw = dict(draws=5, tune=2, chains=1, progressbar=False, random_state=1)
+    new = sample(problem, theta_hat=theta_hat, **kw)
+    with pytest.warns(FutureWarning, match="theta_irls is deprecated"):
+        old = sample(problem, theta_irls=theta_hat, **kw)
+    np.testing.assert_array_equal(old.theta, new.theta)
+    with pytest.raises(TypeError, match="theta_hat only"):
+        sample(problem, theta_hat=theta_hat, theta_irls=theta_hat, **kw)

@@ -4,9 +4,10 @@ import pytest
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
-from bayesdrop import Problem, irls
-from bayesdrop.losses import ROOT_FLOOR, EpsilonInsensitiveLoss, HingeLoss, LogisticLoss, SquaredLoss
-from bayesdrop.noise import AdditiveGaussian, AdditiveLaplace, Dropout, MultiplicativeGaussian, Poisson
+from bayesdrop import Problem
+from bayesdrop.solvers import irls
+from bayesdrop.model.losses import ROOT_FLOOR, EpsilonInsensitiveLoss, HingeLoss, LogisticLoss, SquaredLoss
+from bayesdrop.model.noise import AdditiveGaussian, AdditiveLaplace, Dropout, MultiplicativeGaussian, Poisson
 
 from .conftest import sparse_counts
 
@@ -122,7 +123,7 @@ def test_polish_only_at_zero_noise_and_certifies_optimum(cancer):
 def test_zero_noise_hinge_on_sparse_text_with_more_features_than_examples():
     from sklearn.svm import SVC
 
-    from bayesdrop.datasets import load_newsgroups
+    from bayesdrop.studies.datasets import load_newsgroups
 
     X, y = load_newsgroups()
     X, y = X[::4], y[::4]

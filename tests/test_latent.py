@@ -18,9 +18,10 @@ from bayesdrop import (
     NoNoise,
     Problem,
     diagnostics,
-    irls,
 )
-from bayesdrop.latent import LatentDesign, fit_latent, latent_objective, noise_entries
+from bayesdrop.solvers import irls
+from bayesdrop.model.latent import LatentDesign, latent_objective, noise_entries
+from bayesdrop.solvers.alternating import fit_latent
 
 
 def _data(sparse, seed=0):

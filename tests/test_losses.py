@@ -4,10 +4,10 @@ import scipy.sparse as sp
 from scipy.optimize import approx_fprime
 
 from bayesdrop import Problem
-from bayesdrop.losses import (
+from bayesdrop.model.losses import (
     ROOT_FLOOR, EpsilonInsensitiveLoss, HingeLoss, LogisticLoss, SquaredLoss,
 )
-from bayesdrop.noise import AdditiveGaussian, Dropout, MultiplicativeGaussian, NoNoise, Poisson
+from bayesdrop.model.noise import AdditiveGaussian, Dropout, MultiplicativeGaussian, NoNoise, Poisson
 
 from .conftest import sparse_counts
 

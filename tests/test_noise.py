@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from bayesdrop.noise import (
+from bayesdrop.model.noise import (
     AdditiveGaussian, AdditiveLaplace, Dropout, MultiplicativeGaussian, NoNoise, Poisson,
     make_noise,
 )

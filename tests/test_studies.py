@@ -8,7 +8,7 @@ from sklearn.metrics import brier_score_loss, log_loss
 
 from bayesdrop import DropoutLogisticRegression, DropoutSVC
 from bayesdrop.baselines import InvariantSVC, MCFQuadraticClassifier, TLogisticRegression
-from bayesdrop.datasets import (
+from bayesdrop.studies.datasets import (
     flip_labels,
     load_breast_cancer,
     load_digits,

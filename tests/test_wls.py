@@ -3,8 +3,8 @@ import pytest
 import scipy.sparse as sp
 
 from bayesdrop import Design
-from bayesdrop import wls
-from bayesdrop.noise import AdditiveGaussian, Dropout, NoNoise, Poisson
+from bayesdrop.linalg import wls
+from bayesdrop.model.noise import AdditiveGaussian, Dropout, NoNoise, Poisson
 
 from .conftest import sparse_counts
 

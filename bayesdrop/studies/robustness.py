@@ -4,7 +4,7 @@ Each study takes ``models``, a mapping ``name -> estimator or list of estimators
 hyper-parameter grid, e.g. from :func:`grid`), selects one candidate per model on a
 validation split carved from the training data under the same condition as the test
 (same deletion level, same label-noise rate), and returns a tidy
-:class:`pandas.DataFrame` with one row per (model, condition[, repeat]). ``plot_study``
+:class:`pandas.DataFrame` with one row per (model, condition[, repeat]). :func:`bayesdrop.studies.plots.plot_study`
 draws any of them.
 
 The conditions:
@@ -12,7 +12,7 @@ The conditions:
 - *feature deletion* (:func:`delete_features`): every entry of a test row is set to zero
   independently with probability ``f`` (no rescaling: the features are missing, not
   dropped out); sparse input stays sparse;
-- *label noise* (:func:`bayesdrop.datasets.flip_labels`): a fraction of the training (and
+- *label noise* (:func:`bayesdrop.studies.datasets.flip_labels`): a fraction of the training (and
   validation) labels is flipped; the test labels are clean;
 - *uncertainty* (:func:`uncertainty_study`): the Bayesian estimators' posterior predictive
   probabilities are scored by error, Brier score, expected calibration error and log loss
@@ -28,9 +28,9 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.model_selection import ParameterGrid, train_test_split
 
-from ._validation import check_random_state, check_scalar
+from .._validation import check_random_state, check_scalar
 from .datasets import flip_labels
-from .posterior import posterior_predictive_proba
+from ..posterior import posterior_predictive_proba
 
 __all__ = [
     "grid",
@@ -40,7 +40,6 @@ __all__ = [
     "nightmare_at_test_time",
     "label_noise_study",
     "uncertainty_study",
-    "plot_study",
 ]
 
 #: deletion fractions of the nightmare-at-test-time protocol
@@ -233,7 +232,7 @@ def nightmare_at_test_time(models, X_train, y_train, X_test, y_test, *,
     Examples
     --------
     >>> from bayesdrop import DropoutSVC
-    >>> from bayesdrop.datasets import load_breast_cancer
+    >>> from bayesdrop.studies.datasets import load_breast_cancer
     >>> X, y = load_breast_cancer()
     >>> models = {"Dropout-SVM": grid(DropoutSVC(C=0.1), {"noise_level": [0.1, 0.5]}),
     ...           "SVM": DropoutSVC(C=0.1, noise_level=0.0)}
@@ -291,7 +290,7 @@ def label_noise_study(models, X_train, y_train, X_test, y_test, *, rates=(0.0, 0
     """Train with a fraction of flipped labels, test on clean labels.
 
     For each rate and repeat, the training labels are flipped
-    (:func:`bayesdrop.datasets.flip_labels`, a fresh seed per repeat shared by all
+    (:func:`bayesdrop.studies.datasets.flip_labels`, a fresh seed per repeat shared by all
     models), each model's candidate is selected on a validation split with the same
     (noisy) labels, refitted on the whole noisy training set, and scored on the clean
     test set.
@@ -314,7 +313,7 @@ def label_noise_study(models, X_train, y_train, X_test, y_test, *, rates=(0.0, 0
     Examples
     --------
     >>> from sklearn.linear_model import LogisticRegression
-    >>> from bayesdrop.datasets import make_long_servedio
+    >>> from bayesdrop.studies.datasets import make_long_servedio
     >>> X, y, _ = make_long_servedio(300, random_state=0)
     >>> Xt, yt, _ = make_long_servedio(500, random_state=1)
     >>> df = label_noise_study({"LR": LogisticRegression()}, X, y, Xt, yt, rates=(0.0, 0.1),
@@ -379,7 +378,7 @@ def uncertainty_study(models, X_train, y_train, X_test, y_test, *, deletion=DELE
     Examples
     --------
     >>> from bayesdrop import DropoutLogisticRegression
-    >>> from bayesdrop.datasets import load_breast_cancer
+    >>> from bayesdrop.studies.datasets import load_breast_cancer
     >>> X, y = load_breast_cancer()
     >>> df = uncertainty_study({"Dropout-LR": DropoutLogisticRegression(C=0.1, noise_level=0.3)},
     ...                        X[:300], y[:300], X[300:], y[300:], deletion=[0.0, 0.5],
@@ -389,7 +388,7 @@ def uncertainty_study(models, X_train, y_train, X_test, y_test, *, deletion=DELE
     """
     import pandas as pd
 
-    from ._arviz import min_ess
+    from .._arviz import min_ess
 
     y_train, y_test = np.asarray(y_train), np.asarray(y_test)
     ss = np.random.SeedSequence(random_state)
@@ -414,44 +413,3 @@ def uncertainty_study(models, X_train, y_train, X_test, y_test, *, deletion=DELE
                              **classification_metrics(P, y_idx),
                              "min_ess": ess_min if kind == "posterior" else np.nan})
     return pd.DataFrame(rows)
-
-
-def plot_study(df, x, y="test_error", *, hue="model", style=None, ax=None, title=None):
-    """Line plot of a study table: ``y`` against ``x``, one line per ``hue`` value.
-
-    Repeated rows (e.g. label-noise repeats) are averaged, with +-1 standard error bars.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Examples
-    --------
-    >>> import matplotlib; matplotlib.use("Agg")
-    >>> import pandas as pd
-    >>> df = pd.DataFrame({"model": ["a", "a", "b", "b"], "rate": [0, 0.1, 0, 0.1],
-    ...                    "test_error": [0.1, 0.2, 0.1, 0.3]})
-    >>> ax = plot_study(df, "rate")
-    >>> [t.get_text() for t in ax.get_legend().get_texts()]
-    ['a', 'b']
-    """
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6, 4))
-    keys = [hue] + ([style] if style else [])
-    for key, sub in df.groupby(keys, sort=False):
-        g = sub.groupby(x)[y]
-        mean, n = g.mean(), g.count()
-        se = (g.std(ddof=1) / np.sqrt(n)).fillna(0.0)
-        label = " / ".join(map(str, key)) if isinstance(key, tuple) else str(key)
-        ls = "--" if style and isinstance(key, tuple) and key[1] == "posterior" else "-"
-        ax.errorbar(mean.index, mean.values, yerr=se.values, label=label, marker="o",
-                    ms=3, capsize=2, linestyle=ls)
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
-    if title:
-        ax.set_title(title)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    return ax

@@ -1,0 +1,225 @@
+"""The one engine behind every linear estimator: validation, classes, one-vs-rest.
+
+Every classifier in bayesdrop (the dropout models, the latent models and the baselines
+fitted problem by problem) is a set of **binary problems** with targets in {-1, +1}: one
+for two classes, one per class otherwise (one-vs-rest). A regressor is one problem with
+real targets. This module owns that loop so that ``classes_``, ``warm_start``,
+``coef_`` / ``intercept_``, ``n_iter_``, ``converged_``, ``objective_``, ``fit_time_`` and
+``decision_function`` / ``predict`` behave the same for all of them:
+
+* :class:`LinearModel` -- ``fit_problems(X, targets, fit_binary)`` runs one fit per target
+  column and stacks the results;
+* :class:`OneVsRestClassifier` -- label validation, ``classes_``, the +-1 target
+  columns, scores and predictions.
+
+An estimator supplies only ``fit_binary(k, y_k, start)``: fit binary problem ``k`` with
+targets ``y_k`` from ``start`` (None, or ``(coef, intercept)`` of the previous fit when
+``warm_start`` is on and the shapes match) and return a :class:`BinaryFit`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+__all__ = ["ACCEPT_SPARSE", "BinaryFit", "LinearModel", "OneVsRestClassifier",
+           "set_classes", "class_index", "one_vs_rest_targets"]
+
+#: sparse formats the estimators accept (converted to CSR where it matters)
+ACCEPT_SPARSE = ["csr", "csc", "coo"]
+
+
+class BinaryFit(NamedTuple):
+    """Result of fitting one binary (or the one regression) problem.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (n_coef,)
+    intercept : float
+    n_iter : int
+    converged : bool
+    objective : float or ndarray
+        Final objective, or its history (the dropout models keep the monotone history).
+    extra : dict
+        Further per-problem results; each key ``name`` becomes the fitted attribute
+        ``name`` holding ``np.stack`` of the values over the problems.
+    """
+
+    coef: np.ndarray
+    intercept: float
+    n_iter: int
+    converged: bool
+    objective: object
+    extra: dict = {}
+
+
+def set_classes(estimator, y):
+    """Set ``estimator.classes_`` and return the class index of each label.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` has fewer than two classes.
+
+    Examples
+    --------
+    >>> class E: pass
+    >>> e = E(); set_classes(e, np.array(["b", "a", "b"])).tolist(), e.classes_.tolist()
+    ([1, 0, 1], ['a', 'b'])
+    """
+    check_classification_targets(y)
+    estimator.classes_, y_idx = np.unique(y, return_inverse=True)
+    if estimator.classes_.shape[0] < 2:
+        raise ValueError(
+            f"y contains only one class ({estimator.classes_[0]!r}); at least two classes "
+            "are needed"
+        )
+    return y_idx
+
+
+def class_index(classes, y):
+    """Index of each label of ``y`` in the sorted ``classes``; unseen labels raise.
+
+    Examples
+    --------
+    >>> class_index(np.array([2, 5, 7]), [7, 2]).tolist()
+    [2, 0]
+    """
+    y = np.asarray(y)
+    idx = np.clip(np.searchsorted(classes, y), 0, classes.shape[0] - 1)
+    if not np.all(classes[idx] == y):
+        raise ValueError("y contains labels not seen in fit")
+    return idx
+
+
+def one_vs_rest_targets(n_classes, y_idx):
+    """Targets in {-1, +1}: one column (``+1`` for ``classes_[1]``) for two classes, else
+    one column per class (``+1`` for that class).
+
+    Examples
+    --------
+    >>> one_vs_rest_targets(2, np.array([0, 1])).ravel().tolist()
+    [-1.0, 1.0]
+    >>> one_vs_rest_targets(3, np.array([2])).tolist()
+    [[-1.0, -1.0, 1.0]]
+    """
+    if n_classes == 2:
+        return np.where(y_idx == 1, 1.0, -1.0)[:, None]
+    return np.where(y_idx[:, None] == np.arange(n_classes), 1.0, -1.0)
+
+
+class LinearModel(BaseEstimator):
+    """Shared fitting loop: one :class:`BinaryFit` per target column.
+
+    Fitted attributes set by :meth:`fit_problems` (``n_problems`` target columns):
+    ``coef_`` (n_problems, n_coef), ``intercept_`` (n_problems,), ``n_iter_``,
+    ``converged_`` (n_problems,), ``objective_`` (array of final values, or a list of
+    histories), ``fit_time_`` and one attribute per key of :attr:`BinaryFit.extra`.
+    """
+
+    def _validate_X(self, X, reset=False):
+        check_is_fitted(self)
+        return validate_data(self, X, reset=reset, accept_sparse=ACCEPT_SPARSE,
+                             dtype=np.float64)
+
+    def _warm_start_points(self, n_problems, n_coef):
+        """``(coef_, intercept_)`` rows to start from, or None (cold start)."""
+        coef = getattr(self, "coef_", None)
+        if not getattr(self, "warm_start", False) or coef is None:
+            return None
+        coef = np.atleast_2d(coef)
+        if coef.shape != (n_problems, n_coef):
+            return None
+        return coef, np.atleast_1d(self.intercept_)
+
+    def fit_problems(self, targets, fit_binary, n_coef):
+        """Fit one problem per column of ``targets``; set the fitted attributes.
+
+        Parameters
+        ----------
+        targets : ndarray of shape (n_samples, n_problems)
+        fit_binary : callable ``(k, y_k, start) -> BinaryFit``
+            ``start`` is None or ``(coef, intercept)`` (warm start).
+        n_coef : int
+            Length of each problem's ``coef`` (``n_features``, or ``n_hidden``).
+
+        Returns
+        -------
+        self
+        """
+        n_problems = targets.shape[1]
+        warm = self._warm_start_points(n_problems, n_coef)
+        start_time = time.perf_counter()
+        fits = []
+        for k in range(n_problems):
+            start = None if warm is None else (warm[0][k], float(warm[1][k]))
+            fits.append(fit_binary(k, np.ascontiguousarray(targets[:, k]), start))
+        self.coef_ = np.array([f.coef for f in fits], dtype=float).reshape(n_problems, n_coef)
+        self.intercept_ = np.array([f.intercept for f in fits], dtype=float)
+        self.n_iter_ = np.array([f.n_iter for f in fits], dtype=int)
+        self.converged_ = np.array([f.converged for f in fits], dtype=bool)
+        if any(np.ndim(f.objective) for f in fits):
+            self.objective_ = [np.asarray(f.objective) for f in fits]
+        else:
+            self.objective_ = np.array([f.objective for f in fits], dtype=float)
+        for key in fits[0].extra:
+            setattr(self, key, np.stack([np.asarray(f.extra[key]) for f in fits]))
+        self.fit_time_ = time.perf_counter() - start_time
+        return self
+
+    def _decision(self, X):
+        """Scores ``X coef_^T + intercept_`` of shape (n_samples, n_problems)."""
+        X = self._validate_X(X)
+        return np.asarray(X @ np.atleast_2d(self.coef_).T) + self.intercept_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class OneVsRestClassifier(ClassifierMixin, LinearModel):
+    """Classifier over binary problems: ``classes_``, +-1 targets, scores, predictions."""
+
+    def _validate_fit(self, X, y):
+        """Validated ``X`` (CSR if sparse) and the class index of each label; sets
+        ``classes_`` and ``n_features_in_``."""
+        X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE, dtype=np.float64)
+        y_idx = set_classes(self, y)
+        if sp.issparse(X):
+            X = X.tocsr()
+        return X, y_idx
+
+    def _targets(self, y_idx):
+        return one_vs_rest_targets(self.classes_.shape[0], y_idx)
+
+    def _encode_targets(self, y, n_samples):
+        """The fitted model's +-1 target columns for labels ``y`` (unseen labels raise)."""
+        y = np.asarray(y)
+        if y.shape != (n_samples,):
+            raise ValueError(f"y must have shape ({n_samples},), got {y.shape}")
+        return self._targets(class_index(self.classes_, y))
+
+    def decision_function(self, X):
+        """Scores of each binary problem.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for two classes (score of ``classes_[1]``), else
+        (n_samples, n_classes).
+        """
+        scores = self._decision(X)
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        """Class with the largest score (one-vs-rest)."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]

@@ -1,0 +1,243 @@
+"""scikit-learn estimators of the one-hidden-layer (latent) models.
+
+Thin layers over the one-vs-rest engine (:mod:`bayesdrop.estimators._base`); each binary
+problem is fitted by the alternating solver :func:`bayesdrop.solvers.alternating.fit_latent`
+on the latent design of :mod:`bayesdrop.model.latent`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import check_random_state, check_scalar
+from ..model.latent import LatentDesign, noise_entries
+from ..model.losses import HingeLoss, LogisticLoss
+from ..model.noise import make_noise
+from ..model.problem import Problem
+from ..posterior import sigmoid_proba
+from ..solvers.alternating import fit_latent
+from ._base import BinaryFit
+from .linear import _NOISE_DOC, _DropoutClassifier
+
+__all__ = ["DropoutLatentSVC", "DropoutLatentLogisticRegression"]
+
+_LATENT_DOC = """
+    n_hidden : int, default=20
+        Number ``K`` of sigmoid hidden units (per one-vs-rest problem).
+    alpha_penalty : float, default=0.01
+        Weight of ``||alpha||_F^2`` (hidden weights; hidden biases are not penalised).
+    max_iter : int, default=50
+        Alternations of the ``w``-step (IRLS) and the ``alpha``-step (L-BFGS).
+    w_iter : int, default=100
+        IRLS iterations per ``w``-step.
+    alpha_iter : int, default=20
+        L-BFGS iterations per ``alpha``-step.
+    tol : float, default=1e-6
+        Stop when an alternation lowers ``J`` by less than ``tol * max(|J|, 1)``.
+    fit_intercept : bool, default=True
+    random_state : None, int or numpy.random.Generator
+        Initial hidden weights ``N(0, 1/D)``.
+"""
+
+
+class _DropoutLatentClassifier(_DropoutClassifier):
+    """Shared code of the one-hidden-layer classifiers (:mod:`bayesdrop.model.latent`)."""
+
+    solver = "cholesky"
+
+    def _check_params(self):
+        check_scalar(self.C, "C", min_val=0.0, include_min=False)
+        check_scalar(self.n_hidden, "n_hidden", min_val=1, integer=True)
+        check_scalar(self.alpha_penalty, "alpha_penalty", min_val=0.0)
+        check_scalar(self.max_iter, "max_iter", min_val=1, integer=True)
+        check_scalar(self.w_iter, "w_iter", min_val=1, integer=True)
+        check_scalar(self.alpha_iter, "alpha_iter", min_val=1, integer=True)
+        check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
+        return make_noise(self.noise, self.noise_level)
+
+    def _fit_problems(self, X, targets, noise):
+        loss = self._make_loss()
+        rng = check_random_state(self.random_state)
+        K = self.n_hidden
+
+        def fit_binary(k, yk, start):
+            y = loss.check_target(yk, X.shape[0])
+            res = fit_latent(X, y, loss, noise, n_hidden=K, alpha_penalty=self.alpha_penalty,
+                             fit_intercept=self.fit_intercept, random_state=rng,
+                             max_iter=self.max_iter, w_iter=self.w_iter,
+                             alpha_iter=self.alpha_iter, tol=self.tol)
+            intercept = res.theta[K] if self.fit_intercept else 0.0
+            return BinaryFit(res.theta[:K], intercept, res.n_iter, res.converged,
+                             res.objective, {"hidden_weights_": res.alpha[:-1],
+                                             "hidden_bias_": res.alpha[-1]})
+
+        self.noise_, self.loss_ = noise, loss
+        return self.fit_problems(targets, fit_binary, K)
+
+    def _hidden(self, X, k):
+        return expit(np.asarray(X @ self.hidden_weights_[k]) + self.hidden_bias_[k])
+
+    def transform(self, X):
+        """Hidden features ``sigmoid(X alpha_k + c_k)`` of every one-vs-rest problem.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_problems * n_hidden)
+        """
+        check_is_fitted(self)
+        X = self._validate_X(X)
+        return np.hstack([self._hidden(X, k) for k in range(self.coef_.shape[0])])
+
+    def _decision(self, X):
+        check_is_fitted(self)
+        X = self._validate_X(X)
+        return np.column_stack([self._hidden(X, k) @ self.coef_[k] + self.intercept_[k]
+                                for k in range(self.coef_.shape[0])])
+
+    def _problems(self, X, y):
+        """Output-layer problems given the fitted hidden layer (conditional posterior)."""
+        check_is_fitted(self)
+        X = self._validate_X(X)
+        targets = self._encode_targets(y, X.shape[0])
+        loss = self._make_loss()
+        entries = noise_entries(X, self.noise_)
+        problems, thetas = [], []
+        for k in range(targets.shape[1]):
+            alpha = np.vstack([self.hidden_weights_[k], self.hidden_bias_[k]])
+            design = LatentDesign(X, entries, alpha, self.fit_intercept)
+            problems.append(Problem(design, loss, loss.check_target(targets[:, k], X.shape[0])))
+            thetas.append(design.pack(self.coef_[k], self.intercept_[k]))
+        return problems, thetas
+
+    def _posterior_feature_names(self):
+        return [f"h{k}" for k in range(self.n_hidden)]
+
+    def sample_posterior(self, X, y, **kwargs):
+        """Gibbs sampling of the output weights **given the fitted hidden layer**.
+
+        This is the conditional posterior ``exp(-J(w, b | alpha_hat))`` of the output layer
+        (with the full-covariance noise term of the hidden features), not a posterior over
+        the hidden weights. Arguments as for :meth:`DropoutSVC.sample_posterior`; the
+        ``feature`` coordinate names the hidden units ``h0, h1, ...``. ``lp`` includes the constant
+        ``alpha_penalty ||alpha||_F^2`` so that it is comparable with ``objective_``.
+        """
+        idata = super().sample_posterior(X, y, **kwargs)
+        # lp = -J including the (here constant) hidden-layer penalty, as in objective_
+        penalty = self.alpha_penalty * np.sum(self.hidden_weights_**2, axis=(1, 2))
+        lp = idata.sample_stats["lp"]
+        idata.sample_stats["lp"] = lp - (penalty if "class" in lp.dims else penalty[0])
+        for group in idata.groups():
+            idata[group].attrs["conditional_on_hidden_layer"] = 1
+        return idata
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
+
+
+class DropoutLatentSVC(_DropoutLatentClassifier):
+    __doc__ = f"""One-hidden-layer SVM under expected feature noise (latent Dropout-SVM).
+
+    Hidden features ``g_k(x) = sigmoid(alpha_k . x + c_k)``; the noise reaches them through
+    a first-order Taylor expansion (full ``K x K`` covariance per example), and the
+    output layer minimises the Dropout-SVM objective on them::
+
+        J = ||w||^2 + alpha_penalty ||alpha||_F^2 + C sum_n (E zeta_n + sqrt(E zeta_n^2))
+
+    by alternating IRLS in ``(w, b)`` and L-BFGS in ``alpha`` (:mod:`bayesdrop.model.latent`).
+
+    Parameters
+    ----------
+    C : float, default=1.0
+    {_NOISE_DOC}
+    margin : float, default=1.0
+    {_LATENT_DOC}
+
+    Attributes
+    ----------
+    classes_, coef_ (n_problems, n_hidden), intercept_, hidden_weights_
+    (n_problems, n_features, n_hidden), hidden_bias_ (n_problems, n_hidden), n_iter_,
+    objective_ (histories of J after each half-step, non-increasing), converged_, noise_,
+    loss_, fit_time_
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_moons
+    >>> X, y = make_moons(200, noise=0.1, random_state=0)
+    >>> clf = DropoutLatentSVC(C=1.0, noise_level=0.1, n_hidden=10, random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.95)
+    True
+    """
+
+    def __init__(self, C=1.0, *, noise="dropout", noise_level=None, margin=1.0,
+                 n_hidden=20, alpha_penalty=0.01, max_iter=50, w_iter=100, alpha_iter=20,
+                 tol=1e-6, fit_intercept=True, random_state=None):
+        self.C = C
+        self.noise = noise
+        self.noise_level = noise_level
+        self.margin = margin
+        self.n_hidden = n_hidden
+        self.alpha_penalty = alpha_penalty
+        self.max_iter = max_iter
+        self.w_iter = w_iter
+        self.alpha_iter = alpha_iter
+        self.tol = tol
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+
+    def _make_loss(self):
+        return HingeLoss(self.C, self.margin)
+
+
+class DropoutLatentLogisticRegression(_DropoutLatentClassifier):
+    __doc__ = f"""One-hidden-layer logistic regression under expected feature noise.
+
+    As :class:`DropoutLatentSVC` with the Polya-Gamma bound of the expected logistic loss
+    (``h = 2C``) in the output layer.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+    {_NOISE_DOC}
+    {_LATENT_DOC}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_moons
+    >>> X, y = make_moons(200, noise=0.1, random_state=0)
+    >>> clf = DropoutLatentLogisticRegression(C=1.0, noise_level=0.1, n_hidden=10,
+    ...                                       random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.95)
+    True
+    """
+
+    def __init__(self, C=1.0, *, noise="dropout", noise_level=None, n_hidden=20,
+                 alpha_penalty=0.01, max_iter=50, w_iter=100, alpha_iter=20, tol=1e-6,
+                 fit_intercept=True, random_state=None):
+        self.C = C
+        self.noise = noise
+        self.noise_level = noise_level
+        self.n_hidden = n_hidden
+        self.alpha_penalty = alpha_penalty
+        self.max_iter = max_iter
+        self.w_iter = w_iter
+        self.alpha_iter = alpha_iter
+        self.tol = tol
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+
+    def _make_loss(self):
+        return LogisticLoss(self.C)
+
+    def predict_proba(self, X):
+        """Class probabilities ``sigmoid(w.g(x) + b)`` (one-vs-rest normalised)."""
+        return sigmoid_proba(self._decision(X))
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+

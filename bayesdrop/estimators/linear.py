@@ -1,0 +1,445 @@
+"""scikit-learn estimators of the linear models: thin layers over the one-vs-rest engine.
+
+All three minimise (MATH.md section 2)::
+
+    J(w, b) = ||w||^2 + 2C sum_n (bound on) E_p[loss(x~_n, y_n; w, b)]
+
+which has the minimiser of scikit-learn's ``1/2 ||w||^2 + C sum loss`` at zero noise, so
+``C`` means what it means for ``SVC(kernel="linear")``, ``LogisticRegression`` and
+``LinearSVR`` (with an unpenalised intercept). Multiclass problems are solved one-vs-rest
+by :mod:`bayesdrop.estimators._base`; each binary problem is fitted by
+:func:`bayesdrop.solvers.irls.fit` and sampled by :func:`bayesdrop.samplers.sample`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._arviz import to_inference_data
+from .._validation import check_scalar
+from ..linalg.wls import SOLVERS
+from ..model.losses import EpsilonInsensitiveLoss, HingeLoss, LogisticLoss
+from ..model.noise import make_noise
+from ..model.problem import Problem
+from ..posterior import sample_problems, sigmoid_proba, vote_fractions
+from ..solvers import irls
+from ._base import ACCEPT_SPARSE, BinaryFit, LinearModel, OneVsRestClassifier
+
+__all__ = ["DropoutSVC", "DropoutLogisticRegression", "DropoutSVR"]
+
+_NOISE_DOC = """
+    noise : {"dropout", "none", "multiplicative", "gaussian", "laplace", "poisson"} or \
+NoiseModel, default="dropout"
+        Corrupting distribution (see :mod:`bayesdrop.model.noise`).
+    noise_level : float or None, default=None
+        Its level: ``q`` for dropout, ``a`` for multiplicative, ``sigma`` for Gaussian,
+        ``beta`` for Laplace, ``kappa`` for Poisson. ``0`` means clean data. ``None``
+        keeps the level of a noise object and means 0.5 for a named noise (1 for
+        Poisson); a number replaces the level of a noise object, so that
+        ``GridSearchCV`` over ``noise_level`` works for either.
+"""
+
+_SOLVER_DOC = """
+    fit_intercept : bool, default=True
+        Fit an unpenalised, uncorrupted intercept.
+    solver : {"auto", "cholesky", "cg"}, default="auto"
+        Back-end of the weighted least-squares step (:mod:`bayesdrop.linalg.wls`): dense
+        Cholesky, or matrix-free conjugate gradients (never forms a ``D x D`` matrix).
+        ``"auto"`` uses Cholesky up to 2000 parameters.
+    tol : float, default=1e-8
+        Relative decrease of ``J`` (and ``sqrt(tol)`` relative change of the parameters)
+        at which IRLS stops.
+    max_iter : int, default=1000
+        Maximum IRLS iterations per binary problem.
+    accelerate : bool, default=True
+        SQUAREM acceleration of the IRLS map, monotone in ``J`` (:mod:`bayesdrop.solvers.irls`).
+    warm_start : bool, default=False
+        Start from the previous solution when refitting on data of the same shape.
+"""
+
+
+class _DropoutLinearModel(LinearModel):
+    """Shared code of the dropout models: parameters, noise, one IRLS fit per problem."""
+
+    def _check_params(self):
+        check_scalar(self.C, "C", min_val=0.0, include_min=False)
+        check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
+        check_scalar(self.max_iter, "max_iter", min_val=1, integer=True)
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        return make_noise(self.noise, self.noise_level)
+
+    def _binary_problems(self, X, targets, noise, loss):
+        """One :class:`~bayesdrop.model.problem.Problem` per target column, all sharing
+        one design (and its noise variances)."""
+        problems = []
+        for k in range(targets.shape[1]):
+            if not problems:
+                problems.append(Problem.create(X, targets[:, k], loss, noise,
+                                               self.fit_intercept))
+            else:
+                y = loss.check_target(targets[:, k], X.shape[0])
+                problems.append(problems[0]._replace(y=y))
+        return problems
+
+    def _fit_problems(self, X, targets, noise):
+        """Fit one IRLS problem per column of ``targets``; set the fitted attributes."""
+        loss = self._make_loss()
+        problems = self._binary_problems(X, targets, noise, loss)
+
+        def fit_binary(k, _, start):
+            design = problems[k].design
+            theta0 = None if start is None else design.pack(*start)
+            res = irls.fit(problems[k], theta0, tol=self.tol, max_iter=self.max_iter,
+                           accelerate=self.accelerate, solver=self.solver)
+            coef, intercept = design.split(res.theta)
+            return BinaryFit(coef, intercept, res.n_iter, res.converged, res.objective)
+
+        self.noise_ = noise
+        self.loss_ = loss
+        return self.fit_problems(targets, fit_binary, X.shape[1])
+
+    def _problems(self, X, y):
+        """The fitted model's binary problems on ``(X, y)`` and its estimates ``theta_hat``."""
+        check_is_fitted(self)
+        X = self._validate_X(X)
+        targets = self._encode_targets(y, X.shape[0])
+        problems = self._binary_problems(X, targets, self.noise_, self._make_loss())
+        coef, intercept = np.atleast_2d(self.coef_), np.atleast_1d(self.intercept_)
+        thetas = [pr.design.pack(coef[k], intercept[k]) for k, pr in enumerate(problems)]
+        return problems, thetas
+
+    def sample_posterior(self, X, y, *, draws=1000, tune=500, chains=4, thin=1,
+                         random_state=None, progressbar=True, init="irls", cores=None,
+                         store_augmentation=False, overrelax=-0.5):
+        """Fit by IRLS, then sample the pseudo-posterior ``exp(-J(w, b))`` by Gibbs.
+
+        Each binary (one-vs-rest) problem is sampled by :func:`bayesdrop.samplers.sample`:
+        augmentation variables and ``theta`` drawn in turn from the same weighted
+        least-squares system that IRLS solves. The chains are independent processes by
+        default; the same ``random_state`` gives the same draws either way.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        draws : int, default=1000
+            Kept draws per chain.
+        tune : int, default=500
+            Burn-in sweeps per chain.
+        chains : int, default=4
+        thin : int, default=1
+        random_state : None, int, SeedSequence or numpy.random.Generator
+        progressbar : bool, default=True
+            Quiet anyway when the ``CI`` environment variable is set.
+        init : {"irls", "overdispersed"} or ndarray, default="irls"
+            Start at the IRLS estimate, or at it plus three times a draw from the Gaussian
+            of the IRLS system (see :func:`bayesdrop.samplers.sample`).
+        cores : int, optional
+            Parallel chain processes (default ``min(chains, cpu_count)``; 1: in sequence).
+        store_augmentation : bool, default=False
+            Keep full traces of the augmentation variables; their posterior means per
+            example are always kept (group ``augmentation_mean``).
+        overrelax : float in (-1, 1), default=-0.5
+            Over-relaxation of the Gaussian step (distribution-preserving; 0 gives the
+            plain Gibbs sampler); see :func:`bayesdrop.samplers.gibbs.step`.
+
+        Returns
+        -------
+        arviz.InferenceData
+            ``posterior`` (``coef`` with dims ``(chain, draw, [class,] feature)``,
+            ``intercept``), ``sample_stats`` (``lp = -J``), ``observed_data`` (``y``),
+            ``augmentation_mean``; attributes name the loss, ``C``, the noise and its
+            level, timings and the library version.
+        """
+        self.fit(X, y)
+        problems, thetas = self._problems(X, y)
+        results = sample_problems(problems, thetas, random_state=random_state, draws=draws,
+                                  tune=tune, chains=chains, thin=thin, init=init,
+                                  progressbar=progressbar, cores=cores,
+                                  store_augmentation=store_augmentation, solver=self.solver,
+                                  overrelax=overrelax)
+        classes = getattr(self, "classes_", None)
+        class_names = list(classes) if classes is not None and len(problems) > 1 else None
+        attrs = {"estimator": type(self).__name__}
+        if classes is not None:
+            attrs["classes"] = ",".join(str(c) for c in classes)
+        return to_inference_data(results, loss=self.loss_, noise=self.noise_,
+                                 fit_intercept=self.fit_intercept, y=np.asarray(y),
+                                 feature_names=self._posterior_feature_names(),
+                                 class_names=class_names, attrs=attrs)
+
+    def _posterior_feature_names(self):
+        return getattr(self, "feature_names_in_", None)
+
+
+class _DropoutClassifier(OneVsRestClassifier, _DropoutLinearModel):
+    """The dropout classifiers: one binary problem per class (one-vs-rest)."""
+
+    def fit(self, X, y):
+        """Fit the model by IRLS (one problem per class, one-vs-rest, if multiclass).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        noise = self._check_params()
+        X, y_idx = self._validate_fit(X, y)
+        return self._fit_problems(X, self._targets(y_idx), noise)
+
+    def predict_vote_fractions(self, X, idata):
+        """Posterior predictive class probabilities as vote fractions of the draws.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        idata : arviz.InferenceData
+            From :meth:`sample_posterior`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Fraction of posterior draws whose prediction is each class of ``classes_``.
+        """
+        check_is_fitted(self)
+        return vote_fractions(idata, self._validate_X(X))
+
+
+class DropoutSVC(_DropoutClassifier):
+    __doc__ = f"""Linear SVM trained under expected feature noise (Dropout-SVM).
+
+    Minimises ``J(w, b) = ||w||^2 + C sum_n (E zeta_n + sqrt(E zeta_n^2))`` with
+    ``zeta_n = margin - y_n (w.x~_n + b)``, the data-augmentation bound on
+    ``2C sum_n E max(0, zeta_n)`` (exact at zero noise), by variational IRLS with weights
+    ``gamma_n = 1 / (C sqrt(E zeta_n^2))``.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Regularisation; as in ``sklearn.svm.SVC(kernel="linear", C=C)``.
+    {_NOISE_DOC}
+    margin : float, default=1.0
+        Margin ``l`` of the hinge loss.
+    {_SOLVER_DOC}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    n_iter_ : ndarray of shape (n_problems,)
+        IRLS iterations of each binary (one-vs-rest) problem.
+    objective_ : list of ndarray
+        History of ``J`` for each binary problem (monotone non-increasing).
+    converged_ : ndarray of bool
+    noise_ : NoiseModel
+    loss_ : HingeLoss
+    n_features_in_ : int
+    fit_time_ : float
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import scale
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> clf = DropoutSVC(C=0.1, noise_level=0.3).fit(scale(X), y)
+    >>> round(clf.score(scale(X), y), 2)
+    0.98
+    """
+
+    def __init__(self, C=1.0, *, noise="dropout", noise_level=None, margin=1.0,
+                 fit_intercept=True, solver="auto", tol=1e-8, max_iter=1000,
+                 accelerate=True, warm_start=False):
+        self.C = C
+        self.noise = noise
+        self.noise_level = noise_level
+        self.margin = margin
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.accelerate = accelerate
+        self.warm_start = warm_start
+
+    def _make_loss(self):
+        return HingeLoss(self.C, self.margin)
+
+
+class DropoutLogisticRegression(_DropoutClassifier):
+    __doc__ = f"""Logistic regression trained under expected feature noise (Dropout-LR).
+
+    Minimises ``J(w, b) = ||w||^2 + sum_n [h log(2 cosh(psi_n/2)) - (h/2) y_n m_n]`` with
+    ``h = 2C``, ``m_n = w.x_n + b`` and ``psi_n = sqrt(m_n^2 + s_n)``, the Polya-Gamma
+    bound on ``2C sum_n E log(1 + exp(-y_n (w.x~_n + b)))`` (exact at zero noise), by
+    variational IRLS with weights ``E[lambda_n] = (h / (2 psi_n)) tanh(psi_n / 2)``.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Regularisation; as in ``sklearn.linear_model.LogisticRegression(C=C)``.
+    {_NOISE_DOC}
+    {_SOLVER_DOC}
+
+    Attributes
+    ----------
+    classes_, coef_, intercept_, n_iter_, objective_, converged_, noise_, loss_,
+    n_features_in_, fit_time_
+        As for :class:`DropoutSVC`.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import scale
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> Xs = scale(X)
+    >>> clf = DropoutLogisticRegression(C=0.1, noise_level=0.3).fit(Xs, y)
+    >>> clf.predict_proba(Xs[:2]).round(3)
+    array([[1.   , 0.   ],
+           [0.986, 0.014]])
+    """
+
+    def __init__(self, C=1.0, *, noise="dropout", noise_level=None, fit_intercept=True,
+                 solver="auto", tol=1e-8, max_iter=1000, accelerate=True,
+                 warm_start=False):
+        self.C = C
+        self.noise = noise
+        self.noise_level = noise_level
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.accelerate = accelerate
+        self.warm_start = warm_start
+
+    def _make_loss(self):
+        return LogisticLoss(self.C)
+
+    def predict_proba(self, X):
+        """Class probabilities ``sigmoid(w.x + b)`` on clean inputs.
+
+        Multiclass: the one-vs-rest sigmoids normalised to sum to one.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        return sigmoid_proba(self._decision(X))
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+
+class DropoutSVR(RegressorMixin, _DropoutLinearModel):
+    __doc__ = f"""Linear support vector regression under expected feature noise.
+
+    Minimises ``J(w, b) = ||w||^2 + C sum_n (sqrt(e+_n) + sqrt(e-_n) - 2 epsilon)`` with
+    ``e+-_n = (y_n - m_n -+ epsilon)^2 + s_n``, the bound on
+    ``2C sum_n E max(0, |y_n - w.x~_n - b| - epsilon)`` (exact at zero noise), by
+    variational IRLS with two weights per example.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Regularisation; as in ``sklearn.svm.LinearSVR(C=C)`` with an unpenalised intercept.
+    epsilon : float, default=0.1
+        Width of the insensitive tube.
+    {_NOISE_DOC}
+    {_SOLVER_DOC}
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    n_iter_ : int
+    objective_ : ndarray
+        History of ``J``.
+    converged_ : bool
+    noise_, loss_, n_features_in_, fit_time_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 3)); y = X @ [1.0, -2.0, 0.5] + 0.1 * rng.normal(size=200)
+    >>> reg = DropoutSVR(C=10.0, epsilon=0.1, noise="none").fit(X, y)
+    >>> reg.coef_.round(1)
+    array([ 1. , -2. ,  0.5])
+    """
+
+    def __init__(self, C=1.0, *, epsilon=0.1, noise="dropout", noise_level=None,
+                 fit_intercept=True, solver="auto", tol=1e-8, max_iter=1000,
+                 accelerate=True, warm_start=False):
+        self.C = C
+        self.epsilon = epsilon
+        self.noise = noise
+        self.noise_level = noise_level
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.accelerate = accelerate
+        self.warm_start = warm_start
+
+    def _make_loss(self):
+        return EpsilonInsensitiveLoss(self.C, self.epsilon)
+
+    def fit(self, X, y):
+        """Fit the model by IRLS.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        noise = self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE, dtype=np.float64,
+                             y_numeric=True)
+        self._fit_problems(X, np.asarray(y, dtype=float)[:, None], noise)
+        self.coef_ = self.coef_[0]
+        self.intercept_ = float(self.intercept_[0])
+        self.n_iter_ = int(self.n_iter_[0])
+        self.objective_ = self.objective_[0]
+        self.converged_ = bool(self.converged_[0])
+        return self
+
+    def _encode_targets(self, y, n_samples):
+        y = np.asarray(y, dtype=float)
+        if y.shape != (n_samples,):
+            raise ValueError(f"y must have shape ({n_samples},), got {y.shape}")
+        return y[:, None]
+
+    def predict_interval(self, X, idata, prob=0.94):
+        """Posterior mean and central ``prob`` interval of ``w.x + b`` for each row.
+
+        See :func:`bayesdrop.posterior.predictive_interval`.
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,)
+        interval : ndarray of shape (n_samples, 2)
+        """
+        from ..posterior import predictive_interval
+
+        check_is_fitted(self)
+        return predictive_interval(idata, self._validate_X(X), prob)
+
+    def predict(self, X):
+        """Predictions ``w.x + b``."""
+        check_is_fitted(self)
+        X = self._validate_X(X)
+        return np.asarray(X @ self.coef_).ravel() + self.intercept_
+
+

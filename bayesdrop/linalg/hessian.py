@@ -1,0 +1,174 @@
+"""Newton's Hessian of ``J``: the weighted system with exact curvature (MATH.md section 4).
+
+Each term of ``J`` is a function of the mean score ``m_n = xbar_n . theta`` and the score
+variance ``s_n = sum_d v_nd w_d^2``. With the per-example derivatives ``d_s`` (first, in
+``s``) and ``d_mm, d_ms, d_ss`` (second; :meth:`bayesdrop.model.losses.Loss.curvature`) and
+``G = 2 V diag(w)`` (so ``ds_n / dw = G_n``), the Hessian is::
+
+    H = 2 I' + Xbar^T diag(d_mm) Xbar + diag(V^T (2 d_s), 0)
+          + Xbar^T diag(d_ms) Gbar + Gbar^T diag(d_ms) Xbar + Gbar^T diag(d_ss) Gbar
+
+(``Gbar`` is ``G`` with a zero intercept column). The first line is the IRLS normal
+matrix ``A`` of :mod:`bayesdrop.linalg.wls` with the Gram weights ``rho`` replaced by the
+exact curvature ``d_mm`` (the noise weight ``2 d_s`` *is* the IRLS weight: ``rho = 2 d_s``
+for every loss); the second line is the curvature of the noise term through ``w``.
+
+:func:`hessian_matrix` forms ``H`` densely (``O(N D^2)``: three Gram-type products);
+:func:`hessian_vector_product` applies it matrix-free in ``O(nnz)`` through the design's
+products ``Xbar z``, ``Xbar^T a``, ``V z`` and ``V^T a`` only.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["Curvature", "curvature", "hessian_matrix", "hessian_vector_product",
+           "hessian_diagonal"]
+
+
+class Curvature(NamedTuple):
+    """Per-example derivatives of the terms of ``J`` at ``theta``, and ``w``.
+
+    Attributes
+    ----------
+    w : ndarray of shape (n_features,)
+    d_m, d_s : ndarray of shape (n_samples,)
+        First derivatives in the mean score and the score variance.
+    d_mm, d_ms, d_ss : ndarray of shape (n_samples,)
+        Second derivatives.
+    """
+
+    w: np.ndarray
+    d_m: np.ndarray
+    d_s: np.ndarray
+    d_mm: np.ndarray
+    d_ms: np.ndarray
+    d_ss: np.ndarray
+
+
+def curvature(problem, theta, m=None, s=None):
+    """``J``, its gradient and the :class:`Curvature` at ``theta`` in one pass.
+
+    Returns
+    -------
+    value : float
+    grad : ndarray of shape (n_params,)
+    curv : Curvature
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(50, 3)); y = np.sign(X[:, 0] + rng.normal(size=50))
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
+    >>> theta = rng.normal(size=4)
+    >>> J, g, _ = curvature(problem, theta)
+    >>> J2, g2 = problem.objective(theta, gradient=True)
+    >>> bool(np.isclose(J, J2) and np.allclose(g, g2))
+    True
+    """
+    design, loss, y = problem
+    w, _ = design.split(theta)
+    if m is None or s is None:
+        m, s = design.scores(theta)
+    value, d_m, d_s = loss.terms(m, s, y)
+    d_mm, d_ms, d_ss = loss.curvature(m, s, y)
+    grad = design.rmatvec(d_m)
+    grad[: design.n_features] += 2.0 * (w + design.noise_rmatvec(d_s) * w)
+    J = float(w @ w + np.sum(value))
+    return J, grad, Curvature(w, d_m, d_s, np.maximum(d_mm, 0.0), d_ms, d_ss)
+
+
+def _check_design(design):
+    if not design.diagonal_noise:
+        raise ValueError("Newton's Hessian needs a design with diagonal noise covariance; "
+                         "the latent design is fitted by IRLS")
+
+
+def hessian_matrix(design, curv):
+    """Dense Hessian ``H`` of shape (n_params, n_params) (see the module docstring).
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, Dropout
+    >>> from scipy.optimize import approx_fprime
+    >>> rng = np.random.default_rng(1)
+    >>> X = rng.normal(size=(40, 3)); y = np.sign(X[:, 0] + rng.normal(size=40))
+    >>> problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.4))
+    >>> theta = rng.normal(size=4)
+    >>> H = hessian_matrix(problem.design, curvature(problem, theta)[2])
+    >>> fd = np.array([approx_fprime(theta, lambda t: problem.objective(t, True)[1][i], 1e-7)
+    ...                for i in range(4)])
+    >>> bool(np.allclose(H, fd, rtol=1e-4, atol=1e-4))
+    True
+    """
+    _check_design(design)
+    D = design.n_features
+    H = design.gram(curv.d_mm)
+    H[np.diag_indices_from(H)] += 2.0 * design.penalty_mask() + 2.0 * design.noise_diagonal(curv.d_s)
+    if not design.variance.is_zero:
+        two_w = 2.0 * curv.w
+        cross = design.noise_cross(curv.d_ms) * two_w[None, :]  # Xbar^T diag(d_ms) Gbar
+        H[:, :D] += cross
+        H[:D, :] += cross.T
+        H[:D, :D] += design.noise_gram(curv.d_ss) * np.outer(two_w, two_w)
+    return H
+
+
+def hessian_vector_product(design, curv, z):
+    """``H z`` without forming ``H``: ``O(nnz)`` through ``Xbar``, ``Xbar^T``, ``V``, ``V^T``.
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(2)
+    >>> X = rng.normal(size=(40, 3)); y = np.sign(X[:, 0] + rng.normal(size=40))
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.4))
+    >>> curv = curvature(problem, rng.normal(size=4))[2]
+    >>> z = rng.normal(size=4)
+    >>> H = hessian_matrix(problem.design, curv)
+    >>> bool(np.allclose(hessian_vector_product(problem.design, curv, z), H @ z))
+    True
+    """
+    _check_design(design)
+    D = design.n_features
+    xz = design.matvec(z)
+    z_w = z[:D]
+    out = 2.0 * design.penalty_mask() * z
+    if design.variance.is_zero:
+        return out + design.rmatvec(curv.d_mm * xz)
+    gz = 2.0 * design.noise_matvec(curv.w * z_w)  # G z
+    out += design.rmatvec(curv.d_mm * xz + curv.d_ms * gz)
+    out[:D] += 2.0 * curv.w * design.noise_rmatvec(curv.d_ms * xz + curv.d_ss * gz)
+    out[:D] += 2.0 * design.noise_rmatvec(curv.d_s) * z_w
+    return out
+
+
+def hessian_diagonal(design, curv):
+    """Diagonal of ``H`` (a Jacobi preconditioner), ``O(nnz)``.
+
+    ``diag(H)_d = 2 + sum_n d_mm x_nd^2 + 2 sum_n d_s v_nd + 4 w_d sum_n d_ms x_nd v_nd
+    + 4 w_d^2 sum_n d_ss v_nd^2``.
+    """
+    _check_design(design)
+    D = design.n_features
+    diag = 2.0 * design.penalty_mask() + design.gram_diagonal(curv.d_mm)
+    V = design.variance
+    if V.is_zero:
+        return diag
+    diag[:D] += 2.0 * design.noise_rmatvec(curv.d_s)
+    X = design.X
+    if V.is_constant:
+        xv = V.scale * np.asarray(X.T @ curv.d_ms).ravel()
+        vv = V.scale * V.scale * float(np.sum(curv.d_ss)) * np.ones(D)
+    else:
+        M = V.matrix
+        XM = X.multiply(M) if design.sparse else X * M
+        MM = M.multiply(M) if design.sparse else M * M
+        xv = V.scale * np.asarray(XM.T @ curv.d_ms).ravel()
+        vv = V.scale * V.scale * np.asarray(MM.T @ curv.d_ss).ravel()
+    w = curv.w
+    diag[:D] += 4.0 * w * xv + 4.0 * w * w * vv
+    return diag

@@ -1,0 +1,349 @@
+"""The one weighted least-squares system shared by every loss (MATH.md section 4).
+
+Given per-example weights ``rho_n >= 0`` and targets ``t_n`` (supplied by a loss from
+its augmentation variables)::
+
+    A = 2 I' + sum_n rho_n (xbar_n xbar_n^T + diag(vbar_n))
+      = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho, 0)
+    r = sum_n t_n xbar_n = Xbar^T t
+
+IRLS solves ``A theta = r`` (:func:`solve`); the Gibbs sampler draws
+``theta ~ N(A^{-1} r, A^{-1})`` from the same system (:func:`sample`, used by
+:mod:`bayesdrop.samplers.gibbs`): with the Cholesky factor ``A = L L^T`` as
+``theta = L^{-T} (L^{-1} r + z)``, ``z ~ N(0, I)``; with the other back-ends by
+perturb-then-solve, ``theta = A^{-1} (r + eta)`` with ``eta ~ N(0, A)`` built from the
+pieces of ``A`` (:func:`perturbation`).
+
+Two linear-algebra back-ends:
+
+``"cholesky"``
+    forms the dense ``(D+1) x (D+1)`` matrix (cost ``O(N D^2)`` dense, ``O(nnz D)``
+    sparse) and factorises it; for moderate ``D``.
+``"cg"``
+    matrix-free preconditioned conjugate gradients with
+    ``A z = 2 I' z + Xbar^T (rho * (Xbar z)) + (V^T rho) * z`` (cost ``O(nnz)`` per
+    iteration) and a Jacobi preconditioner; never forms a ``D x D`` matrix.
+
+``"woodbury"``
+    exact dual solve for ``D > N`` through the ``N x N`` matrix
+    ``S = diag(1/rho) + X K X^T``, ``K = diag(1 / (2 + V^T rho))`` (see
+    :class:`bayesdrop.linalg.woodbury.WoodburyFactor`); cost ``O(N^2 D + N^3)`` dense, less for sparse ``X``.
+
+``"auto"`` picks Cholesky up to :data:`MAX_CHOLESKY_PARAMS` parameters; beyond that
+Woodbury when ``N <= MAX_WOODBURY_SAMPLES`` and ``N < D``, conjugate gradients otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+from scipy.linalg.lapack import dpotrf as _potrf
+from scipy.linalg.lapack import dtrtrs as _trtrs
+import scipy.sparse.linalg as spla
+
+from .woodbury import WoodburyFactor, cholesky_factor
+
+__all__ = [
+    "MAX_CHOLESKY_PARAMS",
+    "SOLVERS",
+    "choose_solver",
+    "normal_matrix",
+    "normal_rhs",
+    "normal_operator",
+    "cholesky_factor",
+    "WoodburyFactor",
+    "solve",
+    "perturbation",
+    "sample",
+]
+
+#: Largest number of parameters for which ``solver="auto"`` forms ``A`` densely.
+MAX_CHOLESKY_PARAMS = 2000
+
+#: Largest number of examples for which ``solver="auto"`` uses the dual (Woodbury) solve.
+MAX_WOODBURY_SAMPLES = 6000
+
+SOLVERS = ("auto", "cholesky", "woodbury", "cg")
+
+
+def choose_solver(design, solver="auto"):
+    """Resolve ``solver="auto"`` to ``"cholesky"`` or ``"cg"`` for this design.
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> rng = np.random.default_rng(0)
+    >>> design = Design(rng.normal(size=(30, 4)), "dropout")
+    >>> rho = np.full(30, 0.5)
+    >>> from bayesdrop.linalg.wls import choose_solver
+    >>> choose_solver(design), choose_solver(design, "cg")
+    ('cholesky', 'cg')
+    """
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    if solver != "auto":
+        if solver not in design.solvers:
+            raise ValueError(f"solver {solver!r} is not available for this design; "
+                             f"use one of {design.solvers}")
+        return solver
+    if design.solvers == ("cholesky",):
+        return "cholesky"
+    if design.n_params <= MAX_CHOLESKY_PARAMS:
+        return "cholesky"
+    if design.n_samples <= MAX_WOODBURY_SAMPLES and design.n_samples < design.n_features:
+        return "woodbury"
+    return "cg"
+
+
+def _diagonal_part(design, rho):
+    """``2 I' + diag(V^T rho, 0)`` as a vector."""
+    return 2.0 * design.penalty_mask() + design.noise_diagonal(rho)
+
+
+def normal_matrix(design, rho):
+    """Dense ``A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho, 0)``.
+
+    Parameters
+    ----------
+    design : Design
+    rho : ndarray of shape (n_samples,), non-negative
+
+    Returns
+    -------
+    ndarray of shape (n_params, n_params)
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> rng = np.random.default_rng(0)
+    >>> design = Design(rng.normal(size=(30, 4)), "dropout")
+    >>> rho = np.full(30, 0.5)
+    >>> from bayesdrop.linalg.wls import normal_matrix
+    >>> A = normal_matrix(design, rho)
+    >>> A.shape, bool(np.allclose(A, A.T)), float(A[-1, -1])  # intercept: sum(rho), unpenalised
+    ((5, 5), True, 15.0)
+    """
+    A = design.gram(rho)
+    A[np.diag_indices_from(A)] += 2.0 * design.penalty_mask()
+    return design.add_noise_term(A, rho)
+
+
+def normal_rhs(design, t):
+    """``r = Xbar^T t``.
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> rng = np.random.default_rng(0)
+    >>> design = Design(rng.normal(size=(30, 4)), "dropout")
+    >>> rho = np.full(30, 0.5)
+    >>> from bayesdrop.linalg.wls import normal_rhs
+    >>> float(normal_rhs(design, np.ones(30))[-1])
+    30.0
+    """
+    return design.rmatvec(t)
+
+
+def normal_operator(design, rho):
+    """Matrix-free ``A`` as a :class:`scipy.sparse.linalg.LinearOperator`, and its diagonal.
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> rng = np.random.default_rng(0)
+    >>> design = Design(rng.normal(size=(30, 4)), "dropout")
+    >>> rho = np.full(30, 0.5)
+    >>> from bayesdrop.linalg.wls import normal_matrix, normal_operator
+    >>> op, diag = normal_operator(design, rho)
+    >>> z = np.arange(5.0)
+    >>> bool(np.allclose(op @ z, normal_matrix(design, rho) @ z))
+    True
+    """
+    diag_part = _diagonal_part(design, rho)
+
+    def matvec(z):
+        z = np.ravel(z)
+        return design.rmatvec(rho * design.matvec(z)) + diag_part * z
+
+    p = design.n_params
+    op = spla.LinearOperator((p, p), matvec=matvec, rmatvec=matvec, dtype=np.float64)
+    return op, diag_part + design.gram_diagonal(rho)
+
+
+def _cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
+    """Preconditioned CG on ``A theta = r``."""
+    op, diag = normal_operator(design, rho)
+    precond = spla.LinearOperator(op.shape, matvec=lambda z: np.ravel(z) / diag,
+                                  dtype=np.float64)
+    count = [0]
+
+    def callback(_):
+        count[0] += 1
+
+    maxiter = cg_maxiter if cg_maxiter is not None else 10 * design.n_params
+    theta, status = spla.cg(op, r, x0=x0, rtol=cg_tol, atol=0.0, M=precond,
+                            maxiter=maxiter, callback=callback)
+    return theta, {"solver": "cg", "cg_iterations": count[0], "cg_converged": status == 0}
+
+
+def solve(design, rho, t, *, solver="auto", x0=None, cg_tol=1e-10, cg_maxiter=None):
+    """Solve ``A theta = r`` for the weights ``rho`` and targets ``t``.
+
+    Parameters
+    ----------
+    design : Design
+    rho : ndarray of shape (n_samples,)
+        Per-example weights (non-negative).
+    t : ndarray of shape (n_samples,)
+        Per-example targets.
+    solver : {"auto", "cholesky", "woodbury", "cg"}
+    x0 : ndarray of shape (n_params,), optional
+        Warm start for conjugate gradients.
+    cg_tol : float
+        Relative residual tolerance of conjugate gradients.
+    cg_maxiter : int, optional
+        Default ``10 * n_params``.
+
+    Returns
+    -------
+    theta : ndarray of shape (n_params,)
+    info : dict
+        ``solver`` and, for CG, ``cg_iterations`` and ``cg_converged``.
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> from bayesdrop.linalg.wls import normal_matrix, normal_rhs, solve
+    >>> rng = np.random.default_rng(0)
+    >>> design = Design(rng.normal(size=(30, 4)), "dropout")
+    >>> rho, t = np.full(30, 0.5), rng.normal(size=30)
+    >>> theta, _ = solve(design, rho, t)
+    >>> A = normal_matrix(design, rho)
+    >>> bool(np.allclose(A @ theta, normal_rhs(design, t)))
+    True
+    """
+    solver = choose_solver(design, solver)
+    r = normal_rhs(design, t)
+    if solver == "cholesky":
+        L = cholesky_factor(normal_matrix(design, rho))
+        theta = sla.cho_solve((L, True), r, check_finite=False)
+        return theta, {"solver": "cholesky"}
+    if solver == "woodbury":
+        return WoodburyFactor(design, rho).solve(r), {"solver": "woodbury"}
+    return _cg_solve(design, rho, r, x0, cg_tol, cg_maxiter)
+
+
+def perturbation(design, rho, rng):
+    """Draw ``eta ~ N(0, A)`` without forming ``A``.
+
+    ``eta = sqrt(2) I' z1 + Xbar^T (sqrt(rho) * z2) + sqrt(V^T rho) * z3`` with independent
+    standard normal ``z1, z2, z3`` (``z3`` is skipped at zero noise); its covariance is
+    ``2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho) = A``. Cost ``O(nnz)``.
+
+    Parameters
+    ----------
+    design : Design
+    rho : ndarray of shape (n_samples,), non-negative
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of shape (n_params,)
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> rng = np.random.default_rng(0)
+    >>> design = Design(rng.normal(size=(30, 4)), "dropout")
+    >>> rho = np.full(30, 0.5)
+    >>> from bayesdrop.linalg.wls import perturbation
+    >>> perturbation(design, rho, np.random.default_rng(1)).shape
+    (5,)
+    """
+    eta = np.sqrt(2.0) * design.penalty_mask() * rng.standard_normal(design.n_params)
+    eta += design.rmatvec(np.sqrt(rho) * rng.standard_normal(design.n_samples))
+    if not design.variance.is_zero:
+        eta += np.sqrt(design.noise_diagonal(rho)) * rng.standard_normal(design.n_params)
+    return eta
+
+
+def sample(design, rho, t, rng, *, solver="auto", x0=None, cg_tol=1e-12, cg_maxiter=None,
+           theta=None, overrelax=0.0):
+    """Draw ``theta ~ N(A^{-1} r, A^{-1})`` from the shared system (the Gibbs step).
+
+    ``"cholesky"``: ``A = L L^T`` and ``theta = L^{-T} (L^{-1} r + z)``, ``z ~ N(0, I)``.
+    ``"woodbury"`` and ``"cg"``: perturb-then-solve, ``theta = A^{-1} (r + eta)`` with
+    ``eta ~ N(0, A)`` from :func:`perturbation`; then ``E theta = A^{-1} r`` and
+    ``Cov theta = A^{-1} A A^{-1} = A^{-1}``. The Woodbury solve is exact; conjugate
+    gradients are run to the relative residual ``cg_tol`` (warm-started at ``x0``).
+
+    Over-relaxation (Adler 1981): with the current value ``theta`` and ``-1 < alpha < 1``
+    the draw is ``alpha theta + (1 - alpha) mu + sqrt(1 - alpha^2) xi`` with
+    ``mu = A^{-1} r`` and ``xi ~ N(0, A^{-1})``, i.e. one solve of
+    ``A^{-1} ((1 - alpha) r + sqrt(1 - alpha^2) eta)``. It leaves ``N(mu, A^{-1})``
+    invariant (and is reversible with respect to it) for every ``alpha``; ``alpha = 0``
+    is the plain draw, negative ``alpha`` suppresses the random-walk behaviour of the
+    augmented Gibbs sampler.
+
+    Parameters
+    ----------
+    design : Design
+    rho, t : ndarray of shape (n_samples,)
+        Weights (drawn augmentation variables through ``loss.system_weights``) and targets.
+    rng : numpy.random.Generator
+    solver : {"auto", "cholesky", "woodbury", "cg"}
+    x0 : ndarray, optional
+        Warm start for conjugate gradients (e.g. the previous draw).
+    cg_tol : float
+    cg_maxiter : int, optional
+    theta : ndarray of shape (n_params,), optional
+        Current value, needed when ``overrelax != 0``.
+    overrelax : float in (-1, 1), default=0.0
+
+    Returns
+    -------
+    theta : ndarray of shape (n_params,)
+    info : dict
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> from bayesdrop.linalg.wls import sample
+    >>> rng = np.random.default_rng(0)
+    >>> design = Design(rng.normal(size=(30, 4)), "dropout")
+    >>> theta, _ = sample(design, np.full(30, 0.5), rng.normal(size=30), rng)
+    >>> theta.shape
+    (5,)
+    """
+    solver = choose_solver(design, solver)
+    r = normal_rhs(design, t)
+    alpha = float(overrelax)
+    if alpha != 0.0:
+        if theta is None:
+            raise ValueError("overrelax != 0 needs the current theta")
+        r *= 1.0 - alpha
+        scale = np.sqrt(1.0 - alpha * alpha)
+    else:
+        scale = 1.0
+    new = _draw(design, rho, r, rng, solver, x0, cg_tol, cg_maxiter, scale)
+    if alpha != 0.0:
+        new = (new[0] + alpha * theta, new[1])
+    return new
+
+
+def _draw(design, rho, r, rng, solver, x0, cg_tol, cg_maxiter, scale):
+    """``A^{-1} (r + scale * eta)``, ``eta ~ N(0, A)``."""
+    if solver == "cholesky":
+        # LAPACK directly: the scipy wrappers' checks cost more than the work at small D
+        A = normal_matrix(design, rho)
+        L, status = _potrf(A.T, lower=True, overwrite_a=True, clean=False)  # A.T: F-order view
+        if status != 0:
+            L = cholesky_factor(A)  # raises the explanatory error
+        v, _ = _trtrs(L, r, lower=True)
+        v += scale * rng.standard_normal(design.n_params)
+        theta, _ = _trtrs(L, v, lower=True, trans=1)
+        return theta, {"solver": "cholesky"}
+    r = r + scale * perturbation(design, rho, rng)
+    if solver == "woodbury":
+        return WoodburyFactor(design, rho).solve(r), {"solver": "woodbury"}
+    return _cg_solve(design, rho, r, x0, cg_tol, cg_maxiter)

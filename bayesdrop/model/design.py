@@ -1,0 +1,212 @@
+"""The corrupted design: ``X``, its noise variances ``V`` and the intercept column.
+
+Parameters are packed as one vector ``theta = (w_1, ..., w_D, b)`` (``b`` last, present
+only with an intercept). The intercept is a feature of constant 1 that is never corrupted
+and never penalised: ``xbar_n = (x_n, 1)``, ``vbar_n = (v_n, 0)`` (MATH.md section 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import as_float_design
+from .noise import FeatureVariance, NoiseModel, make_noise
+
+__all__ = ["Design"]
+
+
+class Design:
+    """Mean design ``X``, noise variances ``V`` and intercept handling.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+        Clean (mean) inputs. Converted to float64 (dense) or CSR without modifying the
+        caller's array.
+    noise : NoiseModel, str or FeatureVariance, default="none"
+        The corrupting distribution, or directly its variance operator.
+    fit_intercept : bool, default=True
+        Append the unpenalised, uncorrupted intercept ``b`` to ``theta``.
+
+    Attributes
+    ----------
+    n_samples, n_features : int
+    n_params : int
+        ``n_features + fit_intercept``.
+    variance : FeatureVariance
+    sparse : bool
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> design = Design(sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 2.0]])), "dropout")
+    >>> design.n_params, design.sparse
+    (3, True)
+    >>> m, s = design.scores(np.array([1.0, 1.0, 0.5]))  # w = (1, 1), b = 0.5
+    >>> m.tolist(), s.tolist()
+    ([1.5, 2.5], [1.0, 4.0])
+    """
+
+    def __init__(self, X, noise="none", fit_intercept=True):
+        self.X = as_float_design(X)
+        if isinstance(noise, FeatureVariance):
+            if noise.shape != self.X.shape:
+                raise ValueError("the variance operator does not match the shape of X")
+            self.variance = noise
+        else:
+            if not isinstance(noise, NoiseModel):
+                noise = make_noise(noise)
+            self.variance = noise.variance(self.X)
+        self.fit_intercept = bool(fit_intercept)
+        self.sparse = sp.issparse(self.X)
+        self.n_samples, self.n_features = self.X.shape
+        self.n_params = self.n_features + int(self.fit_intercept)
+
+    # -- packing --------------------------------------------------------------------
+    def split(self, theta):
+        """Return ``(w, b)`` from ``theta`` (``b = 0`` without intercept)."""
+        theta = np.asarray(theta, dtype=float)
+        if self.fit_intercept:
+            return theta[:-1], float(theta[-1])
+        return theta, 0.0
+
+    def pack(self, coef, intercept=0.0):
+        """Return ``theta`` from ``coef`` and ``intercept``."""
+        coef = np.asarray(coef, dtype=float).ravel()
+        if coef.shape[0] != self.n_features:
+            raise ValueError(
+                f"coef has {coef.shape[0]} entries, expected n_features={self.n_features}"
+            )
+        if self.fit_intercept:
+            return np.append(coef, float(intercept))
+        return coef.copy()
+
+    def penalty_mask(self):
+        """Diagonal of ``I'``: ones for weights, zero for the intercept."""
+        mask = np.ones(self.n_params)
+        if self.fit_intercept:
+            mask[-1] = 0.0
+        return mask
+
+    # -- products with xbar ----------------------------------------------------------
+    def matvec(self, theta):
+        """Mean scores ``m = Xbar @ theta = X w + b``."""
+        w, b = self.split(theta)
+        return np.asarray(self.X @ w).ravel() + b
+
+    def rmatvec(self, a):
+        """``Xbar.T @ a = (X.T a, sum(a))``."""
+        g = np.asarray(self.X.T @ a).ravel()
+        if self.fit_intercept:
+            g = np.append(g, np.sum(a))
+        return g
+
+    def scores(self, theta):
+        """Return ``(m, s)``: mean ``m_n = w.x_n + b`` and variance ``s_n = v_n.(w*w)``."""
+        w, _ = self.split(theta)
+        return self.matvec(theta), self.variance.score_variance(w * w)
+
+    def noise_diagonal(self, rho):
+        """``V.T @ rho`` padded with 0 for the intercept: ``sum_n rho_n vbar_n``."""
+        d = self.variance.weighted_column_sums(rho)
+        if self.fit_intercept:
+            d = np.append(d, 0.0)
+        return d
+
+    def add_noise_term(self, A, rho):
+        """Add ``sum_n rho_n diag(vbar_n)`` to the normal matrix ``A`` in place.
+
+        Subclasses with a full per-example covariance (the latent models) override this,
+        :meth:`noise_apply` and :meth:`scores`; everything else in the core is shared.
+        """
+        A[np.diag_indices_from(A)] += self.noise_diagonal(rho)
+        return A
+
+    def noise_apply(self, rho, w):
+        """``(sum_n rho_n Cov_n) w`` for the weights ``w`` (``Cov_n = diag(v_n)`` here)."""
+        return self.variance.weighted_column_sums(rho) * w
+
+    #: whether the per-example noise covariance is diagonal, ``diag(v_n)`` (Newton's
+    #: Hessian, :mod:`bayesdrop.linalg.hessian`, needs it; the latent design has a full one)
+    diagonal_noise = True
+
+    def noise_matvec(self, z):
+        """``V @ z`` for ``z`` of shape (n_features,): per-example ``sum_d v_nd z_d``."""
+        return self.variance.score_variance(z)
+
+    def noise_rmatvec(self, a):
+        """``V.T @ a`` for ``a`` of shape (n_samples,) (no intercept entry)."""
+        return self.variance.weighted_column_sums(a)
+
+    def noise_cross(self, a):
+        """Dense ``Xbar.T diag(a) V`` of shape (n_params, n_features); ``a`` of any sign.
+
+        Cost ``O(N D^2)`` dense, ``O(nnz D)``-ish sparse; ``O(N D)`` for constant ``V``.
+        """
+        V, D = self.variance, self.n_features
+        if V.is_zero:
+            return np.zeros((self.n_params, D))
+        if V.is_constant:
+            return np.outer(self.rmatvec(a), np.full(D, V.scale))
+        M = V.matrix
+        if self.sparse:
+            top = (self.X.T @ M.multiply(a[:, None]).tocsr()).toarray()
+        else:
+            top = (self.X * a[:, None]).T @ M
+        top *= V.scale
+        if self.fit_intercept:
+            return np.vstack([top, V.scale * np.asarray(M.T @ a).ravel()[None, :]])
+        return top
+
+    def noise_gram(self, a):
+        """Dense ``V.T diag(a) V`` of shape (n_features, n_features); ``a`` of any sign."""
+        V, D = self.variance, self.n_features
+        if V.is_zero:
+            return np.zeros((D, D))
+        if V.is_constant:
+            return np.full((D, D), V.scale * V.scale * float(np.sum(a)))
+        M = V.matrix
+        if self.sparse:
+            out = (M.T @ M.multiply(a[:, None]).tocsr()).toarray()
+        else:
+            out = (M * a[:, None]).T @ M
+        return (V.scale * V.scale) * out
+
+    #: linear-algebra back-ends valid for this design (see :mod:`bayesdrop.linalg.wls`)
+    solvers = ("cholesky", "woodbury", "cg")
+
+    def gram(self, rho):
+        """Dense ``Xbar.T diag(rho) Xbar`` of shape (n_params, n_params); ``rho >= 0``.
+
+        Cost ``O(N D^2)`` dense (one BLAS ``syrk``-like product), ``O(nnz D)`` sparse.
+        """
+        X = self.X
+        p, D = self.n_params, self.n_features
+        G = np.empty((p, p))
+        if self.sparse:
+            G[:D, :D] = (X.T @ X.multiply(rho[:, None]).tocsr()).toarray()
+        else:
+            Xs = X * np.sqrt(rho)[:, None]
+            G[:D, :D] = Xs.T @ Xs
+        if self.fit_intercept:
+            col = np.asarray(X.T @ rho).ravel()
+            G[:D, D] = col
+            G[D, :D] = col
+            G[D, D] = np.sum(rho)
+        return G
+
+    def row_gram(self):
+        """Dense ``X X^T`` of shape (n_samples, n_samples), computed once and cached."""
+        if getattr(self, "_row_gram", None) is None:
+            G = self.X @ self.X.T
+            self._row_gram = G.toarray() if sp.issparse(G) else np.asarray(G)
+        return self._row_gram
+
+    def gram_diagonal(self, rho):
+        """Diagonal of ``Xbar.T diag(rho) Xbar`` (for Jacobi preconditioning)."""
+        X2 = self.X.multiply(self.X) if self.sparse else self.X * self.X
+        d = np.asarray(X2.T @ rho).ravel()
+        if self.fit_intercept:
+            d = np.append(d, np.sum(rho))
+        return d

@@ -1,0 +1,330 @@
+"""The generic MCMC driver: chains, burn-in, thinning, progress and interrupts.
+
+:func:`sample` runs a kernel (today the Gibbs kernel of :mod:`bayesdrop.samplers.gibbs`:
+``init``, ``step``, ``log_density``) for several chains, in parallel processes by default.
+Every chain draws from its own child of one :class:`numpy.random.SeedSequence`, so the
+draws do not depend on whether the chains run in parallel or in sequence.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from typing import NamedTuple
+
+import numpy as np
+
+from .._progress import ProgressBar
+from .._validation import check_scalar, seed_sequence
+from ..linalg import wls
+from . import gibbs
+from .gibbs import OVERRELAX
+
+__all__ = ["SamplerResult", "sample"]
+
+
+class SamplerResult(NamedTuple):
+    """Output of :func:`sample` for one problem.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (chains, draws, n_params)
+    lp : ndarray of shape (chains, draws)
+        ``-J(theta)`` of each kept draw.
+    augmentation_mean : ndarray of shape (chains, n_augmentation, n_samples)
+        Running mean of the augmentation variables over the kept sweeps (``u`` for the
+        hinge, ``(u, u')`` for epsilon-insensitive, ``lambda`` for the logistic loss).
+    augmentation : ndarray of shape (chains, draws, n_augmentation, n_samples) or None
+        Full traces, only with ``store_augmentation=True``.
+    theta_init : ndarray of shape (chains, n_params)
+    tune_time, draw_time : ndarray of shape (chains,)
+        Wall-clock seconds of burn-in and of the kept part of each chain.
+    tune, thin : int
+    interrupted : bool
+        Whether sampling was stopped by ``KeyboardInterrupt`` (the draws are those
+        collected until then, the same number for every chain).
+    """
+
+    theta: np.ndarray
+    lp: np.ndarray
+    augmentation_mean: np.ndarray
+    augmentation: np.ndarray | None
+    theta_init: np.ndarray
+    tune_time: np.ndarray
+    draw_time: np.ndarray
+    tune: int
+    thin: int
+    interrupted: bool
+
+
+# ------------------------------------------------------------------------------ one chain
+class _Chain(NamedTuple):
+    theta: np.ndarray
+    lp: np.ndarray
+    aug_mean: np.ndarray
+    aug: np.ndarray | None
+    n_kept: int
+    tune_time: float
+    draw_time: float
+    interrupted: bool
+
+
+def _run_chain(problem, theta0, seed, *, tune, draws, thin, solver, cg_tol, overrelax,
+               store_augmentation, report=None, stop=None):
+    """Run one chain; ``report(n_sweeps_done)`` is called after every sweep and
+    ``stop()`` polled before every sweep."""
+    rng = np.random.default_rng(seed)
+    n_aug, n = problem.loss.n_augmentation, problem.design.n_samples
+    p = problem.design.n_params
+    theta_out = np.empty((draws, p))
+    lp_out = np.empty(draws)
+    aug_sum = np.zeros((n_aug, n))
+    aug_out = np.empty((draws, n_aug, n)) if store_augmentation else None
+    state = gibbs.init(problem, theta0)
+    kept = 0
+    sweep = 0
+    interrupted = False
+    t0 = time.perf_counter()
+    t_tune = None
+    try:
+        for sweep in range(tune + draws * thin):
+            if stop is not None and stop():
+                interrupted = True
+                break
+            if sweep == tune:
+                t_tune = time.perf_counter()
+            state, info = gibbs.step(rng, problem, state, solver=solver, cg_tol=cg_tol,
+                               overrelax=overrelax)
+            if sweep >= tune and (sweep - tune + 1) % thin == 0:
+                theta_out[kept] = state.theta
+                lp_out[kept] = gibbs.log_density(problem, state)
+                for j, a in enumerate(info.augmentation):
+                    aug_sum[j] += a
+                    if aug_out is not None:
+                        aug_out[kept, j] = a
+                kept += 1
+            if report is not None:
+                report(sweep + 1)
+    except KeyboardInterrupt:
+        interrupted = True
+    t_end = time.perf_counter()
+    if t_tune is None:
+        t_tune = t_end
+    aug_mean = aug_sum / max(kept, 1)
+    return _Chain(theta_out[:kept], lp_out[:kept], aug_mean,
+                  None if aug_out is None else aug_out[:kept], kept,
+                  t_tune - t0, t_end - t_tune, interrupted)
+
+
+# ----------------------------------------------------------------- parallel machinery
+_WORKER = {}
+
+
+def _worker_init(problem, kwargs, counts, stop_event):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    _WORKER.update(problem=problem, kwargs=kwargs, counts=counts, stop=stop_event)
+    try:  # one BLAS thread per chain process: the chains are the parallelism
+        from threadpoolctl import threadpool_limits
+
+        _WORKER["limits"] = threadpool_limits(1)
+    except Exception:  # pragma: no cover - threadpoolctl ships with scikit-learn
+        pass
+
+
+def _worker_chain(index, theta0, seed):
+    counts = _WORKER["counts"]
+
+    def report(k):
+        counts[index] = k
+
+    return _run_chain(_WORKER["problem"], theta0, seed, report=report,
+                      stop=_WORKER["stop"].is_set, **_WORKER["kwargs"])
+
+
+def _mp_context():
+    methods = mp.get_all_start_methods()
+    return mp.get_context("fork" if "fork" in methods else methods[0])
+
+
+def _run_parallel(problem, inits, seeds, kwargs, cores, bar):
+    ctx = _mp_context()
+    chains = len(seeds)
+    counts = ctx.Array("q", chains, lock=False)
+    stop_event = ctx.Event()
+    results = [None] * chains
+    with ProcessPoolExecutor(max_workers=cores, mp_context=ctx, initializer=_worker_init,
+                             initargs=(problem, kwargs, counts, stop_event)) as pool:
+        futures = [pool.submit(_worker_chain, c, inits[c], seeds[c]) for c in range(chains)]
+        pending = set(range(chains))
+        while pending:
+            try:
+                for c in list(pending):
+                    if futures[c].done():
+                        results[c] = futures[c].result()
+                        pending.discard(c)
+                bar.update(sum(counts[:]))
+                if pending:
+                    time.sleep(0.05)
+            except KeyboardInterrupt:
+                stop_event.set()
+    return results
+
+
+# ------------------------------------------------------------------------------ driver
+def _initial_points(problem, init, theta_hat, chains, rng, solver):
+    p = problem.design.n_params
+    if isinstance(init, str):
+        if init not in ("irls", "overdispersed"):
+            raise ValueError(f"init must be 'irls', 'overdispersed' or an array, got {init!r}")
+        if theta_hat is None:
+            raise ValueError(f"init={init!r} needs the IRLS estimate (the mode) theta_hat")
+        theta_hat = np.asarray(theta_hat, dtype=float)
+        if init == "irls":
+            return np.tile(theta_hat, (chains, 1))
+        # IRLS estimate plus 3 x a draw from N(0, A^{-1}) of the IRLS system at it
+        rho, _ = problem.irls_weights(theta_hat)
+        zero = np.zeros(problem.design.n_samples)
+        return np.array([
+            theta_hat + 3.0 * wls.sample(problem.design, rho, zero, rng, solver=solver)[0]
+            for _ in range(chains)
+        ])
+    arr = np.asarray(init, dtype=float)
+    if arr.shape == (p,):
+        return np.tile(arr, (chains, 1))
+    if arr.shape == (chains, p):
+        return arr.copy()
+    raise ValueError(f"init array must have shape ({p},) or ({chains}, {p}), got {arr.shape}")
+
+
+def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
+           theta_hat=None, random_state=None, progressbar=True, cores=None,
+           store_augmentation=False, solver="auto", cg_tol=1e-12, overrelax=OVERRELAX,
+           theta_irls=None):
+    """Run Gibbs chains on ``exp(-J(theta))`` for one problem.
+
+    Parameters
+    ----------
+    problem : Problem
+    draws : int >= 1
+        Kept draws per chain (after thinning).
+    tune : int >= 0
+        Burn-in sweeps per chain, discarded.
+    chains : int >= 1
+    thin : int >= 1
+        Keep every ``thin``-th sweep; a chain runs ``tune + draws * thin`` sweeps.
+    init : {"irls", "overdispersed"} or array of shape (n_params,) or (chains, n_params)
+        ``"irls"`` starts every chain at ``theta_hat``; ``"overdispersed"`` at
+        ``theta_hat + 3 eta`` with ``eta ~ N(0, A^{-1})`` of the IRLS system.
+    theta_hat : ndarray of shape (n_params,), optional
+        The mode of ``exp(-J)``, i.e. ``argmin J`` whichever solver found it (needed by
+        the two named ``init`` options).
+    random_state : None, int, SeedSequence or numpy.random.Generator
+        Chain ``c`` uses child ``c`` of one SeedSequence (see :func:`bayesdrop._validation.seed_sequence`).
+    progressbar : bool
+        Shown on stderr unless False or the ``CI`` environment variable is set.
+    cores : int, optional
+        Processes running chains at once; default ``min(chains, os.cpu_count())``.
+        ``cores=1`` runs the chains in sequence in this process (same draws).
+    store_augmentation : bool
+        Keep full traces of the augmentation variables (memory ``chains * draws * N``).
+    solver : {"auto", "cholesky", "woodbury", "cg"}
+    cg_tol : float
+    overrelax : float in (-1, 1), default=-0.5
+        Over-relaxation of the Gaussian step (see :func:`step`); 0 for plain Gibbs.
+    theta_irls : ndarray, optional
+        Deprecated name of ``theta_hat`` (it names the algorithm, not the quantity);
+        accepted with a ``FutureWarning`` until release 0.3.
+
+    Returns
+    -------
+    SamplerResult
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> from bayesdrop.samplers import sample
+    >>> from bayesdrop.solvers import irls
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
+    >>> theta_hat = irls.fit(problem).theta
+    >>> res = sample(problem, draws=50, tune=20, chains=2, theta_hat=theta_hat,
+    ...                    random_state=0, progressbar=False, cores=1)
+    >>> res.theta.shape, res.lp.shape, bool(res.lp.max() <= -problem.objective(theta_hat))
+    ((2, 50, 4), (2, 50), True)
+    """
+    if theta_irls is not None:
+        if theta_hat is not None:
+            raise TypeError("pass theta_hat only (theta_irls is its deprecated name)")
+        warnings.warn("theta_irls is deprecated and will be removed in 0.3; pass theta_hat "
+                      "(the mode of J, whichever solver found it)", FutureWarning,
+                      stacklevel=2)
+        theta_hat = theta_irls
+    draws = check_scalar(draws, "draws", min_val=1, integer=True)
+    tune = check_scalar(tune, "tune", min_val=0, integer=True)
+    chains = check_scalar(chains, "chains", min_val=1, integer=True)
+    thin = check_scalar(thin, "thin", min_val=1, integer=True)
+    if cores is None:
+        cores = min(chains, os.cpu_count() or 1)
+    cores = check_scalar(cores, "cores", min_val=1, integer=True)
+    if solver not in wls.SOLVERS:
+        raise ValueError(f"solver must be one of {wls.SOLVERS}, got {solver!r}")
+    overrelax = check_scalar(overrelax, "overrelax", min_val=-1.0, max_val=1.0,
+                             include_min=False, include_max=False)
+    if problem.loss.n_augmentation == 0:
+        raise ValueError(
+            f"the {problem.loss.name} loss has no augmentation: its posterior is Gaussian "
+            "and needs no Gibbs sampler"
+        )
+    ss = seed_sequence(random_state)
+    init_seed, *chain_seeds = ss.spawn(chains + 1)
+    inits = _initial_points(problem, init, theta_hat, chains,
+                            np.random.default_rng(init_seed), solver)
+    kwargs = dict(tune=tune, draws=draws, thin=thin, solver=solver, cg_tol=cg_tol,
+                  overrelax=overrelax, store_augmentation=store_augmentation)
+    total = chains * (tune + draws * thin)
+    with ProgressBar(total, enabled=progressbar,
+                     description=f"Gibbs {problem.loss.name}, {chains} chain(s)") as bar:
+        if cores > 1 and chains > 1:
+            results = _run_parallel(problem, inits, chain_seeds, kwargs, min(cores, chains), bar)
+        else:
+            results = []
+            done = [0]
+            for c in range(chains):
+                def report(k, _base=done[0]):
+                    bar.update(_base + k)
+
+                res = _run_chain(problem, inits[c], chain_seeds[c], report=report, **kwargs)
+                results.append(res)
+                done[0] += tune + draws * thin
+                if res.interrupted:
+                    break
+    interrupted = any(r.interrupted for r in results) or len(results) < chains
+    kept = min(r.n_kept for r in results)
+    if interrupted:
+        warnings.warn(
+            f"sampling interrupted: returning the {kept} draw(s) per chain collected so far "
+            f"from {len(results)} chain(s)", RuntimeWarning, stacklevel=2,
+        )
+        if kept == 0:
+            raise RuntimeError("sampling interrupted before any draw was kept")
+    aug_traces = None
+    if store_augmentation:
+        aug_traces = np.stack([r.aug[:kept] for r in results])
+    return SamplerResult(
+        theta=np.stack([r.theta[:kept] for r in results]),
+        lp=np.stack([r.lp[:kept] for r in results]),
+        augmentation_mean=np.stack([r.aug_mean for r in results]),
+        augmentation=aug_traces,
+        theta_init=inits[: len(results)],
+        tune_time=np.array([r.tune_time for r in results]),
+        draw_time=np.array([r.draw_time for r in results]),
+        tune=tune,
+        thin=thin,
+        interrupted=interrupted,
+    )
+

@@ -1,0 +1,140 @@
+"""Gibbs sampler for the pseudo-posterior ``exp(-J(w, b))`` (MATH.md sections 3-4).
+
+One sweep alternates the two exact conditional draws of the augmented model::
+
+    aug   ~ p(aug | theta)      loss.draw_augmentation(m(theta), s(theta), y)
+    theta ~ N(A^{-1} r, A^{-1}) wls.sample(design, *loss.system_weights(aug, y))
+
+The second line is the IRLS step with the expectations replaced by draws and the solve
+replaced by a Gaussian draw from the *same* system ``(A, r)``. The marginal of the chain in
+``theta = (w, b)`` is exactly ``exp(-J)``, whose mode is the IRLS estimate.
+
+This module is the kernel, in the shape of BlackJAX: :func:`init` builds a
+:class:`GibbsState`, :func:`step` takes a :class:`numpy.random.Generator`, the problem and
+a state and returns the next state and a :class:`GibbsInfo`; :func:`log_density` is
+``-J``. The generic driver (chains, burn-in, thinning, progress, interrupts) is
+:func:`bayesdrop.samplers.driver.sample`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..linalg import wls
+
+__all__ = ["GibbsState", "GibbsInfo", "OVERRELAX", "init", "step", "log_density"]
+
+
+class GibbsState(NamedTuple):
+    """``theta`` and its mean scores ``m`` and score variances ``s`` (what the next
+    augmentation draw needs)."""
+
+    theta: np.ndarray
+    m: np.ndarray
+    s: np.ndarray
+
+
+class GibbsInfo(NamedTuple):
+    """What one :func:`step` drew besides ``theta``."""
+
+    augmentation: tuple  # the augmentation variables used for this theta draw
+    solver_info: dict
+
+
+# ------------------------------------------------------------------------------ kernel
+def init(problem, theta):
+    """Build the state at ``theta`` (computes ``m`` and ``s``).
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> from bayesdrop.samplers import gibbs
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
+    >>> state = gibbs.init(problem, np.zeros(4))
+    >>> state.m.shape, float(state.s.max())
+    ((60,), 0.0)
+    """
+    theta = np.array(theta, dtype=float)
+    if theta.shape != (problem.design.n_params,):
+        raise ValueError(
+            f"initial theta has shape {theta.shape}, expected ({problem.design.n_params},)"
+        )
+    if not np.all(np.isfinite(theta)):
+        raise ValueError("initial theta must be finite")
+    m, s = problem.design.scores(theta)
+    return GibbsState(theta, m, s)
+
+
+#: Default over-relaxation of the Gaussian step (see :func:`bayesdrop.linalg.wls.sample`).
+OVERRELAX = -0.5
+
+
+def step(rng, problem, state, *, solver="auto", cg_tol=1e-12, overrelax=OVERRELAX):
+    """One Gibbs sweep: draw the augmentation given ``theta``, then ``theta`` given it.
+
+    With ``overrelax = alpha != 0`` the second half is Adler's over-relaxed Gaussian
+    update ``theta' = alpha theta + (1 - alpha) A^{-1} r + sqrt(1 - alpha^2) xi``,
+    ``xi ~ N(0, A^{-1})``, which leaves the same conditional invariant; the chain still
+    targets ``exp(-J)`` exactly. ``alpha = -0.5`` (the default) roughly doubled the
+    minimum bulk ESS per sweep on the benchmark problems and improved tail ESS and the
+    ESS of squared deviations too; ``alpha = 0`` is the plain Gibbs sampler.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    problem : Problem
+    state : GibbsState
+    solver : {"auto", "cholesky", "woodbury", "cg"}
+        Back-end of the Gaussian draw (:func:`bayesdrop.linalg.wls.sample`).
+    cg_tol : float
+        Relative residual of the conjugate-gradient solve (``solver="cg"``).
+    overrelax : float in (-1, 1)
+
+    Returns
+    -------
+    state : GibbsState
+    info : GibbsInfo
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> from bayesdrop.samplers import gibbs
+    >>> problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.3))
+    >>> state = gibbs.init(problem, np.zeros(4))
+    >>> state, info = gibbs.step(np.random.default_rng(1), problem, state)
+    >>> state.theta.shape, len(info.augmentation), bool(np.all(info.augmentation[0] > 0))
+    ((4,), 1, True)
+    """
+    loss, y = problem.loss, problem.y
+    aug = loss.draw_augmentation(state.m, state.s, y, rng)
+    rho, t = loss.system_weights(aug, y)
+    theta, solver_info = wls.sample(problem.design, rho, t, rng, solver=solver,
+                                    x0=state.theta, cg_tol=cg_tol, theta=state.theta,
+                                    overrelax=overrelax)
+    return init(problem, theta), GibbsInfo(aug, solver_info)
+
+
+def log_density(problem, state):
+    """``-J(theta)`` from the state's scores (no extra pass over ``X``).
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> from bayesdrop.samplers import gibbs
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0))
+    >>> theta = np.array([0.5, 0.0, 0.0, 0.1])
+    >>> bool(np.isclose(gibbs.log_density(problem, gibbs.init(problem, theta)),
+    ...                 -problem.objective(theta)))
+    True
+    """
+    w, _ = problem.design.split(state.theta)
+    value = problem.loss.value(state.m, state.s, problem.y)
+    return -float(w @ w + np.sum(value))

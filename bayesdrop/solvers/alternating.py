@@ -1,0 +1,165 @@
+"""Alternating minimisation of the latent (one-hidden-layer) objective (MATH.md section 6).
+
+``J(w, b, alpha)`` is minimised block by block: the ``w``-step is IRLS on the hidden
+features (:class:`bayesdrop.model.latent.LatentDesign` through the shared weighted
+least-squares core), the ``alpha``-step L-BFGS on
+:func:`bayesdrop.model.latent.latent_objective` with its analytic gradient. Both steps
+decrease ``J``, so the objective history of :func:`fit_latent` is monotone.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import minimize
+
+from .._validation import as_float_design, check_random_state
+from ..model.latent import LatentDesign, latent_objective, noise_entries
+from ..model.noise import make_noise
+from ..model.problem import Problem
+from . import irls
+
+__all__ = ["LatentResult", "fit_latent"]
+
+
+class LatentResult(NamedTuple):
+    """Outcome of :func:`fit_latent`.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (n_hidden + fit_intercept,)
+        Output weights and intercept.
+    alpha : ndarray of shape (n_features + 1, n_hidden)
+        Hidden weights, hidden biases in the last row.
+    objective : ndarray
+        ``J`` after each half-step (non-increasing).
+    n_iter : int
+    converged : bool
+    time : float
+    entries : tuple
+        The noise entries of :func:`bayesdrop.model.latent.noise_entries`.
+    """
+
+    theta: np.ndarray
+    alpha: np.ndarray
+    objective: np.ndarray
+    n_iter: int
+    converged: bool
+    time: float
+    entries: tuple
+
+
+def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_intercept=True,
+               alpha0=None, theta0=None, random_state=None, max_iter=50, w_iter=100,
+               alpha_iter=20, tol=1e-6, init_scale=2.0, clean_start=5):
+    """Alternate the ``w``-step (IRLS on the hidden features) and the ``alpha``-step.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    loss : Loss
+    noise : NoiseModel or str
+    n_hidden : int
+    alpha_penalty : float >= 0
+    fit_intercept : bool
+    alpha0 : ndarray of shape (n_features + 1, n_hidden), optional
+        Initial hidden layer; default ``N(0, (init_scale / rms)^2)`` weights with ``rms``
+        the root mean square of ``||x_n||`` (pre-activations of sd about ``init_scale``)
+        and zero biases.
+    theta0 : ndarray, optional
+    random_state : None, int or Generator
+    max_iter : int
+        Outer alternations.
+    w_iter, alpha_iter : int
+        IRLS iterations per ``w``-step and L-BFGS iterations per ``alpha``-step.
+    tol : float
+        Stop when one alternation lowers ``J`` by less than ``tol * max(|J|, 1)``.
+    init_scale : float
+        See ``alpha0``.
+    clean_start : int
+        With noise and no ``alpha0``: first run this many alternations on clean data
+        (zero noise) and start from their result. The objective history reported is
+        that of the noisy problem only.
+
+    Returns
+    -------
+    LatentResult
+        ``theta``, ``alpha``, ``objective`` (history after each half-step), ``n_iter``,
+        ``converged``, ``time``.
+
+    Examples
+    --------
+    >>> from bayesdrop import HingeLoss, Dropout
+    >>> from bayesdrop.solvers.alternating import fit_latent
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(80, 2)); y = np.sign(X[:, 0] * X[:, 1])  # XOR-like
+    >>> res = fit_latent(X, y, HingeLoss(1.0), Dropout(0.1), n_hidden=4, max_iter=5,
+    ...                  random_state=0)
+    >>> bool(np.all(np.diff(res.objective) <= 1e-9))  # monotone by construction
+    True
+    """
+    X = as_float_design(X)
+    noise = make_noise(noise) if not hasattr(noise, "variance") else noise
+    entries = noise_entries(X, noise)
+    n, d = X.shape
+    rng = check_random_state(random_state)
+    if alpha0 is None:
+        # pre-activations with sd about init_scale: hidden features that vary
+        # (a near-constant layer makes w = 0 a stationary point of the alternation)
+        sq = X.multiply(X).sum(axis=1) if sp.issparse(X) else np.sum(X * X, axis=1)
+        rms = float(np.sqrt(np.mean(sq))) or 1.0
+        alpha = np.zeros((d + 1, n_hidden))
+        alpha[:-1] = rng.normal(scale=init_scale / rms, size=(d, n_hidden))
+    else:
+        alpha = np.array(alpha0, dtype=float)
+    theta = theta0
+    start = time.perf_counter()
+    if clean_start and alpha0 is None and entries[2].size:
+        # continuation from clean data: with noise, a random hidden layer carries so little
+        # signal that the first alpha-step can collapse to the trivial w = 0 solution
+        pre = fit_latent(X, y, loss, make_noise("none"), n_hidden=n_hidden,
+                         alpha_penalty=alpha_penalty, fit_intercept=fit_intercept,
+                         alpha0=alpha, random_state=rng, max_iter=clean_start,
+                         w_iter=w_iter, alpha_iter=alpha_iter, tol=tol, clean_start=0)
+        alpha, theta = pre.alpha, pre.theta
+    history = []
+    converged = False
+    it = 0
+    pen = float(alpha_penalty)
+    for it in range(1, max_iter + 1):
+        design = LatentDesign(X, entries, alpha, fit_intercept)
+        problem = Problem(design, loss, y)
+        res = irls.fit(problem, theta, tol=1e-10, max_iter=w_iter, warn=False)
+        theta = res.theta
+        aw = alpha[:-1]
+        history.append(res.objective[-1] + pen * float(np.sum(aw * aw)))
+
+        def fun(a_flat):
+            J, g = latent_objective(X, entries, y, loss, theta, a_flat.reshape(alpha.shape),
+                                    pen, fit_intercept)
+            return J, g.ravel()
+
+        opt = minimize(fun, alpha.ravel(), jac=True, method="L-BFGS-B",
+                       options={"maxiter": alpha_iter})
+        if opt.fun <= history[-1]:
+            alpha = opt.x.reshape(alpha.shape)
+            history.append(float(opt.fun))
+        else:  # keep the objective monotone
+            history.append(history[-1])
+        if len(history) >= 4:
+            prev, cur = history[-3], history[-1]
+            if prev - cur <= tol * max(abs(cur), 1.0):
+                converged = True
+                break
+    # finish with a w-step at the final alpha so theta is optimal for it
+    design = LatentDesign(X, entries, alpha, fit_intercept)
+    res = irls.fit(Problem(design, loss, y), theta, tol=1e-10, max_iter=w_iter, warn=False)
+    theta = res.theta
+    history.append(res.objective[-1] + pen * float(np.sum(alpha[:-1] ** 2)))
+    return LatentResult(theta=theta, alpha=alpha, objective=np.array(history), n_iter=it,
+                        converged=converged, time=time.perf_counter() - start,
+                        entries=entries)
