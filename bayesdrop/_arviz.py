@@ -10,13 +10,25 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import xarray as xr
-
-with warnings.catch_warnings():  # ArviZ 0.23 announces its 1.0 refactor on import
-    warnings.simplefilter("ignore", FutureWarning)
-    import arviz as az
 
 __all__ = ["az", "to_inference_data", "summary_stats", "ess", "mcse", "rhat", "from_netcdf"]
+
+
+def _az():
+    """ArviZ, imported on first use (it takes a second or two; ``import bayesdrop``
+    does not pay for it)."""
+    with warnings.catch_warnings():  # ArviZ 0.23 announces its 1.0 refactor on import
+        warnings.simplefilter("ignore", FutureWarning)
+        import arviz
+
+    return arviz
+
+
+def __getattr__(name):
+    """``bayesdrop._arviz.az`` is the ArviZ module, imported lazily."""
+    if name == "az":
+        return _az()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 AUGMENTATION_NAMES = {
     "hinge": ("u",),
@@ -61,6 +73,8 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
         ``augmentation_mean``: per chain and example, the posterior mean of each
         augmentation variable (``u``, ``u_prime`` or ``lambda``).
     """
+    import xarray as xr
+
     multiclass = class_names is not None
     n_features = results[0].theta.shape[-1] - int(fit_intercept)
     n_samples = results[0].augmentation_mean.shape[-1]
@@ -135,23 +149,23 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
         groups["augmentation_mean"] = xr.Dataset(aug_mean, coords=aug_coords)
     for ds in groups.values():
         ds.attrs.update(meta)
-    return az.InferenceData(**groups)
+    return _az().InferenceData(**groups)
 
 
 def summary_stats(idata, var_names=None, hdi_prob=0.94):
     """``arviz.summary`` of the posterior (mean, sd, HDI, MCSE, ESS, R-hat)."""
-    return az.summary(idata, var_names=var_names, hdi_prob=hdi_prob, kind="all",
+    return _az().summary(idata, var_names=var_names, hdi_prob=hdi_prob, kind="all",
                       round_to="none")
 
 
 def ess(values, method="bulk"):
     """Effective sample size of an array of shape (chain, draw)."""
-    return float(np.squeeze(az.ess(np.asarray(values), method=method)))
+    return float(np.squeeze(_az().ess(np.asarray(values), method=method)))
 
 
 def min_ess(idata, var_name="coef", method="bulk"):
     """Smallest ESS over the components of one posterior variable."""
-    return float(az.ess(idata, var_names=[var_name], method=method)[var_name].min())
+    return float(_az().ess(idata, var_names=[var_name], method=method)[var_name].min())
 
 
 def mcse(values, method="mean"):
@@ -161,27 +175,27 @@ def mcse(values, method="mean"):
     array, which numpy >= 2.4 refuses; ArviZ's numba acceleration is switched off for the
     duration of the call.
     """
-    flag = az.Numba.numba_flag
+    flag = _az().Numba.numba_flag
     if flag:
-        az.Numba.disable_numba()
+        _az().Numba.disable_numba()
     try:
-        return float(np.squeeze(az.mcse(np.asarray(values), method=method)))
+        return float(np.squeeze(_az().mcse(np.asarray(values), method=method)))
     finally:
         if flag:
-            az.Numba.enable_numba()
+            _az().Numba.enable_numba()
 
 
 def rhat(values):
     """Rank-normalised split R-hat of an array of shape (chain, draw)."""
-    return float(np.squeeze(az.rhat(np.asarray(values))))
+    return float(np.squeeze(_az().rhat(np.asarray(values))))
 
 
 def from_netcdf(path):
     """Load an InferenceData written by ``idata.to_netcdf(path)``."""
-    return az.from_netcdf(path)
+    return _az().from_netcdf(path)
 
 
 def plot_density(idata, var_names, coords, ax):
     """``arviz.plot_posterior`` of selected variables onto the axes ``ax``."""
-    return az.plot_posterior(idata, var_names=var_names, coords=coords, ax=ax,
+    return _az().plot_posterior(idata, var_names=var_names, coords=coords, ax=ax,
                              hdi_prob=0.94, point_estimate="mean")

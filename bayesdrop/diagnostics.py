@@ -14,7 +14,6 @@ The Gibbs chain targets ``exp(-J(w, b))`` and IRLS returns ``argmin J``, so
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from . import _arviz
 
@@ -111,6 +110,8 @@ def check_mode(idata, estimator, rtol=1e-7):
     >>> bool(check_mode(idata, clf)["is_mode"].all())
     True
     """
+    import pandas as pd
+
     _check_match(idata, estimator)
     history = estimator.objective_
     if isinstance(history, np.ndarray) and history.ndim == 1:
@@ -150,6 +151,8 @@ def augmentation_comparison(idata, estimator, X, y):
     >>> len(table), {"irls", "posterior_mean"} <= set(table.columns)
     (60, True)
     """
+    import pandas as pd
+
     _check_match(idata, estimator)
     problems, thetas = estimator._problems(X, y)
     group = idata["augmentation_mean"]
