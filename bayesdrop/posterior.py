@@ -22,7 +22,7 @@ from .model.losses import make_loss
 from .model.noise import make_noise
 from .model.problem import Problem
 from .samplers.driver import sample
-from .solvers import irls
+from .solvers import fit_problem
 
 __all__ = [
     "sigmoid_proba",
@@ -67,7 +67,7 @@ def sample_problems(problems, thetas_hat, *, random_state=None, **kwargs):
 def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_level=None,
                      fit_intercept=True, draws=1000, tune=500, chains=4, thin=1,
                      init="irls", random_state=None, progressbar=True, cores=None,
-                     store_augmentation=False, solver="auto", overrelax=-0.5,
+                     store_augmentation=False, linalg="auto", overrelax=-0.5,
                      feature_names=None, **loss_params):
     """Sample ``exp(-J(w, b))`` for one binary or regression problem (functional API).
 
@@ -86,7 +86,7 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
         As for the estimators.
     fit_intercept : bool
     draws, tune, chains, thin, init, random_state, progressbar, cores,
-    store_augmentation, solver, overrelax
+    store_augmentation, linalg, overrelax
         See :func:`bayesdrop.samplers.sample`.
     feature_names : sequence of str, optional
     **loss_params
@@ -111,11 +111,11 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     noise_obj = make_noise(noise, noise_level)
     X = as_float_design(X)
     problem = Problem.create(X, y, loss_obj, noise_obj, fit_intercept)
-    fit = irls.fit(problem, None, solver=solver)
+    fit = fit_problem(problem, None, linalg=linalg)
     (res,) = sample_problems([problem], [fit.theta], random_state=random_state,
                              draws=draws, tune=tune, chains=chains, thin=thin, init=init,
                              progressbar=progressbar, cores=cores,
-                             store_augmentation=store_augmentation, solver=solver,
+                             store_augmentation=store_augmentation, linalg=linalg,
                              overrelax=overrelax)
     return to_inference_data([res], loss=loss_obj, noise=noise_obj,
                              fit_intercept=fit_intercept, y=np.asarray(y),

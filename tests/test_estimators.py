@@ -93,7 +93,7 @@ def test_dense_and_sparse_give_the_same_fit(Est, kw, noise):
     Xc = X.copy()
     a = Est(noise=noise, noise_level=0.4, tol=1e-12, **kw).fit(X, y)
     b = Est(noise=noise, noise_level=0.4, tol=1e-12, **kw).fit(X.toarray(), y)
-    c = Est(noise=noise, noise_level=0.4, tol=1e-12, solver="cg", **kw).fit(X.tocsc(), y)
+    c = Est(noise=noise, noise_level=0.4, tol=1e-12, linalg="cg", **kw).fit(X.tocsc(), y)
     for other in (b, c):
         assert np.allclose(a.coef_, other.coef_, rtol=1e-6, atol=1e-8)
         assert np.allclose(a.intercept_, other.intercept_, rtol=1e-6, atol=1e-8)

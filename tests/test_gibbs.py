@@ -186,7 +186,7 @@ def test_sparse_woodbury_and_cg_chains_agree_with_dense_cholesky():
         problem = Problem.create(Xin, y, LogisticLoss(1.0), Dropout(0.2), True)
         theta_hat = irls.fit(problem, None).theta
         res = sample(problem, draws=800, tune=100, chains=2, theta_hat=theta_hat,
-                           random_state=1, progressbar=False, cores=1, solver=solver)
+                           random_state=1, progressbar=False, cores=1, linalg=solver)
         means[solver] = res.theta.mean(axis=(0, 1))
         ses[solver] = np.array([_mcse(res.theta[..., k])[0] for k in range(46)])
     for solver in ("woodbury", "cg"):
@@ -268,7 +268,7 @@ def test_bad_arguments(small_problem_data):
         (dict(init="random"), ValueError, "init"),
         (dict(init=np.zeros(3)), ValueError, "init array"),
         (dict(init=np.full(6, np.nan)), ValueError, "finite"),
-        (dict(solver="lu"), ValueError, "solver"),
+        (dict(linalg="lu"), ValueError, "linalg"),
         (dict(overrelax=-1.0), ValueError, "overrelax"),
         (dict(random_state=np.random.RandomState(0)), TypeError, "random_state"),
         (dict(random_state=-3), ValueError, "random_state"),

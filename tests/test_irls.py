@@ -59,8 +59,8 @@ def test_sparse_cg_irls_matches_dense_cholesky():
     for loss in (HingeLoss(0.5), LogisticLoss(0.5)):
         ps = Problem.create(X, y, loss, Poisson(1.0))
         pd_ = Problem.create(X.toarray(), y, loss, Poisson(1.0))
-        a = irls.fit(ps, tol=1e-12, solver="cg")
-        b = irls.fit(pd_, tol=1e-12, solver="cholesky")
+        a = irls.fit(ps, tol=1e-12, linalg="cg")
+        b = irls.fit(pd_, tol=1e-12, linalg="cholesky")
         assert a.objective[-1] == pytest.approx(b.objective[-1], rel=1e-10)
         assert np.allclose(a.theta, b.theta, rtol=1e-5, atol=1e-6)
 

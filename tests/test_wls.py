@@ -43,8 +43,8 @@ def test_normal_equations_match_definition(noise, sparse, fit_intercept):
     assert np.allclose(diag, np.diag(A_ref), rtol=1e-12)
     ref = np.linalg.solve(A_ref, r_ref)
     for solver in ("cholesky", "woodbury", "cg"):
-        theta, info = wls.solve(design, rho, t, solver=solver, cg_tol=1e-12)
-        assert info["solver"] == solver
+        theta, info = wls.solve(design, rho, t, linalg=solver, cg_tol=1e-12)
+        assert info["linalg"] == solver
         assert np.allclose(theta, ref, rtol=1e-8, atol=1e-10)
 
 
@@ -53,7 +53,7 @@ def test_auto_uses_matrix_free_cg_for_large_sparse_design(monkeypatch):
     X = sparse_counts(n=300, d=30_000, density=0.002, seed=2)
     design = Design(X, Dropout(0.5))
     monkeypatch.setattr(wls, "MAX_WOODBURY_SAMPLES", 100)
-    assert wls.choose_solver(design) == "cg"
+    assert wls.choose_linalg(design) == "cg"
 
     def forbidden(*args, **kwargs):
         raise AssertionError("a dense normal matrix was formed")
@@ -72,20 +72,20 @@ def test_auto_uses_woodbury_when_features_outnumber_examples(monkeypatch):
     X = sparse_counts(n=300, d=30_000, density=0.002, seed=2)
     design = Design(X, Dropout(0.5))
     monkeypatch.setattr(wls, "MAX_WOODBURY_SAMPLES", 1000)
-    assert wls.choose_solver(design) == "woodbury"
+    assert wls.choose_linalg(design) == "woodbury"
     monkeypatch.setattr(Design, "gram", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
     rng = np.random.default_rng(1)
     rho, t = 10.0 ** rng.uniform(-3, 9, size=300), rng.normal(size=300)  # ill-conditioned
     theta, info = wls.solve(design, rho, t)
-    assert info["solver"] == "woodbury"
+    assert info["linalg"] == "woodbury"
     op, _ = wls.normal_operator(design, rho)
     r = wls.normal_rhs(design, t)
     assert np.linalg.norm(op @ theta - r) <= 1e-8 * np.linalg.norm(r)
 
 
 def test_unknown_solver():
-    with pytest.raises(ValueError, match="solver must be one of"):
-        wls.choose_solver(Design(np.eye(3)), "qr")
+    with pytest.raises(ValueError, match="linalg must be one of"):
+        wls.choose_linalg(Design(np.eye(3)), "qr")
 
 
 @pytest.mark.parametrize("solver", ["cholesky", "woodbury", "cg"])
@@ -102,7 +102,7 @@ def test_gaussian_draw_has_mean_inv_A_r_and_covariance_inv_A(solver, noise):
     S = np.linalg.inv(A)
     mu = S @ r
     n = 2_000 if solver == "cg" else 4_000
-    draws = np.array([wls.sample(design, rho, t, rng, solver=solver)[0] for _ in range(n)])
+    draws = np.array([wls.sample(design, rho, t, rng, linalg=solver)[0] for _ in range(n)])
     assert np.all(np.abs(draws.mean(0) - mu) <= 4 * np.sqrt(np.diag(S) / n))
     emp = np.cov(draws.T)
     se = np.sqrt((np.outer(np.diag(S), np.diag(S)) + S**2) / n)
@@ -134,7 +134,7 @@ def test_overrelaxed_draw_preserves_gaussian_with_lag_covariance_alpha_sigma(sol
     mu = S @ r
     n, alpha = 4_000, -0.6
     prev = rng.multivariate_normal(mu, S, size=n)
-    new = np.array([wls.sample(design, rho, t, rng, solver=solver, theta=th,
+    new = np.array([wls.sample(design, rho, t, rng, linalg=solver, theta=th,
                                overrelax=alpha)[0] for th in prev])
     assert np.all(np.abs(new.mean(0) - mu) <= 4 * np.sqrt(np.diag(S) / n))
     se = np.sqrt((np.outer(np.diag(S), np.diag(S)) + S**2) / n)

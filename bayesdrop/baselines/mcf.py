@@ -42,9 +42,9 @@ class MCFQuadraticClassifier(_DropoutClassifier):
     noise, noise_level
         As for :class:`bayesdrop.DropoutSVC`.
     fit_intercept : bool, default=True
-    solver : {"auto", "cholesky", "woodbury", "cg"}, default="auto"
-    tol, max_iter, accelerate, warm_start
-        As for :class:`bayesdrop.DropoutSVC` (one IRLS step is exact here).
+    solver, linalg, tol, max_iter, accelerate, warm_start
+        As for :class:`bayesdrop.DropoutSVC` (``J`` is quadratic: one Newton or IRLS step
+        is exact here).
 
     Attributes
     ----------
@@ -62,12 +62,13 @@ class MCFQuadraticClassifier(_DropoutClassifier):
     """
 
     def __init__(self, C=1.0, *, noise="dropout", noise_level=None, fit_intercept=True,
-                 solver="auto", tol=1e-8, max_iter=100, accelerate=False, warm_start=False):
+                 solver="auto", linalg="auto", tol=1e-8, max_iter=100, accelerate=False, warm_start=False):
         self.C = C
         self.noise = noise
         self.noise_level = noise_level
         self.fit_intercept = fit_intercept
         self.solver = solver
+        self.linalg = linalg
         self.tol = tol
         self.max_iter = max_iter
         self.accelerate = accelerate

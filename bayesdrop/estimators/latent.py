@@ -45,7 +45,8 @@ _LATENT_DOC = """
 class _DropoutLatentClassifier(_DropoutClassifier):
     """Shared code of the one-hidden-layer classifiers (:mod:`bayesdrop.model.latent`)."""
 
-    solver = "cholesky"
+    solver = "irls"
+    linalg = "cholesky"
 
     def _check_params(self):
         check_scalar(self.C, "C", min_val=0.0, include_min=False)

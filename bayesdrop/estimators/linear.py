@@ -19,12 +19,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._arviz import to_inference_data
 from .._validation import check_scalar
-from ..linalg.wls import SOLVERS
 from ..model.losses import EpsilonInsensitiveLoss, HingeLoss, LogisticLoss
 from ..model.noise import make_noise
 from ..model.problem import Problem
 from ..posterior import sample_problems, sigmoid_proba, vote_fractions
-from ..solvers import irls
+from ..solvers import check_solver, fit_problem
 from ._base import ACCEPT_SPARSE, BinaryFit, LinearModel, OneVsRestClassifier
 
 __all__ = ["DropoutSVC", "DropoutLogisticRegression", "DropoutSVR"]
@@ -44,17 +43,25 @@ NoiseModel, default="dropout"
 _SOLVER_DOC = """
     fit_intercept : bool, default=True
         Fit an unpenalised, uncorrupted intercept.
-    solver : {"auto", "cholesky", "cg"}, default="auto"
-        Back-end of the weighted least-squares step (:mod:`bayesdrop.linalg.wls`): dense
-        Cholesky, or matrix-free conjugate gradients (never forms a ``D x D`` matrix).
-        ``"auto"`` uses Cholesky up to 2000 parameters.
+    solver : {"auto", "newton", "irls"}, default="auto"
+        The optimiser of ``J`` (:mod:`bayesdrop.solvers`): Newton's method with a line
+        search (:mod:`bayesdrop.solvers.newton`), or variational IRLS
+        (:mod:`bayesdrop.solvers.irls`). ``"auto"`` uses Newton whenever ``J`` is twice
+        differentiable -- the logistic loss, and the hinge / epsilon-insensitive losses
+        under non-zero noise -- and IRLS (with its exact active-set polish) for the
+        hinge / epsilon-insensitive losses at zero noise. Both reach the same optimum.
+    linalg : {"auto", "cholesky", "woodbury", "cg"}, default="auto"
+        The linear-algebra back-end: dense Cholesky, the Woodbury dual (IRLS only,
+        ``D > N``), or matrix-free conjugate gradients (never forms a ``D x D``
+        matrix). ``"auto"`` uses Cholesky up to 2000 parameters.
     tol : float, default=1e-8
-        Relative decrease of ``J`` (and ``sqrt(tol)`` relative change of the parameters)
-        at which IRLS stops.
+        Newton: stop after the step whose decrement ``lambda^2 / 2`` (an estimate of
+        ``J - J*``) is below ``tol * max(|J|, 1)``. IRLS: relative decrease of ``J`` (and
+        ``sqrt(tol)`` relative change of the parameters).
     max_iter : int, default=1000
-        Maximum IRLS iterations per binary problem.
+        Maximum iterations (Newton or IRLS steps) per binary problem.
     accelerate : bool, default=True
-        SQUAREM acceleration of the IRLS map, monotone in ``J`` (:mod:`bayesdrop.solvers.irls`).
+        SQUAREM acceleration of the IRLS map, monotone in ``J`` (IRLS only).
     warm_start : bool, default=False
         Start from the previous solution when refitting on data of the same shape.
 """
@@ -67,8 +74,7 @@ class _DropoutLinearModel(LinearModel):
         check_scalar(self.C, "C", min_val=0.0, include_min=False)
         check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
         check_scalar(self.max_iter, "max_iter", min_val=1, integer=True)
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        self._solver, self._linalg = check_solver(self.solver, self.linalg)
         return make_noise(self.noise, self.noise_level)
 
     def _binary_problems(self, X, targets, noise, loss):
@@ -92,8 +98,9 @@ class _DropoutLinearModel(LinearModel):
         def fit_binary(k, _, start):
             design = problems[k].design
             theta0 = None if start is None else design.pack(*start)
-            res = irls.fit(problems[k], theta0, tol=self.tol, max_iter=self.max_iter,
-                           accelerate=self.accelerate, solver=self.solver)
+            res = fit_problem(problems[k], theta0, solver=self._solver, linalg=self._linalg,
+                              tol=self.tol, max_iter=self.max_iter,
+                              accelerate=self.accelerate)
             coef, intercept = design.split(res.theta)
             return BinaryFit(coef, intercept, res.n_iter, res.converged, res.objective)
 
@@ -159,7 +166,8 @@ class _DropoutLinearModel(LinearModel):
         results = sample_problems(problems, thetas, random_state=random_state, draws=draws,
                                   tune=tune, chains=chains, thin=thin, init=init,
                                   progressbar=progressbar, cores=cores,
-                                  store_augmentation=store_augmentation, solver=self.solver,
+                                  store_augmentation=store_augmentation,
+                                  linalg=self._sampler_linalg(),
                                   overrelax=overrelax)
         classes = getattr(self, "classes_", None)
         class_names = list(classes) if classes is not None and len(problems) > 1 else None
@@ -173,6 +181,9 @@ class _DropoutLinearModel(LinearModel):
 
     def _posterior_feature_names(self):
         return getattr(self, "feature_names_in_", None)
+
+    def _sampler_linalg(self):
+        return check_solver(self.solver, self.linalg)[1]
 
 
 class _DropoutClassifier(OneVsRestClassifier, _DropoutLinearModel):
@@ -255,7 +266,7 @@ class DropoutSVC(_DropoutClassifier):
     """
 
     def __init__(self, C=1.0, *, noise="dropout", noise_level=None, margin=1.0,
-                 fit_intercept=True, solver="auto", tol=1e-8, max_iter=1000,
+                 fit_intercept=True, solver="auto", linalg="auto", tol=1e-8, max_iter=1000,
                  accelerate=True, warm_start=False):
         self.C = C
         self.noise = noise
@@ -263,6 +274,7 @@ class DropoutSVC(_DropoutClassifier):
         self.margin = margin
         self.fit_intercept = fit_intercept
         self.solver = solver
+        self.linalg = linalg
         self.tol = tol
         self.max_iter = max_iter
         self.accelerate = accelerate
@@ -306,13 +318,14 @@ class DropoutLogisticRegression(_DropoutClassifier):
     """
 
     def __init__(self, C=1.0, *, noise="dropout", noise_level=None, fit_intercept=True,
-                 solver="auto", tol=1e-8, max_iter=1000, accelerate=True,
+                 solver="auto", linalg="auto", tol=1e-8, max_iter=1000, accelerate=True,
                  warm_start=False):
         self.C = C
         self.noise = noise
         self.noise_level = noise_level
         self.fit_intercept = fit_intercept
         self.solver = solver
+        self.linalg = linalg
         self.tol = tol
         self.max_iter = max_iter
         self.accelerate = accelerate
@@ -376,7 +389,7 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
     """
 
     def __init__(self, C=1.0, *, epsilon=0.1, noise="dropout", noise_level=None,
-                 fit_intercept=True, solver="auto", tol=1e-8, max_iter=1000,
+                 fit_intercept=True, solver="auto", linalg="auto", tol=1e-8, max_iter=1000,
                  accelerate=True, warm_start=False):
         self.C = C
         self.epsilon = epsilon
@@ -384,6 +397,7 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
         self.noise_level = noise_level
         self.fit_intercept = fit_intercept
         self.solver = solver
+        self.linalg = linalg
         self.tol = tol
         self.max_iter = max_iter
         self.accelerate = accelerate

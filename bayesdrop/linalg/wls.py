@@ -45,8 +45,9 @@ from .woodbury import WoodburyFactor, cholesky_factor
 
 __all__ = [
     "MAX_CHOLESKY_PARAMS",
+    "LINALG",
     "SOLVERS",
-    "choose_solver",
+    "choose_linalg",
     "normal_matrix",
     "normal_rhs",
     "normal_operator",
@@ -57,17 +58,20 @@ __all__ = [
     "sample",
 ]
 
-#: Largest number of parameters for which ``solver="auto"`` forms ``A`` densely.
+#: Largest number of parameters for which ``linalg="auto"`` forms ``A`` densely.
 MAX_CHOLESKY_PARAMS = 2000
 
-#: Largest number of examples for which ``solver="auto"`` uses the dual (Woodbury) solve.
+#: Largest number of examples for which ``linalg="auto"`` uses the dual (Woodbury) solve.
 MAX_WOODBURY_SAMPLES = 6000
 
-SOLVERS = ("auto", "cholesky", "woodbury", "cg")
+LINALG = ("auto", "cholesky", "woodbury", "cg")
+
+#: Deprecated name of :data:`LINALG` (until 0.3).
+SOLVERS = LINALG
 
 
-def choose_solver(design, solver="auto"):
-    """Resolve ``solver="auto"`` to ``"cholesky"`` or ``"cg"`` for this design.
+def choose_linalg(design, linalg="auto"):
+    """Resolve ``linalg="auto"`` to ``"cholesky"`` or ``"cg"`` for this design.
 
     Examples
     --------
@@ -75,18 +79,18 @@ def choose_solver(design, solver="auto"):
     >>> rng = np.random.default_rng(0)
     >>> design = Design(rng.normal(size=(30, 4)), "dropout")
     >>> rho = np.full(30, 0.5)
-    >>> from bayesdrop.linalg.wls import choose_solver
-    >>> choose_solver(design), choose_solver(design, "cg")
+    >>> from bayesdrop.linalg.wls import choose_linalg
+    >>> choose_linalg(design), choose_linalg(design, "cg")
     ('cholesky', 'cg')
     """
-    if solver not in SOLVERS:
-        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
-    if solver != "auto":
-        if solver not in design.solvers:
-            raise ValueError(f"solver {solver!r} is not available for this design; "
-                             f"use one of {design.solvers}")
-        return solver
-    if design.solvers == ("cholesky",):
+    if linalg not in LINALG:
+        raise ValueError(f"linalg must be one of {LINALG}, got {linalg!r}")
+    if linalg != "auto":
+        if linalg not in design.linalg_backends:
+            raise ValueError(f"linalg {linalg!r} is not available for this design; "
+                             f"use one of {design.linalg_backends}")
+        return linalg
+    if design.linalg_backends == ("cholesky",):
         return "cholesky"
     if design.n_params <= MAX_CHOLESKY_PARAMS:
         return "cholesky"
@@ -183,10 +187,10 @@ def _cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
     maxiter = cg_maxiter if cg_maxiter is not None else 10 * design.n_params
     theta, status = spla.cg(op, r, x0=x0, rtol=cg_tol, atol=0.0, M=precond,
                             maxiter=maxiter, callback=callback)
-    return theta, {"solver": "cg", "cg_iterations": count[0], "cg_converged": status == 0}
+    return theta, {"linalg": "cg", "cg_iterations": count[0], "cg_converged": status == 0}
 
 
-def solve(design, rho, t, *, solver="auto", x0=None, cg_tol=1e-10, cg_maxiter=None):
+def solve(design, rho, t, *, linalg="auto", x0=None, cg_tol=1e-10, cg_maxiter=None):
     """Solve ``A theta = r`` for the weights ``rho`` and targets ``t``.
 
     Parameters
@@ -196,7 +200,7 @@ def solve(design, rho, t, *, solver="auto", x0=None, cg_tol=1e-10, cg_maxiter=No
         Per-example weights (non-negative).
     t : ndarray of shape (n_samples,)
         Per-example targets.
-    solver : {"auto", "cholesky", "woodbury", "cg"}
+    linalg : {"auto", "cholesky", "woodbury", "cg"}
     x0 : ndarray of shape (n_params,), optional
         Warm start for conjugate gradients.
     cg_tol : float
@@ -208,7 +212,7 @@ def solve(design, rho, t, *, solver="auto", x0=None, cg_tol=1e-10, cg_maxiter=No
     -------
     theta : ndarray of shape (n_params,)
     info : dict
-        ``solver`` and, for CG, ``cg_iterations`` and ``cg_converged``.
+        ``linalg`` and, for CG, ``cg_iterations`` and ``cg_converged``.
 
     Examples
     --------
@@ -222,14 +226,14 @@ def solve(design, rho, t, *, solver="auto", x0=None, cg_tol=1e-10, cg_maxiter=No
     >>> bool(np.allclose(A @ theta, normal_rhs(design, t)))
     True
     """
-    solver = choose_solver(design, solver)
+    linalg = choose_linalg(design, linalg)
     r = normal_rhs(design, t)
-    if solver == "cholesky":
+    if linalg == "cholesky":
         L = cholesky_factor(normal_matrix(design, rho))
         theta = sla.cho_solve((L, True), r, check_finite=False)
-        return theta, {"solver": "cholesky"}
-    if solver == "woodbury":
-        return WoodburyFactor(design, rho).solve(r), {"solver": "woodbury"}
+        return theta, {"linalg": "cholesky"}
+    if linalg == "woodbury":
+        return WoodburyFactor(design, rho).solve(r), {"linalg": "woodbury"}
     return _cg_solve(design, rho, r, x0, cg_tol, cg_maxiter)
 
 
@@ -267,7 +271,7 @@ def perturbation(design, rho, rng):
     return eta
 
 
-def sample(design, rho, t, rng, *, solver="auto", x0=None, cg_tol=1e-12, cg_maxiter=None,
+def sample(design, rho, t, rng, *, linalg="auto", x0=None, cg_tol=1e-12, cg_maxiter=None,
            theta=None, overrelax=0.0):
     """Draw ``theta ~ N(A^{-1} r, A^{-1})`` from the shared system (the Gibbs step).
 
@@ -291,7 +295,7 @@ def sample(design, rho, t, rng, *, solver="auto", x0=None, cg_tol=1e-12, cg_maxi
     rho, t : ndarray of shape (n_samples,)
         Weights (drawn augmentation variables through ``loss.system_weights``) and targets.
     rng : numpy.random.Generator
-    solver : {"auto", "cholesky", "woodbury", "cg"}
+    linalg : {"auto", "cholesky", "woodbury", "cg"}
     x0 : ndarray, optional
         Warm start for conjugate gradients (e.g. the previous draw).
     cg_tol : float
@@ -315,7 +319,7 @@ def sample(design, rho, t, rng, *, solver="auto", x0=None, cg_tol=1e-12, cg_maxi
     >>> theta.shape
     (5,)
     """
-    solver = choose_solver(design, solver)
+    linalg = choose_linalg(design, linalg)
     r = normal_rhs(design, t)
     alpha = float(overrelax)
     if alpha != 0.0:
@@ -325,15 +329,15 @@ def sample(design, rho, t, rng, *, solver="auto", x0=None, cg_tol=1e-12, cg_maxi
         scale = np.sqrt(1.0 - alpha * alpha)
     else:
         scale = 1.0
-    new = _draw(design, rho, r, rng, solver, x0, cg_tol, cg_maxiter, scale)
+    new = _draw(design, rho, r, rng, linalg, x0, cg_tol, cg_maxiter, scale)
     if alpha != 0.0:
         new = (new[0] + alpha * theta, new[1])
     return new
 
 
-def _draw(design, rho, r, rng, solver, x0, cg_tol, cg_maxiter, scale):
+def _draw(design, rho, r, rng, linalg, x0, cg_tol, cg_maxiter, scale):
     """``A^{-1} (r + scale * eta)``, ``eta ~ N(0, A)``."""
-    if solver == "cholesky":
+    if linalg == "cholesky":
         # LAPACK directly: the scipy wrappers' checks cost more than the work at small D
         A = normal_matrix(design, rho)
         L, status = _potrf(A.T, lower=True, overwrite_a=True, clean=False)  # A.T: F-order view
@@ -342,8 +346,8 @@ def _draw(design, rho, r, rng, solver, x0, cg_tol, cg_maxiter, scale):
         v, _ = _trtrs(L, r, lower=True)
         v += scale * rng.standard_normal(design.n_params)
         theta, _ = _trtrs(L, v, lower=True, trans=1)
-        return theta, {"solver": "cholesky"}
+        return theta, {"linalg": "cholesky"}
     r = r + scale * perturbation(design, rho, rng)
-    if solver == "woodbury":
-        return WoodburyFactor(design, rho).solve(r), {"solver": "woodbury"}
+    if linalg == "woodbury":
+        return WoodburyFactor(design, rho).solve(r), {"linalg": "woodbury"}
     return _cg_solve(design, rho, r, x0, cg_tol, cg_maxiter)

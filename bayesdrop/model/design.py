@@ -131,6 +131,23 @@ class Design:
     #: Hessian, :mod:`bayesdrop.linalg.hessian`, needs it; the latent design has a full one)
     diagonal_noise = True
 
+    @property
+    def every_row_noisy(self):
+        """Whether every example has a positive noise variance in some feature (so its score
+        variance ``s_n`` is positive for every ``w`` with ``w_d != 0`` wherever
+        ``v_nd > 0``). False at zero noise and when a row of ``V`` is all zero, e.g. an
+        all-zero row of ``X`` under dropout."""
+        if getattr(self, "_every_row_noisy", None) is None:
+            V = self.variance
+            if V.is_zero:
+                self._every_row_noisy = False
+            elif V.is_constant:
+                self._every_row_noisy = True
+            else:
+                rows = np.asarray(V.matrix.sum(axis=1)).ravel()
+                self._every_row_noisy = bool(np.all(rows > 0))
+        return self._every_row_noisy
+
     def noise_matvec(self, z):
         """``V @ z`` for ``z`` of shape (n_features,): per-example ``sum_d v_nd z_d``."""
         return self.variance.score_variance(z)
@@ -174,7 +191,7 @@ class Design:
         return (V.scale * V.scale) * out
 
     #: linear-algebra back-ends valid for this design (see :mod:`bayesdrop.linalg.wls`)
-    solvers = ("cholesky", "woodbury", "cg")
+    linalg_backends = ("cholesky", "woodbury", "cg")
 
     def gram(self, rho):
         """Dense ``Xbar.T diag(rho) Xbar`` of shape (n_params, n_params); ``rho >= 0``.

@@ -100,7 +100,7 @@ class LatentDesign(Design):
     (4, 5, (10, 4))
     """
 
-    solvers = ("cholesky",)
+    linalg_backends = ("cholesky",)
     diagonal_noise = False
 
     def __init__(self, X, entries, alpha, fit_intercept=True):

@@ -73,7 +73,7 @@ class _Chain(NamedTuple):
     interrupted: bool
 
 
-def _run_chain(problem, theta0, seed, *, tune, draws, thin, solver, cg_tol, overrelax,
+def _run_chain(problem, theta0, seed, *, tune, draws, thin, linalg, cg_tol, overrelax,
                store_augmentation, report=None, stop=None):
     """Run one chain; ``report(n_sweeps_done)`` is called after every sweep and
     ``stop()`` polled before every sweep."""
@@ -97,7 +97,7 @@ def _run_chain(problem, theta0, seed, *, tune, draws, thin, solver, cg_tol, over
                 break
             if sweep == tune:
                 t_tune = time.perf_counter()
-            state, info = gibbs.step(rng, problem, state, solver=solver, cg_tol=cg_tol,
+            state, info = gibbs.step(rng, problem, state, linalg=linalg, cg_tol=cg_tol,
                                overrelax=overrelax)
             if sweep >= tune and (sweep - tune + 1) % thin == 0:
                 theta_out[kept] = state.theta
@@ -175,7 +175,7 @@ def _run_parallel(problem, inits, seeds, kwargs, cores, bar):
 
 
 # ------------------------------------------------------------------------------ driver
-def _initial_points(problem, init, theta_hat, chains, rng, solver):
+def _initial_points(problem, init, theta_hat, chains, rng, linalg):
     p = problem.design.n_params
     if isinstance(init, str):
         if init not in ("irls", "overdispersed"):
@@ -189,7 +189,7 @@ def _initial_points(problem, init, theta_hat, chains, rng, solver):
         rho, _ = problem.irls_weights(theta_hat)
         zero = np.zeros(problem.design.n_samples)
         return np.array([
-            theta_hat + 3.0 * wls.sample(problem.design, rho, zero, rng, solver=solver)[0]
+            theta_hat + 3.0 * wls.sample(problem.design, rho, zero, rng, linalg=linalg)[0]
             for _ in range(chains)
         ])
     arr = np.asarray(init, dtype=float)
@@ -202,7 +202,7 @@ def _initial_points(problem, init, theta_hat, chains, rng, solver):
 
 def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
            theta_hat=None, random_state=None, progressbar=True, cores=None,
-           store_augmentation=False, solver="auto", cg_tol=1e-12, overrelax=OVERRELAX,
+           store_augmentation=False, linalg="auto", cg_tol=1e-12, overrelax=OVERRELAX,
            theta_irls=None):
     """Run Gibbs chains on ``exp(-J(theta))`` for one problem.
 
@@ -231,7 +231,7 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
         ``cores=1`` runs the chains in sequence in this process (same draws).
     store_augmentation : bool
         Keep full traces of the augmentation variables (memory ``chains * draws * N``).
-    solver : {"auto", "cholesky", "woodbury", "cg"}
+    linalg : {"auto", "cholesky", "woodbury", "cg"}
     cg_tol : float
     overrelax : float in (-1, 1), default=-0.5
         Over-relaxation of the Gaussian step (see :func:`step`); 0 for plain Gibbs.
@@ -271,8 +271,8 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
     if cores is None:
         cores = min(chains, os.cpu_count() or 1)
     cores = check_scalar(cores, "cores", min_val=1, integer=True)
-    if solver not in wls.SOLVERS:
-        raise ValueError(f"solver must be one of {wls.SOLVERS}, got {solver!r}")
+    if linalg not in wls.LINALG:
+        raise ValueError(f"linalg must be one of {wls.LINALG}, got {linalg!r}")
     overrelax = check_scalar(overrelax, "overrelax", min_val=-1.0, max_val=1.0,
                              include_min=False, include_max=False)
     if problem.loss.n_augmentation == 0:
@@ -283,8 +283,8 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
     ss = seed_sequence(random_state)
     init_seed, *chain_seeds = ss.spawn(chains + 1)
     inits = _initial_points(problem, init, theta_hat, chains,
-                            np.random.default_rng(init_seed), solver)
-    kwargs = dict(tune=tune, draws=draws, thin=thin, solver=solver, cg_tol=cg_tol,
+                            np.random.default_rng(init_seed), linalg)
+    kwargs = dict(tune=tune, draws=draws, thin=thin, linalg=linalg, cg_tol=cg_tol,
                   overrelax=overrelax, store_augmentation=store_augmentation)
     total = chains * (tune + draws * thin)
     with ProgressBar(total, enabled=progressbar,

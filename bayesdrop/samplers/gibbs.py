@@ -40,7 +40,7 @@ class GibbsInfo(NamedTuple):
     """What one :func:`step` drew besides ``theta``."""
 
     augmentation: tuple  # the augmentation variables used for this theta draw
-    solver_info: dict
+    linalg_info: dict
 
 
 # ------------------------------------------------------------------------------ kernel
@@ -73,7 +73,7 @@ def init(problem, theta):
 OVERRELAX = -0.5
 
 
-def step(rng, problem, state, *, solver="auto", cg_tol=1e-12, overrelax=OVERRELAX):
+def step(rng, problem, state, *, linalg="auto", cg_tol=1e-12, overrelax=OVERRELAX):
     """One Gibbs sweep: draw the augmentation given ``theta``, then ``theta`` given it.
 
     With ``overrelax = alpha != 0`` the second half is Adler's over-relaxed Gaussian
@@ -88,10 +88,10 @@ def step(rng, problem, state, *, solver="auto", cg_tol=1e-12, overrelax=OVERRELA
     rng : numpy.random.Generator
     problem : Problem
     state : GibbsState
-    solver : {"auto", "cholesky", "woodbury", "cg"}
+    linalg : {"auto", "cholesky", "woodbury", "cg"}
         Back-end of the Gaussian draw (:func:`bayesdrop.linalg.wls.sample`).
     cg_tol : float
-        Relative residual of the conjugate-gradient solve (``solver="cg"``).
+        Relative residual of the conjugate-gradient solve (``linalg="cg"``).
     overrelax : float in (-1, 1)
 
     Returns
@@ -114,10 +114,10 @@ def step(rng, problem, state, *, solver="auto", cg_tol=1e-12, overrelax=OVERRELA
     loss, y = problem.loss, problem.y
     aug = loss.draw_augmentation(state.m, state.s, y, rng)
     rho, t = loss.system_weights(aug, y)
-    theta, solver_info = wls.sample(problem.design, rho, t, rng, solver=solver,
+    theta, linalg_info = wls.sample(problem.design, rho, t, rng, linalg=linalg,
                                     x0=state.theta, cg_tol=cg_tol, theta=state.theta,
                                     overrelax=overrelax)
-    return init(problem, theta), GibbsInfo(aug, solver_info)
+    return init(problem, theta), GibbsInfo(aug, linalg_info)
 
 
 def log_density(problem, state):

@@ -2,6 +2,145 @@
 
 * :mod:`.irls` -- variational IRLS (the MM algorithm of the model), SQUAREM-accelerated,
   with the zero-noise active-set polish;
+* :mod:`.newton` -- Newton's method on ``J`` (exact Hessian with Cholesky, or truncated
+  Newton-CG on ``O(nnz)`` Hessian-vector products);
 * :mod:`.alternating` -- the latent models' alternation of IRLS and L-BFGS;
 * :mod:`.lbfgs` -- L-BFGS-B with scikit-learn's tolerance scaling (smooth baselines).
+
+All return a :class:`~bayesdrop.solvers.result.SolverResult`. :func:`fit_problem` is the
+one entry point the estimators use: ``solver=`` names the **optimiser**, ``linalg=`` the
+linear-algebra back-end (:mod:`bayesdrop.linalg`).
 """
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..linalg.wls import LINALG
+from . import irls, newton
+from .result import SolverResult
+
+__all__ = ["SOLVERS", "SolverResult", "check_solver", "choose_solver", "fit_problem"]
+
+#: optimisers of ``J`` an estimator can use
+SOLVERS = ("auto", "newton", "irls")
+
+#: Newton steps ``solver="auto"`` allows before it hands over to IRLS (Newton converges
+#: in well under 20 steps wherever ``J`` is smooth near its optimum)
+AUTO_NEWTON_ITER = 40
+
+
+def check_solver(solver, linalg):
+    """Validate ``solver`` (optimiser) and ``linalg`` (back-end); return both.
+
+    Before 0.2 ``solver`` named the back-end; such a value is accepted with a
+    ``FutureWarning`` and moved to ``linalg`` (``solver`` becomes ``"auto"``).
+
+    Examples
+    --------
+    >>> check_solver("auto", "cg")
+    ('auto', 'cg')
+    """
+    if solver in LINALG and solver != "auto":
+        warnings.warn(
+            f"solver={solver!r} names a linear-algebra back-end; pass linalg={solver!r} "
+            "instead (solver= now picks the optimiser: 'auto', 'newton' or 'irls'). "
+            "This fallback is removed in 0.3.", FutureWarning, stacklevel=3)
+        if linalg not in ("auto", solver):
+            raise ValueError(f"solver={solver!r} (a back-end) conflicts with linalg={linalg!r}")
+        solver, linalg = "auto", solver
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    if linalg not in LINALG:
+        raise ValueError(f"linalg must be one of {LINALG}, got {linalg!r}")
+    if solver == "newton" and linalg == "woodbury":
+        raise ValueError("linalg='woodbury' is an IRLS back-end; Newton uses 'cholesky' or 'cg'")
+    return solver, linalg
+
+
+def choose_solver(problem, solver="auto", linalg="auto"):
+    """Resolve ``solver="auto"``: Newton when ``J`` is twice differentiable, else IRLS.
+
+    (:func:`fit_problem` continues with IRLS if Newton has not converged within
+    :data:`AUTO_NEWTON_ITER` steps.)
+
+    Newton applies to the logistic and squared losses, and to the hinge and
+    epsilon-insensitive losses under non-zero noise (:func:`.newton.applicable`); IRLS is
+    used for those two at zero noise (where its active-set polish finds the exact
+    optimum), for the latent design, and with ``linalg="woodbury"``.
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, Dropout
+    >>> X = np.eye(3); y = np.array([1.0, -1.0, 1.0])
+    >>> choose_solver(Problem.create(X, y, HingeLoss(1.0), Dropout(0.3)))
+    'newton'
+    >>> choose_solver(Problem.create(X, y, HingeLoss(1.0), "none"))
+    'irls'
+    """
+    if solver != "auto":
+        return solver
+    if linalg != "woodbury" and newton.applicable(problem):
+        return "newton"
+    return "irls"
+
+
+def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
+                max_iter=1000, accelerate=True, warn=True):
+    """Minimise ``J`` of ``problem`` with the chosen optimiser and back-end.
+
+    Parameters
+    ----------
+    problem : Problem
+    theta0 : ndarray, optional
+        Warm start.
+    solver : {"auto", "newton", "irls"}
+        See :func:`choose_solver`.
+    linalg : {"auto", "cholesky", "woodbury", "cg"}
+    tol : float
+        The optimiser's tolerance (see :func:`.newton.fit`, :func:`.irls.fit`).
+    max_iter : int
+    accelerate : bool
+        SQUAREM acceleration (IRLS only).
+    warn : bool
+
+    Returns
+    -------
+    SolverResult
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100, 3)); y = np.sign(X[:, 0] + rng.normal(size=100))
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
+    >>> a, b = fit_problem(problem), fit_problem(problem, solver="irls", tol=1e-12)
+    >>> a.solver, b.solver, bool(abs(a.objective[-1] - b.objective[-1]) < 1e-8)
+    ('newton', 'irls', True)
+    """
+    solver, linalg = check_solver(solver, linalg)
+    chosen = choose_solver(problem, solver, linalg)
+    if chosen == "irls":
+        return irls.fit(problem, theta0, tol=tol, max_iter=max_iter, accelerate=accelerate,
+                        linalg=linalg, warn=warn)
+    if solver == "newton":
+        return newton.fit(problem, theta0, tol=tol, max_iter=max_iter, linalg=linalg,
+                          warn=warn)
+    # "auto": Newton, and IRLS from where it stopped if it has not converged within
+    # AUTO_NEWTON_ITER steps -- the optimum can sit where J is not twice differentiable
+    # even under noise (w = 0 with examples exactly on the margin: the noise term then
+    # acts like a group-lasso penalty on w)
+    first = newton.fit(problem, theta0, tol=tol, max_iter=min(max_iter, AUTO_NEWTON_ITER),
+                       linalg=linalg, warn=False)
+    if first.converged or max_iter <= AUTO_NEWTON_ITER:
+        if not first.converged and warn:
+            newton.fit(problem, first.theta, tol=tol, max_iter=1, linalg=linalg, warn=True)
+        return first
+    second = irls.fit(problem, first.theta, tol=tol, max_iter=max_iter - first.n_iter,
+                      accelerate=accelerate, linalg=linalg, warn=warn)
+    return second._replace(
+        objective=np.concatenate([first.objective, second.objective[1:]]),
+        n_iter=first.n_iter + second.n_iter, n_evals=first.n_evals + second.n_evals,
+        time=first.time + second.time, solver="newton+irls")

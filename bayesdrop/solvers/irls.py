@@ -37,6 +37,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_scalar
 from ..linalg import wls
+from .result import SolverResult
 
 __all__ = ["IRLSState", "IRLSInfo", "IRLSResult", "irls_map", "init", "step", "fit"]
 
@@ -55,22 +56,15 @@ class IRLSInfo(NamedTuple):
 
     n_maps: int  # IRLS maps evaluated (1 plain, 3 accelerated)
     accelerated: bool  # whether the extrapolated point was accepted
-    solver_info: dict
+    linalg_info: dict
     polished: bool = False  # whether the active-set polish was accepted
 
 
-class IRLSResult(NamedTuple):
-    """Outcome of :func:`fit`."""
-
-    theta: np.ndarray
-    objective: np.ndarray  # history, J(theta_0), J(theta_1), ...
-    n_iter: int
-    n_maps: int
-    converged: bool
-    time: float
+#: The result of :func:`fit` (the common result type of the solvers).
+IRLSResult = SolverResult
 
 
-def irls_map(problem, theta, *, solver="auto", cg_tol=1e-10):
+def irls_map(problem, theta, *, linalg="auto", cg_tol=1e-10):
     """One IRLS map ``F(theta)``: expected weights at ``theta``, then solve ``A theta' = r``.
 
     Returns
@@ -92,7 +86,7 @@ def irls_map(problem, theta, *, solver="auto", cg_tol=1e-10):
     True
     """
     rho, t = problem.irls_weights(theta)
-    return wls.solve(problem.design, rho, t, solver=solver, x0=theta, cg_tol=cg_tol)
+    return wls.solve(problem.design, rho, t, linalg=linalg, x0=theta, cg_tol=cg_tol)
 
 
 #: Distance to a kink (relative to the kink spacing scale) below which the polish starts
@@ -249,7 +243,7 @@ def init(problem, theta0=None):
     return IRLSState(theta0, problem.objective(theta0))
 
 
-def step(problem, state, *, accelerate=True, polish=True, solver="auto", cg_tol=1e-10):
+def step(problem, state, *, accelerate=True, polish=True, linalg="auto", cg_tol=1e-10):
     """One IRLS iteration (plain, or SQUAREM-accelerated with a monotone safeguard).
 
     Parameters
@@ -282,7 +276,7 @@ def step(problem, state, *, accelerate=True, polish=True, solver="auto", cg_tol=
     >>> bool(problem.objective(new.theta) < problem.objective(state.theta))  # MM: J decreases
     True
     """
-    new, info = _mm_step(problem, state, accelerate, {"solver": solver, "cg_tol": cg_tol})
+    new, info = _mm_step(problem, state, accelerate, {"linalg": linalg, "cg_tol": cg_tol})
     if not polish:
         return new, info
     kinks = kink_set(problem, new.theta)
@@ -318,7 +312,7 @@ def _mm_step(problem, state, accelerate, kw):
 
 
 def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, polish=True,
-        solver="auto", cg_tol=None, warn=True):
+        linalg="auto", cg_tol=None, warn=True):
     """Run IRLS to convergence.
 
     Stops when both the relative decrease of ``J`` and the relative change of the
@@ -341,7 +335,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, polis
         SQUAREM acceleration with monotone safeguard (see :func:`step`).
     polish : bool, default=True
         Active-set polish at zero noise (see :func:`active_set_polish`).
-    solver : {"auto", "cholesky", "cg"}
+    linalg : {"auto", "cholesky", "cg"}
     cg_tol : float, optional
         Relative residual of conjugate gradients; default ``min(1e-10, tol * 1e-2)``.
     warn : bool
@@ -349,7 +343,8 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, polis
 
     Returns
     -------
-    IRLSResult
+    SolverResult
+        ``n_evals`` counts IRLS maps (also available as ``n_maps``).
 
     Examples
     --------
@@ -373,7 +368,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, polis
     param_tol = np.sqrt(tol)
     it = 0
     for it in range(1, max_iter + 1):
-        new, info = step(problem, state, accelerate=accelerate, polish=polish, solver=solver,
+        new, info = step(problem, state, accelerate=accelerate, polish=polish, linalg=linalg,
                          cg_tol=cg_tol)
         n_maps += info.n_maps
         if not np.isfinite(new.objective):
@@ -396,5 +391,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, polis
             ConvergenceWarning,
             stacklevel=2,
         )
-    return IRLSResult(state.theta, np.asarray(history), it, n_maps, converged,
-                      time.perf_counter() - start)
+    grad = problem.objective(state.theta, gradient=True)[1]
+    return SolverResult(state.theta, np.asarray(history), it, converged,
+                        float(np.max(np.abs(grad), initial=0.0)), time.perf_counter() - start,
+                        "irls", n_maps, wls.choose_linalg(problem.design, linalg))

@@ -1,0 +1,260 @@
+"""Newton's method on ``J``: exact Hessian with Cholesky, or truncated Newton-CG.
+
+``J`` is smooth and strongly convex whenever every term is (the logistic loss always; the
+hinge and epsilon-insensitive losses when the noise gives every example a positive score
+variance), with Hessian (:mod:`bayesdrop.linalg.hessian`)::
+
+    H = 2 I' + Xbar^T diag(d_mm) Xbar + diag(V^T (2 d_s), 0) + noise-curvature terms.
+
+Each iteration computes the Newton direction ``p = -H^{-1} g`` -- with the dense Cholesky
+factor of ``H`` (``linalg="cholesky"``, ``O(N D^2 + D^3)``), or by preconditioned conjugate
+gradients on Hessian-vector products (``linalg="cg"``, ``O(nnz)`` per product, never a
+``D x D`` matrix; the forcing term ``min(0.5, sqrt(||g|| / ||g_0||))`` of truncated Newton,
+Nocedal & Wright 2006, section 7.1) -- and a backtracking Armijo line search on ``J`` from
+the full step. The scores are updated along the line (``m + t Xbar p``), so a trial point
+costs one product with ``V``.
+
+Stopping rule: the **Newton decrement** ``lambda^2 = -g.p = g^T H^{-1} g`` (exact with
+Cholesky) estimates twice the distance to the optimum, ``J - J* ~ lambda^2 / 2``. The
+solver stops after the step whose decrement satisfies ``lambda^2 / 2 <= tol max(|J|, 1)``;
+quadratic convergence then puts the final ``J`` far closer than ``tol`` (relative) to
+``J*``. This is the stopping rule of scikit-learn's Newton solvers, applied to ``J``.
+
+The kernel API matches :mod:`bayesdrop.solvers.irls`: :func:`fit` is the driver.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import scipy.linalg as sla
+from sklearn.exceptions import ConvergenceWarning
+
+from .._validation import check_scalar
+from ..linalg import hessian as hess
+from ..linalg.wls import MAX_CHOLESKY_PARAMS
+from .result import SolverResult
+
+__all__ = ["LINALG", "applicable", "choose_linalg", "fit"]
+
+#: linear-algebra back-ends of the Newton solver
+LINALG = ("auto", "cholesky", "cg")
+
+#: Armijo sufficient-decrease constant of the line search
+ARMIJO = 1e-4
+#: smallest step length tried by the line search
+MIN_STEP = 1e-12
+
+
+def applicable(problem):
+    """Whether ``J`` of ``problem`` is twice differentiable, so Newton applies.
+
+    True for the logistic and squared losses, and for the hinge / epsilon-insensitive
+    losses when every example is noisy (their terms are smooth wherever ``s_n > 0``; an
+    all-zero row under dropout keeps ``s_n = 0`` and a kink in ``b``); False for the
+    latent design (full noise covariance: fitted by IRLS).
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
+    >>> X = np.eye(3); y = np.array([1.0, -1.0, 1.0])
+    >>> applicable(Problem.create(X, y, HingeLoss(1.0), "none"))
+    False
+    >>> applicable(Problem.create(X, y, HingeLoss(1.0), Dropout(0.2)))
+    True
+    """
+    design, loss, _ = problem
+    if not design.diagonal_noise:
+        return False
+    return bool(loss.smooth or design.every_row_noisy)
+
+
+def choose_linalg(design, linalg="auto"):
+    """``"cholesky"`` (dense Hessian) up to :data:`MAX_CHOLESKY_PARAMS` parameters, else
+    ``"cg"`` (matrix-free).
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> choose_linalg(Design(np.ones((4, 3)))), choose_linalg(Design(np.ones((4, 3))), "cg")
+    ('cholesky', 'cg')
+    """
+    if linalg not in LINALG:
+        raise ValueError(f"linalg must be one of {LINALG} for the Newton solver, got {linalg!r}")
+    if linalg != "auto":
+        return linalg
+    return "cholesky" if design.n_params <= MAX_CHOLESKY_PARAMS else "cg"
+
+
+#: relative ridge added to a Hessian that is singular to working precision (the intercept
+#: direction when every example sits on a kink of its piecewise-linear term)
+RIDGE = 1e-10
+
+
+def _direction_cholesky(design, curv, g):
+    H = hess.hessian_matrix(design, curv)
+    try:
+        c = sla.cho_factor(H, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        H[np.diag_indices_from(H)] += RIDGE * max(float(np.max(np.diag(H))), 1.0)
+        c = sla.cho_factor(H, lower=True, check_finite=False)
+    return -sla.cho_solve(c, g, check_finite=False), 0
+
+
+def _direction_cg(design, curv, g, rtol, maxiter):
+    """Preconditioned CG on ``H p = -g`` to ``||H p + g|| <= rtol ||g||``."""
+    diag = hess.hessian_diagonal(design, curv)
+    inv_diag = 1.0 / np.maximum(diag, RIDGE * max(float(np.max(diag)), 1.0))
+    p = np.zeros_like(g)
+    r = -g.copy()
+    z = inv_diag * r
+    d = z.copy()
+    rz = r @ z
+    stop = rtol * np.linalg.norm(g)
+    k = 0
+    for k in range(1, maxiter + 1):
+        Hd = hess.hessian_vector_product(design, curv, d)
+        dHd = d @ Hd
+        if dHd <= 0.0:  # pragma: no cover - H is positive definite
+            break
+        alpha = rz / dHd
+        p += alpha * d
+        r -= alpha * Hd
+        if np.linalg.norm(r) <= stop:
+            break
+        z = inv_diag * r
+        rz_new = r @ z
+        d = z + (rz_new / rz) * d
+        rz = rz_new
+    return p, k
+
+
+def _irls_start(problem, linalg):
+    from .irls import irls_map
+
+    zero = np.zeros(problem.design.n_params)
+    theta = irls_map(problem, zero, linalg=linalg)[0]
+    return theta if problem.objective(theta) <= problem.objective(zero) else zero
+
+
+def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=True,
+        cg_maxiter=None):
+    """Minimise ``J`` by Newton's method with a backtracking line search.
+
+    Parameters
+    ----------
+    problem : Problem
+        With a twice-differentiable ``J`` (see :func:`applicable`).
+    theta0 : ndarray of shape (n_params,), optional
+        Starting point (warm start). By default zeros, or for the hinge and
+        epsilon-insensitive losses one IRLS map from zero (at ``w = 0`` their terms sit on
+        their kinks, where ``H`` is singular).
+    tol : float > 0
+        Stop after the step whose Newton decrement satisfies
+        ``lambda^2 / 2 <= tol * max(|J|, 1)``.
+    max_iter : int >= 1
+        Maximum Newton steps.
+    linalg : {"auto", "cholesky", "cg"}
+        Dense Hessian and Cholesky, or matrix-free preconditioned CG (see
+        :func:`choose_linalg`).
+    warn : bool
+        Emit a :class:`~sklearn.exceptions.ConvergenceWarning` if ``max_iter`` is reached.
+    cg_maxiter : int, optional
+        CG iterations per Newton step; default ``min(n_params, 250)``.
+
+    Returns
+    -------
+    SolverResult
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, LogisticLoss, Dropout
+    >>> from bayesdrop.solvers import irls, newton
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 4)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=200))
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
+    >>> res = newton.fit(problem)
+    >>> res.converged, res.n_iter < 10
+    (True, True)
+    >>> ref = irls.fit(problem, tol=1e-14)  # the IRLS fixed point is the same optimum
+    >>> bool(abs(res.objective[-1] - ref.objective[-1]) <= 1e-10 * ref.objective[-1])
+    True
+    """
+    tol = check_scalar(tol, "tol", min_val=0.0, include_min=False)
+    max_iter = check_scalar(max_iter, "max_iter", min_val=1, integer=True)
+    if not applicable(problem):
+        raise ValueError(
+            f"J of this problem is not twice differentiable (the {problem.loss.name} loss "
+            "at zero noise, or a latent design); use the IRLS solver"
+        )
+    design, loss, y = problem
+    linalg = choose_linalg(design, linalg)
+    p_dim = design.n_params
+    cg_maxiter = min(p_dim, 250) if cg_maxiter is None else int(cg_maxiter)
+    start = time.perf_counter()
+    if theta0 is None:
+        theta = np.zeros(p_dim)
+        if not loss.smooth:
+            # at w = 0 every score variance is 0: each term sits on its kink and the
+            # Hessian is singular. One IRLS map (a weighted least-squares solve) moves
+            # to a point where the terms are smooth, and never raises J.
+            theta = _irls_start(problem, linalg)
+    else:
+        theta = np.array(theta0, dtype=float, copy=True)
+    if theta.shape != (p_dim,):
+        raise ValueError(f"theta0 must have shape ({p_dim},), got {theta.shape}")
+    m, s = design.scores(theta)
+    J, g, curv = hess.curvature(problem, theta, m, s)
+    if not np.isfinite(J):
+        raise FloatingPointError("J is not finite at the starting point")
+    history = [J]
+    g0 = max(np.linalg.norm(g), 1e-300)
+    converged = False
+    n_evals = 0
+    it = 0
+    D = design.n_features
+    for it in range(1, max_iter + 1):
+        if linalg == "cholesky":
+            step, _ = _direction_cholesky(design, curv, g)
+        else:
+            rtol = min(0.5, np.sqrt(np.linalg.norm(g) / g0))
+            step, _ = _direction_cg(design, curv, g, rtol, cg_maxiter)
+        n_evals += 1
+        decrement = float(-(g @ step))
+        if not np.isfinite(decrement):
+            raise FloatingPointError(f"the Newton direction is not finite at iteration {it}")
+        if decrement <= 0.0:  # at the optimum to rounding: no descent direction left
+            converged = True
+            break
+        # backtracking line search along theta + t step, scores updated incrementally
+        xs = design.matvec(step)
+        w, step_w = theta[:D], step[:D]
+        t = 1.0
+        while True:
+            cand_w = w + t * step_w
+            m_c = m + t * xs
+            s_c = design.noise_matvec(cand_w * cand_w)
+            J_c = float(cand_w @ cand_w + np.sum(loss.value(m_c, s_c, y)))
+            if J_c <= J - ARMIJO * t * decrement or t < MIN_STEP:
+                break
+            t *= 0.5
+        if t < MIN_STEP and J_c > J:  # no decrease possible: rounding level reached
+            converged = decrement <= 2.0 * tol * max(abs(J), 1.0)
+            break
+        theta = theta + t * step
+        m, s = m_c, s_c
+        J, g, curv = hess.curvature(problem, theta, m, s)
+        history.append(J)
+        if decrement <= 2.0 * tol * max(abs(J), 1.0):
+            converged = True
+            break
+    if not converged and warn:
+        warnings.warn(
+            f"Newton did not converge in max_iter={max_iter} iterations (tol={tol:g})",
+            ConvergenceWarning, stacklevel=2,
+        )
+    return SolverResult(theta, np.asarray(history), it, converged,
+                        float(np.max(np.abs(g), initial=0.0)), time.perf_counter() - start,
+                        "newton", n_evals, linalg)

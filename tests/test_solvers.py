@@ -1,0 +1,231 @@
+"""Solver conformance: every optimiser reaches the same minimum of J as independent references.
+
+References: scipy's L-BFGS-B on ``J`` with its analytic gradient at a tight tolerance, and
+scikit-learn at zero noise. Every solver (IRLS, Newton with Cholesky, Newton-CG) must
+reach a ``J`` no larger than L-BFGS's plus 1e-9 relative, on every loss x noise model x
+dense / sparse x intercept on / off; and the IRLS map must leave Newton's optimum fixed.
+"""
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import approx_fprime, minimize
+from sklearn.linear_model import LogisticRegression
+
+from bayesdrop import (AdditiveGaussian, DropoutLogisticRegression, DropoutSVC, DropoutSVR,
+                       Dropout, EpsilonInsensitiveLoss, HingeLoss, LogisticLoss, NoNoise,
+                       Poisson, Problem, SquaredLoss)
+from bayesdrop.linalg import hessian
+from bayesdrop.solvers import fit_problem, irls, newton
+
+from .conftest import sparse_counts
+
+LOSSES = {
+    "hinge": lambda: HingeLoss(0.7),
+    "logistic": lambda: LogisticLoss(0.7),
+    "epsilon": lambda: EpsilonInsensitiveLoss(0.7, 0.2),
+    "squared": lambda: SquaredLoss(0.7, binary=False),
+}
+NOISES = {
+    "dropout": lambda: Dropout(0.3),
+    "gaussian": lambda: AdditiveGaussian(0.5),
+    "poisson": lambda: Poisson(),
+    "none": lambda: NoNoise(),
+}
+
+
+def _data(kind, loss_name, seed=0):
+    X = sparse_counts(n=90, d=7, density=0.4, seed=seed).tolil()
+    for n in range(90):  # no all-zero rows: every example noisy (see newton.applicable)
+        if X[n].nnz == 0:
+            X[n, n % 7] = 1.0
+    X = X.tocsr()
+    if kind == "dense":
+        X = X.toarray()
+    rng = np.random.default_rng(seed)
+    score = X @ rng.normal(size=7) * 0.5
+    if loss_name in ("hinge", "logistic"):
+        y = np.where(score + rng.normal(size=90) > np.median(score), 1.0, -1.0)
+    else:
+        y = score + 0.3 * rng.normal(size=90)
+    return X, y
+
+
+def _lbfgs(problem):
+    res = minimize(lambda th: problem.objective(th, gradient=True),
+                   np.zeros(problem.design.n_params), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 50_000, "gtol": 1e-11, "ftol": 1e-15, "maxcor": 30})
+    return res.x, float(res.fun)
+
+
+CASES = [c for c in itertools.product(LOSSES, NOISES, ("dense", "sparse"), (True, False))
+         if not (c[1] == "none" and c[0] in ("hinge", "epsilon"))]  # non-smooth: IRLS tests
+
+
+def _ids(case):
+    return "-".join(str(c) for c in case)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_every_solver_reaches_the_lbfgs_minimum(case):
+    loss_name, noise_name, kind, intercept = case
+    X, y = _data(kind, loss_name)
+    problem = Problem.create(X, y, LOSSES[loss_name](), NOISES[noise_name](), intercept)
+    theta_ref, J_ref = _lbfgs(problem)
+    results = {
+        "irls": irls.fit(problem, tol=1e-13, max_iter=5000),
+        "newton-cholesky": newton.fit(problem, linalg="cholesky"),
+        "newton-cg": newton.fit(problem, linalg="cg"),
+    }
+    scale = max(abs(J_ref), 1.0)
+    for name, res in results.items():
+        J = problem.objective(res.theta)
+        assert res.converged, name
+        assert J <= J_ref + 1e-9 * scale, (name, J, J_ref)
+        # strongly convex: the minimisers agree with the reference's
+        np.testing.assert_allclose(res.theta, theta_ref, rtol=0, atol=1e-4 * max(
+            1.0, np.max(np.abs(theta_ref))), err_msg=name)
+        assert res.objective[-1] == pytest.approx(J, rel=1e-12)
+        assert np.all(np.diff(res.objective) <= 1e-12 * scale), name  # monotone
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[2] == "dense"], ids=_ids)
+def test_irls_fixed_point_is_the_newton_optimum(case):
+    """The mission's "validate IRLS fixed points": the IRLS map leaves argmin J fixed."""
+    loss_name, noise_name, kind, intercept = case
+    X, y = _data(kind, loss_name, seed=1)
+    problem = Problem.create(X, y, LOSSES[loss_name](), NOISES[noise_name](), intercept)
+    theta = newton.fit(problem, tol=1e-14).theta
+    mapped, _ = irls.irls_map(problem, theta)
+    np.testing.assert_allclose(mapped, theta, rtol=1e-7, atol=1e-9)
+    _, grad = problem.objective(theta, gradient=True)
+    assert np.max(np.abs(grad)) <= 1e-7 * max(problem.objective(theta), 1.0)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[1] != "none"], ids=_ids)
+def test_hessian_products_match_finite_differences(case):
+    loss_name, noise_name, kind, intercept = case
+    X, y = _data(kind, loss_name, seed=2)
+    problem = Problem.create(X, y, LOSSES[loss_name](), NOISES[noise_name](), intercept)
+    rng = np.random.default_rng(3)
+    theta = rng.normal(size=problem.design.n_params) * 0.3
+    _, _, curv = hessian.curvature(problem, theta)
+    H = hessian.hessian_matrix(problem.design, curv)
+    fd = np.array([approx_fprime(theta, lambda t: problem.objective(t, gradient=True)[1][i],
+                                 1e-6) for i in range(theta.size)])
+    np.testing.assert_allclose(H, fd, rtol=1e-4, atol=1e-4 * np.max(np.abs(H)))
+    np.testing.assert_allclose(H, H.T, rtol=1e-12, atol=1e-12 * np.max(np.abs(H)))
+    z = rng.normal(size=theta.size)
+    np.testing.assert_allclose(hessian.hessian_vector_product(problem.design, curv, z), H @ z,
+                               rtol=1e-10, atol=1e-10 * np.max(np.abs(H)))
+    np.testing.assert_allclose(hessian.hessian_diagonal(problem.design, curv), np.diag(H),
+                               rtol=1e-10, atol=1e-10 * np.max(np.abs(H)))
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse"])
+def test_newton_at_zero_noise_matches_scikit_learn_logistic(kind):
+    X, y = _data(kind, "logistic", seed=4)
+    ours = DropoutLogisticRegression(C=0.7, noise="none", solver="newton").fit(X, y)
+    ref = LogisticRegression(C=0.7, tol=1e-12, max_iter=10_000).fit(X, y)
+    problem = Problem.create(X, y, LogisticLoss(0.7), "none")
+    J_ours = problem.objective(problem.design.pack(ours.coef_[0], ours.intercept_[0]))
+    J_ref = problem.objective(problem.design.pack(ref.coef_[0], ref.intercept_[0]))
+    assert J_ours <= J_ref + 1e-9 * J_ref
+    np.testing.assert_allclose(ours.coef_, ref.coef_, atol=1e-5)
+
+
+def test_auto_picks_newton_for_smooth_J_and_irls_at_zero_noise_hinge():
+    X, y = _data("dense", "hinge")
+    est = DropoutSVC(C=0.7, noise_level=0.3).fit(X, y)
+    prob = Problem.create(X, y, HingeLoss(0.7), Dropout(0.3))
+    assert fit_problem(prob).solver == "newton"
+    assert fit_problem(Problem.create(X, y, HingeLoss(0.7), "none")).solver == "irls"
+    ref = DropoutSVC(C=0.7, noise_level=0.3, solver="irls", tol=1e-13).fit(X, y)
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("Est, target", [(DropoutSVC, "binary"), (DropoutLogisticRegression, "binary"),
+                                         (DropoutSVR, "real")])
+def test_estimators_give_the_same_fit_with_every_solver(Est, target):
+    X, y = _data("sparse", "hinge" if target == "binary" else "epsilon", seed=5)
+    fits = [Est(C=0.7, noise_level=0.3, solver=s, linalg=b, tol=1e-12).fit(X, y)
+            for s, b in [("irls", "auto"), ("newton", "cholesky"), ("newton", "cg")]]
+    for other in fits[1:]:
+        np.testing.assert_allclose(other.coef_, fits[0].coef_, rtol=1e-6, atol=1e-8)
+
+
+def test_old_backend_values_of_solver_warn_and_move_to_linalg():
+    X, y = _data("dense", "logistic")
+    with pytest.warns(FutureWarning, match="linalg='cg'"):
+        old = DropoutLogisticRegression(C=0.7, noise_level=0.3, solver="cg").fit(X, y)
+    new = DropoutLogisticRegression(C=0.7, noise_level=0.3, linalg="cg").fit(X, y)
+    np.testing.assert_allclose(old.coef_, new.coef_, rtol=1e-12)
+    with pytest.raises(ValueError, match="solver must be one of"):
+        DropoutSVC(solver="lbfgs").fit(X, y)
+    with pytest.raises(ValueError, match="linalg must be one of"):
+        DropoutSVC(linalg="qr").fit(X, y)
+    with pytest.raises(ValueError, match="woodbury"):
+        DropoutSVC(solver="newton", linalg="woodbury").fit(X, y)
+
+
+def test_newton_refuses_a_non_smooth_objective():
+    X, y = _data("dense", "hinge")
+    with pytest.raises(ValueError, match="IRLS"):
+        newton.fit(Problem.create(X, y, HingeLoss(1.0), "none"))
+
+
+def test_newton_warm_start_converges_at_once():
+    X, y = _data("dense", "logistic")
+    problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
+    first = newton.fit(problem)
+    again = newton.fit(problem, first.theta)
+    assert again.n_iter <= 1 and again.objective[-1] <= first.objective[-1] * (1 + 1e-14)
+
+
+def test_newton_result_is_finite_for_huge_C_and_tiny_C():
+    X, y = _data("dense", "logistic")
+    for C in (1e-8, 1e6):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            res = newton.fit(Problem.create(X, y, LogisticLoss(C), Dropout(0.3)))
+        assert res.converged and np.all(np.isfinite(res.theta))
+
+
+def test_sparse_input_is_never_densified_by_newton_cg(monkeypatch):
+    X, y = _data("sparse", "logistic")
+    problem = Problem.create(sp.csr_matrix(X), y, LogisticLoss(1.0), Dropout(0.3))
+
+    def boom(*args, **kwargs):
+        raise AssertionError("densified")
+
+    monkeypatch.setattr(sp.csr_matrix, "toarray", boom)
+    monkeypatch.setattr(sp.csr_matrix, "todense", boom)
+    res = newton.fit(problem, linalg="cg")
+    assert res.converged and res.linalg == "cg"
+
+
+def test_an_all_zero_row_under_dropout_makes_the_hinge_non_smooth():
+    X, y = _data("dense", "hinge")
+    X[0] = 0.0
+    problem = Problem.create(X, y, HingeLoss(0.7), Dropout(0.3))
+    assert not newton.applicable(problem)
+    assert fit_problem(problem).solver == "irls"
+    assert newton.applicable(Problem.create(X, y, LogisticLoss(0.7), Dropout(0.3)))
+
+
+def test_auto_hands_over_to_irls_where_the_optimum_is_not_smooth():
+    """No signal: the optimum is w = 0 with examples on the margin, where the noise term
+    sqrt(zeta^2 + s) is not differentiable in w although every row is noisy."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(100.0, 1.0, size=(100, 2))
+    y = np.where(rng.random(100) < 0.57, 1.0, -1.0)
+    problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.5))
+    assert newton.applicable(problem)
+    res = fit_problem(problem)
+    ref = irls.fit(problem, tol=1e-13, max_iter=10_000)
+    assert res.converged and res.solver in ("newton", "newton+irls")
+    assert res.objective[-1] <= ref.objective[-1] + 1e-9 * ref.objective[-1]
+    assert np.all(np.diff(res.objective) <= 1e-12 * res.objective[0])
