@@ -14,8 +14,9 @@ exact curvature ``d_mm`` (the noise weight ``2 d_s`` *is* the IRLS weight: ``rho
 for every loss); the second line is the curvature of the noise term through ``w``.
 
 :func:`hessian_matrix` forms ``H`` densely (``O(N D^2)``: three Gram-type products);
-:func:`hessian_vector_product` applies it matrix-free in ``O(nnz)`` through the design's
-products ``Xbar z``, ``Xbar^T a``, ``V z`` and ``V^T a`` only.
+:func:`hessian_vector_product` applies it matrix-free in ``O(nnz)``: by the compiled
+row passes of :mod:`bayesdrop.linalg.kernels` when ``V = scale * M`` is stored like ``X``,
+otherwise through the design's products ``Xbar z``, ``Xbar^T a``, ``V z`` and ``V^T a``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+
+from . import kernels
 
 __all__ = ["Curvature", "curvature", "hessian_matrix", "hessian_vector_product",
            "hessian_diagonal"]
@@ -38,6 +41,8 @@ class Curvature(NamedTuple):
         First derivatives in the mean score and the score variance.
     d_mm, d_ms, d_ss : ndarray of shape (n_samples,)
         Second derivatives.
+    noise_diag : ndarray of shape (n_features,)
+        ``2 V^T d_s``.
     """
 
     w: np.ndarray
@@ -46,6 +51,7 @@ class Curvature(NamedTuple):
     d_mm: np.ndarray
     d_ms: np.ndarray
     d_ss: np.ndarray
+    noise_diag: np.ndarray  # 2 V^T d_s, the diagonal noise term of H (length n_features)
 
 
 def curvature(problem, theta, m=None, s=None):
@@ -75,10 +81,23 @@ def curvature(problem, theta, m=None, s=None):
         m, s = design.scores(theta)
     value, d_m, d_s = loss.terms(m, s, y)
     d_mm, d_ms, d_ss = loss.curvature(m, s, y)
+    noise_diag = 2.0 * design.noise_rmatvec(d_s)
     grad = design.rmatvec(d_m)
-    grad[: design.n_features] += 2.0 * (w + design.noise_rmatvec(d_s) * w)
+    grad[: design.n_features] += 2.0 * w + noise_diag * w
     J = float(w @ w + np.sum(value))
-    return J, grad, Curvature(w, d_m, d_s, np.maximum(d_mm, 0.0), d_ms, d_ss)
+    return J, grad, Curvature(w, d_m, d_s, np.maximum(d_mm, 0.0), d_ms, d_ss, noise_diag)
+
+
+def _compiled(design, curv, compiled, z=None):
+    """``H z`` (or the diagonal, ``z=None``) by the compiled row passes."""
+    kind, arrays, scale = compiled
+    out = np.empty(design.n_params)
+    args = (*arrays, scale, design.fit_intercept, curv.w, curv.d_mm, curv.d_ms, curv.d_ss,
+            curv.noise_diag)
+    if z is None:
+        return (kernels.csr_hdiag if kind == "csr" else kernels.dense_hdiag)(*args, out)
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    return (kernels.csr_hvp if kind == "csr" else kernels.dense_hvp)(*args, z, out)
 
 
 def _check_design(design):
@@ -107,7 +126,8 @@ def hessian_matrix(design, curv):
     _check_design(design)
     D = design.n_features
     H = design.gram(curv.d_mm)
-    H[np.diag_indices_from(H)] += 2.0 * design.penalty_mask() + 2.0 * design.noise_diagonal(curv.d_s)
+    H[np.diag_indices_from(H)] += 2.0 * design.penalty_mask()
+    H[np.arange(D), np.arange(D)] += curv.noise_diag
     if not design.variance.is_zero:
         two_w = 2.0 * curv.w
         cross = design.noise_cross(curv.d_ms) * two_w[None, :]  # Xbar^T diag(d_ms) Gbar
@@ -133,6 +153,9 @@ def hessian_vector_product(design, curv, z):
     True
     """
     _check_design(design)
+    compiled = design.row_kernel_arrays()
+    if compiled is not None:
+        return _compiled(design, curv, compiled, z)
     D = design.n_features
     xz = design.matvec(z)
     z_w = z[:D]
@@ -142,7 +165,7 @@ def hessian_vector_product(design, curv, z):
     gz = 2.0 * design.noise_matvec(curv.w * z_w)  # G z
     out += design.rmatvec(curv.d_mm * xz + curv.d_ms * gz)
     out[:D] += 2.0 * curv.w * design.noise_rmatvec(curv.d_ms * xz + curv.d_ss * gz)
-    out[:D] += 2.0 * design.noise_rmatvec(curv.d_s) * z_w
+    out[:D] += curv.noise_diag * z_w
     return out
 
 
@@ -153,12 +176,15 @@ def hessian_diagonal(design, curv):
     + 4 w_d^2 sum_n d_ss v_nd^2``.
     """
     _check_design(design)
+    compiled = design.row_kernel_arrays()
+    if compiled is not None:
+        return _compiled(design, curv, compiled)
     D = design.n_features
     diag = 2.0 * design.penalty_mask() + design.gram_diagonal(curv.d_mm)
     V = design.variance
     if V.is_zero:
         return diag
-    diag[:D] += 2.0 * design.noise_rmatvec(curv.d_s)
+    diag[:D] += curv.noise_diag
     X = design.X
     if V.is_constant:
         xv = V.scale * np.asarray(X.T @ curv.d_ms).ravel()

@@ -148,6 +148,34 @@ class Design:
                 self._every_row_noisy = bool(np.all(rows > 0))
         return self._every_row_noisy
 
+    def row_kernel_arrays(self):
+        """Arrays for the compiled row passes of :mod:`bayesdrop.linalg.kernels`, or None.
+
+        ``("csr", (indptr, indices, x_data, m_data), scale)`` or
+        ``("dense", (X, M), scale)`` when ``V = scale * M`` with ``M`` stored like ``X``
+        (zero noise: ``M = X``, ``scale = 0``); None for a constant variance or a
+        variance matrix with another sparsity pattern (the generic products are used).
+        """
+        if getattr(self, "_row_kernel", False) is not False:
+            return self._row_kernel
+        V, X, out = self.variance, self.X, None
+        if self.sparse:
+            if V.is_zero:
+                out = ("csr", (X.indptr, X.indices, X.data, X.data), 0.0)
+            elif not V.is_constant and sp.issparse(V.matrix):
+                M = V.matrix.tocsr()
+                if (M.shape == X.shape and np.array_equal(M.indptr, X.indptr)
+                        and np.array_equal(M.indices, X.indices)):
+                    out = ("csr", (X.indptr, X.indices, X.data, M.data), V.scale)
+        else:
+            Xc = np.ascontiguousarray(X)
+            if V.is_zero:
+                out = ("dense", (Xc, Xc), 0.0)
+            elif not V.is_constant and not sp.issparse(V.matrix):
+                out = ("dense", (Xc, np.ascontiguousarray(V.matrix)), V.scale)
+        self._row_kernel = out
+        return out
+
     def noise_matvec(self, z):
         """``V @ z`` for ``z`` of shape (n_features,): per-example ``sum_d v_nd z_d``."""
         return self.variance.score_variance(z)
