@@ -229,3 +229,22 @@ def test_auto_hands_over_to_irls_where_the_optimum_is_not_smooth():
     assert res.converged and res.solver in ("newton", "newton+irls")
     assert res.objective[-1] <= ref.objective[-1] + 1e-9 * ref.objective[-1]
     assert np.all(np.diff(res.objective) <= 1e-12 * res.objective[0])
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse"])
+@pytest.mark.parametrize("noise", ["dropout", "poisson", "none"])
+def test_compiled_row_passes_equal_the_generic_products(kind, noise):
+    X, y = _data(kind, "logistic", seed=6)
+    problem = Problem.create(X, y, LogisticLoss(0.7), NOISES[noise](), True)
+    design = problem.design
+    assert design.row_kernel_arrays() is not None
+    rng = np.random.default_rng(7)
+    _, _, curv = hessian.curvature(problem, rng.normal(size=design.n_params))
+    z = rng.normal(size=design.n_params)
+    compiled = (hessian.hessian_vector_product(design, curv, z),
+                hessian.hessian_diagonal(design, curv))
+    design._row_kernel = None  # force the generic scipy / numpy products
+    generic = (hessian.hessian_vector_product(design, curv, z),
+               hessian.hessian_diagonal(design, curv))
+    for a, b in zip(compiled, generic):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.max(np.abs(b)))
