@@ -10,11 +10,13 @@ Three comparisons, every ratio measured in the same run on the same machine:
    with ``gtol = ftol = 0`` so that it never stops early). The time of L-BFGS is the
    wall time until its first iterate with ``(J - J*) / J* <= 1e-8``, read afterwards from
    the iterates its callback recorded (the callback only copies ``x`` and reads the
-   clock). ``J*`` is the smallest ``J`` any method reached (Newton at ``tol=1e-14``
+   clock); it runs as many times as ours and its fastest time counts. ``J*`` is the
+   smallest ``J`` any method reached (Newton at ``tol=1e-14``
    included). Goal: ours >= 2x faster than L-BFGS on every problem.
 2. **zero noise vs scikit-learn** at its defaults: ``LogisticRegression`` with
    ``lbfgs`` and with ``newton-cholesky`` (both timed; the faster is the peer, named in
-   the table), ``SVC(kernel="linear")`` (libsvm: the same objective with an unpenalised
+   the table; ``newton-cholesky`` only up to 5000 features, as scikit-learn recommends it
+   for ``n_samples >> n_features``), ``SVC(kernel="linear")`` (libsvm: the same objective with an unpenalised
    intercept). Ours: the estimator with ``noise="none"`` and default ``tol``, and the
    relative excess of its ``J`` over ``J*``. Goal: ratio <= 1 and excess <= 1e-8.
 3. **explicit corruption**: scikit-learn's ``LogisticRegression`` on 16 seeded dropout
@@ -100,10 +102,14 @@ def solver_rows(name, problem, repeat, max_time):
     if newton.applicable(problem):
         newton.fit(problem, max_iter=1, warn=False)
         runs["newton"] = best_time(lambda: newton.fit(problem, warn=False), repeat)
-    times, thetas = lbfgs_trace(problem, max_time)
-    values = [problem.objective(th) for th in thetas]
-    J_star = min([ref.objective[-1], min(values)] + [r.objective[-1] for r, _ in runs.values()])
-    t_lbfgs, rel_lbfgs = time_to_target(times, values, J_star)
+    traces = []
+    for _ in range(repeat):  # L-BFGS is timed as often as ours; its fastest run counts
+        times, thetas = lbfgs_trace(problem, max_time)
+        traces.append((times, [problem.objective(th) for th in thetas]))
+    J_star = min([ref.objective[-1]] + [min(v) for _, v in traces]
+                 + [r.objective[-1] for r, _ in runs.values()])
+    hits = [time_to_target(t, v, J_star) for t, v in traces]
+    t_lbfgs, rel_lbfgs = min(hits)
     rows = []
     for solver, (res, t) in runs.items():
         rel = (res.objective[-1] - J_star) / abs(J_star)
@@ -127,8 +133,11 @@ def sklearn_rows(name, X, y, repeat, C=1.0):
     yy = np.where(y == np.unique(y)[1], 1.0, -1.0)
     for loss_name in ("logistic", "hinge"):
         if loss_name == "logistic":
+            # newton-cholesky forms a dense D x D Hessian: scikit-learn recommends it for
+            # n_samples >> n_features only, so it is not tried on wide data
+            names = ("lbfgs",) if X.shape[1] > 5000 else ("lbfgs", "newton-cholesky")
             peers = {s: best_time(lambda s=s: LogisticRegression(C=C, solver=s).fit(X, y),
-                                  repeat) for s in ("lbfgs", "newton-cholesky")}
+                                  repeat) for s in names}
             peer_name = min(peers, key=lambda s: peers[s][1])
             ref, t_ref = peers[peer_name]
             peer_name = f"LogisticRegression({peer_name})"
@@ -147,7 +156,7 @@ def sklearn_rows(name, X, y, repeat, C=1.0):
         coef = ref.coef_.toarray() if sp.issparse(ref.coef_) else ref.coef_
         J_ref = problem.objective(problem.design.pack(np.ravel(coef), ref.intercept_[0]))
         tight = (newton.fit(problem, tol=1e-14, warn=False) if newton.applicable(problem)
-                 else irls.fit(problem, tol=1e-14, max_iter=20000, warn=False))
+                 else irls.fit(problem, tol=1e-14, max_iter=2000, warn=False))
         J_star = min(J_ours, J_ref, tight.objective[-1])
         rows.append((name, loss_name, peer_name, t_ref, t_ours, t_ours / t_ref,
                      (J_ours - J_star) / J_star, (J_ref - J_star) / J_star))

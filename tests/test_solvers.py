@@ -77,9 +77,11 @@ def test_every_solver_reaches_the_lbfgs_minimum(case):
     theta_ref, J_ref = _lbfgs(problem)
     results = {
         "irls": irls.fit(problem, tol=1e-13, max_iter=5000),
-        "newton-cholesky": newton.fit(problem, linalg="cholesky"),
+        "newton-cholesky": newton.fit(problem, linalg="cholesky", compiled=False),
         "newton-cg": newton.fit(problem, linalg="cg"),
     }
+    if kind == "dense":
+        results["newton-compiled"] = newton.fit(problem, linalg="cholesky", compiled=True)
     scale = max(abs(J_ref), 1.0)
     for name, res in results.items():
         J = problem.objective(res.theta)
@@ -248,3 +250,18 @@ def test_compiled_row_passes_equal_the_generic_products(kind, noise):
                hessian.hessian_diagonal(design, curv))
     for a, b in zip(compiled, generic):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.max(np.abs(b)))
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[2] == "dense"], ids=_ids)
+def test_compiled_newton_takes_the_same_steps(case):
+    """The compiled dense loop and the Python loop are one algorithm: same iterates."""
+    loss_name, noise_name, kind, intercept = case
+    X, y = _data(kind, loss_name, seed=8)
+    problem = Problem.create(X, y, LOSSES[loss_name](), NOISES[noise_name](), intercept)
+    a = newton.fit(problem, compiled=True, linalg="cholesky")
+    b = newton.fit(problem, compiled=False, linalg="cholesky")
+    assert a.n_iter == b.n_iter
+    np.testing.assert_allclose(a.objective, b.objective, rtol=1e-12)
+    np.testing.assert_allclose(a.theta, b.theta, rtol=1e-9, atol=1e-12)
+    # at the optimum the gradient is rounding noise: equal to its size only
+    assert a.grad_norm == pytest.approx(b.grad_norm, rel=1e-6, abs=1e-6)

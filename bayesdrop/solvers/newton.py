@@ -139,8 +139,36 @@ def _irls_start(problem, linalg):
     return theta if problem.objective(theta) <= problem.objective(zero) else zero
 
 
+def _dense_arrays(design):
+    """``(X, M, scale)`` for the compiled dense loop, or None."""
+    if design.sparse:
+        return None
+    compiled = design.row_kernel_arrays()
+    if compiled is not None:
+        return compiled[1] + (compiled[2],)
+    V = design.variance
+    if V.is_constant and design.n_samples * design.n_features <= 4_000_000:
+        X = np.ascontiguousarray(design.X)
+        return X, np.ones_like(X), V.scale
+    return None
+
+
+def _fit_compiled(problem, theta, code, arrays, tol, max_iter, irls_start):
+    from ._newton_dense import newton_dense
+
+    X, M, scale = arrays
+    design = problem.design
+    theta, history, it, status, grad = newton_dense(
+        code[0], float(code[1]), float(code[2]), X, M, float(scale), design.fit_intercept,
+        np.ascontiguousarray(problem.y, dtype=np.float64), theta, float(tol), int(max_iter),
+        ARMIJO, MIN_STEP, RIDGE, irls_start)
+    if status == -1:
+        raise FloatingPointError("the Newton direction is not finite")
+    return theta, history, it, status == 1, grad
+
+
 def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=True,
-        cg_maxiter=None):
+        cg_maxiter=None, compiled="auto"):
     """Minimise ``J`` by Newton's method with a backtracking line search.
 
     Parameters
@@ -163,6 +191,10 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         Emit a :class:`~sklearn.exceptions.ConvergenceWarning` if ``max_iter`` is reached.
     cg_maxiter : int, optional
         CG iterations per Newton step; default ``min(n_params, 250)``.
+    compiled : {"auto", True, False}
+        With ``linalg="cholesky"`` and a dense design, run the whole loop compiled
+        (:mod:`bayesdrop.solvers._newton_dense`: the same steps without Python between
+        them). ``"auto"``: whenever possible.
 
     Returns
     -------
@@ -194,9 +226,18 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     p_dim = design.n_params
     cg_maxiter = min(p_dim, 250) if cg_maxiter is None else int(cg_maxiter)
     start = time.perf_counter()
+    compiled_run = None
+    if linalg == "cholesky" and compiled:
+        from ._newton_dense import loss_code
+
+        code, arrays = loss_code(loss), _dense_arrays(design)
+        if code is not None and arrays is not None:
+            compiled_run = code, arrays
+        elif compiled is True:
+            raise ValueError("compiled=True needs a dense design and a built-in loss")
     if theta0 is None:
         theta = np.zeros(p_dim)
-        if not loss.smooth:
+        if not loss.smooth and compiled_run is None:
             # at w = 0 every score variance is 0: each term sits on its kink and the
             # Hessian is singular. One IRLS map (a weighted least-squares solve) moves
             # to a point where the terms are smooth, and never raises J.
@@ -205,6 +246,19 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         theta = np.array(theta0, dtype=float, copy=True)
     if theta.shape != (p_dim,):
         raise ValueError(f"theta0 must have shape ({p_dim},), got {theta.shape}")
+    if compiled_run is not None:
+        code, arrays = compiled_run
+        if not np.isfinite(problem.objective(theta)):
+            raise FloatingPointError("J is not finite at the starting point")
+        irls_start = theta0 is None and not loss.smooth
+        theta, history, it, converged, g = _fit_compiled(problem, theta, code, arrays,
+                                                         tol, max_iter, irls_start)
+        if not converged and warn:
+            warnings.warn(f"Newton did not converge in max_iter={max_iter} iterations "
+                          f"(tol={tol:g})", ConvergenceWarning, stacklevel=2)
+        return SolverResult(theta, np.asarray(history), it, converged,
+                            float(np.max(np.abs(g), initial=0.0)),
+                            time.perf_counter() - start, "newton", it, linalg)
     m, s = design.scores(theta)
     J, g, curv = hess.curvature(problem, theta, m, s)
     if not np.isfinite(J):
