@@ -8,6 +8,12 @@ import numpy as np
 import scipy.sparse as sp
 
 
+#: Largest magnitude accepted in ``X`` and regression targets: squares (noise variances,
+#: squared residuals) and their sums over ``N x D`` entries stay far below the float64
+#: maximum (about 1.8e308).
+MAX_ABS = 1e100
+
+
 def seed_sequence(random_state):
     """A :class:`numpy.random.SeedSequence` from ``random_state`` (the one seed normaliser).
 
@@ -91,7 +97,8 @@ def check_scalar(value, name, *, min_val=None, max_val=None, include_min=True,
 def as_float_design(X, name="X"):
     """Return ``X`` as float64 dense array or CSR matrix, without copying if possible.
 
-    Raises a ValueError naming ``name`` for NaN/inf or a wrong number of dimensions.
+    Raises a ValueError naming ``name`` for NaN/inf, entries above :data:`MAX_ABS` (naming
+    the feature) or a wrong number of dimensions.
     """
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64)
@@ -103,6 +110,15 @@ def as_float_design(X, name="X"):
         raise ValueError(f"{name} must be 2-dimensional, got shape {X.shape}")
     if not np.all(np.isfinite(data)):
         raise ValueError(f"{name} contains NaN or infinity")
+    if data.size:
+        flat = np.abs(data).ravel()
+        k = int(np.argmax(flat))
+        if flat[k] > MAX_ABS:
+            col = int(X.indices[k]) if sp.issparse(X) else int(np.unravel_index(k, X.shape)[1])
+            raise ValueError(
+                f"{name} has an entry of magnitude {flat[k]:.3g} (feature {col}); values "
+                f"above {MAX_ABS:g} overflow the noise variances (squares) and the "
+                "objective in float64: rescale the features (e.g. StandardScaler)")
     return X
 
 
@@ -115,6 +131,10 @@ def as_float_vector(y, n, name="y"):
         raise ValueError(f"{name} has {y.shape[0]} entries but X has {n} rows")
     if not np.all(np.isfinite(y)):
         raise ValueError(f"{name} contains NaN or infinity")
+    if y.size and np.max(np.abs(y)) > MAX_ABS:
+        raise ValueError(f"{name} has an entry of magnitude {np.max(np.abs(y)):.3g}; values "
+                         f"above {MAX_ABS:g} overflow the objective in float64: rescale "
+                         f"{name}")
     return y
 
 

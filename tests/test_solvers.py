@@ -265,3 +265,26 @@ def test_compiled_newton_takes_the_same_steps(case):
     np.testing.assert_allclose(a.theta, b.theta, rtol=1e-9, atol=1e-12)
     # at the optimum the gradient is rounding noise: equal to its size only
     assert a.grad_norm == pytest.approx(b.grad_norm, rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.parametrize("Est", [DropoutSVC, DropoutLogisticRegression, DropoutSVR])
+@pytest.mark.parametrize("kind", ["dense", "sparse"])
+def test_overflow_scale_features_get_a_clear_error(Est, kind):
+    X, y = _data(kind, "logistic")
+    X = X * 1.0
+    if kind == "sparse":
+        X = X.tolil()
+        X[3, 5] = 1e200
+        X = X.tocsr()
+    else:
+        X[3, 5] = 1e200
+    with pytest.raises(ValueError, match=r"magnitude 1e\+200 \(feature 5\)"):
+        Est(noise_level=0.3).fit(X, y)
+    Xs = X * 1e-150  # tiny scale is fine: a finite result
+    assert np.all(np.isfinite(Est(noise_level=0.3).fit(Xs, y).coef_))
+
+
+def test_overflow_scale_regression_targets_get_a_clear_error():
+    X, y = _data("dense", "epsilon")
+    with pytest.raises(ValueError, match="y has an entry of magnitude"):
+        DropoutSVR(noise_level=0.3).fit(X, y * 1e200)
