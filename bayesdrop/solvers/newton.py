@@ -227,7 +227,8 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     if not applicable(problem):
         raise ValueError(
             f"J of this problem is not twice differentiable (the {problem.loss.name} loss "
-            "at zero noise, or a latent design); use the IRLS solver"
+            "with an example of zero noise variance, or a latent design); use the IRLS "
+            "solver"
         )
     design, loss, y = problem
     linalg = choose_linalg(design, linalg)
@@ -289,6 +290,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
             raise FloatingPointError(f"the Newton direction is not finite at iteration {it}")
         if decrement <= 0.0:  # at the optimum to rounding: no descent direction left
             converged = True
+            it -= 1  # no step taken
             break
         # backtracking line search along theta + t step, scores updated incrementally
         xs = design.matvec(step)
@@ -304,6 +306,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
             t *= 0.5
         if t < MIN_STEP and J_c > J:  # no decrease possible: rounding level reached
             converged = decrement <= 2.0 * tol * max(abs(J), 1.0)
+            it -= 1  # no step taken
             break
         theta = theta + t * step
         m, s = m_c, s_c

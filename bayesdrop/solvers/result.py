@@ -22,8 +22,9 @@ class SolverResult(NamedTuple):
         Outer iterations (IRLS steps, Newton steps).
     converged : bool
     grad_norm : float
-        ``||grad J(theta)||_inf`` at the result (``nan`` where ``J`` is not differentiable
-        there, e.g. a zero-noise hinge point on the margin).
+        ``||grad J(theta)||_inf`` at the result. Where ``J`` has a kink there (a
+        zero-noise hinge point on the margin) this is the gradient formula with the root
+        floored at ``ROOT_FLOOR``, not a subgradient certificate.
     time : float
         Wall-clock seconds.
     solver : str
