@@ -45,7 +45,7 @@ def _stack_problems(arrays, multiclass):
 
 
 def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=None,
-                      class_names=None, attrs=None):
+                      class_names=None, attrs=None, modes=None, mode_lp=None):
     """Build the InferenceData of a sampled model.
 
     Parameters
@@ -63,6 +63,9 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
         problem, which then has no ``class`` dimension.
     attrs : dict, optional
         Extra attributes (strings and numbers only, so that netCDF keeps them).
+    modes : list of ndarray, optional
+        The mode ``argmin J`` of each problem (where the chains started); stored with
+        ``mode_lp`` (``-J`` there) as the group ``mode``.
 
     Returns
     -------
@@ -71,7 +74,8 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
         (chain, draw, [class]) and, if stored, the augmentation traces;
         ``sample_stats``: ``lp = -J``; ``observed_data``: ``y``;
         ``augmentation_mean``: per chain and example, the posterior mean of each
-        augmentation variable (``u``, ``u_prime`` or ``lambda``).
+        augmentation variable (``u``, ``u_prime`` or ``lambda``); ``mode`` (with
+        ``modes``): ``coef``, ``intercept`` and ``lp`` at the mode of ``J``.
     """
     import xarray as xr
 
@@ -147,6 +151,14 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
     }
     if aug_mean:
         groups["augmentation_mean"] = xr.Dataset(aug_mean, coords=aug_coords)
+    if modes is not None:
+        mode = np.array(modes) if multiclass else np.asarray(modes[0])
+        lp_mode = np.array(mode_lp, dtype=float) if multiclass else float(mode_lp[0])
+        mode_vars = {"coef": ((*cls, "feature"), mode[..., :n_features]),
+                     "lp": (tuple(cls), lp_mode)}
+        if fit_intercept:
+            mode_vars["intercept"] = (tuple(cls), mode[..., n_features])
+        groups["mode"] = xr.Dataset(mode_vars, coords={k: coords[k] for k in (*cls, "feature")})
     for ds in groups.values():
         ds.attrs.update(meta)
     return _az().InferenceData(**groups)

@@ -26,8 +26,15 @@ __all__ = [
 ]
 
 
-def _irls_parameters(estimator):
-    """IRLS estimate as (coef (n_problems, D), intercept (n_problems,))."""
+def _irls_parameters(estimator, idata=None):
+    """The mode as (coef (n_problems, D), intercept (n_problems,)): the group ``mode`` of
+    ``idata`` (the mode on the sampled data) if present, else the fitted estimator's."""
+    if idata is not None and "mode" in idata.groups():
+        mode = idata["mode"]
+        coef = np.asarray(mode["coef"].values, dtype=float).reshape(-1, mode.sizes["feature"])
+        intercept = (np.atleast_1d(np.asarray(mode["intercept"].values, dtype=float))
+                     if "intercept" in mode else np.zeros(coef.shape[0]))
+        return coef, intercept
     coef = np.atleast_2d(np.asarray(estimator.coef_, dtype=float))
     intercept = np.atleast_1d(np.asarray(estimator.intercept_, dtype=float))
     return coef, intercept
@@ -75,7 +82,7 @@ def compare_with_irls(idata, estimator, hdi_prob=0.94):
     (4, True)
     """
     _check_match(idata, estimator)
-    coef, intercept = _irls_parameters(estimator)
+    coef, intercept = _irls_parameters(estimator, idata)
     var_names = ["coef"] + (["intercept"] if "intercept" in idata.posterior else [])
     table = _arviz.summary_stats(idata, var_names=var_names, hdi_prob=hdi_prob)
     irls_values = list(coef.ravel())  # class-major, as ArviZ flattens (class, feature)
@@ -89,7 +96,8 @@ def compare_with_irls(idata, estimator, hdi_prob=0.94):
 def check_mode(idata, estimator, rtol=1e-7):
     """Check that the IRLS estimate is the posterior mode.
 
-    ``lp_irls = -J(theta_irls)`` (the last entry of ``objective_``) must be at least the
+    ``lp_irls = -J`` at the mode (the group ``mode`` of ``idata``; without it the last
+    entry of the estimator's ``objective_``) must be at least the
     largest ``lp`` of any draw, up to ``rtol * max(1, |lp_irls|)`` (the IRLS stopping
     tolerance).
 
@@ -113,9 +121,12 @@ def check_mode(idata, estimator, rtol=1e-7):
     import pandas as pd
 
     _check_match(idata, estimator)
-    history = estimator.objective_
-    if isinstance(history, np.ndarray) and history.ndim == 1:
-        history = [history]
+    if "mode" in idata.groups():  # the mode on the sampled data
+        history = [[-v] for v in np.atleast_1d(idata["mode"]["lp"].values)]
+    else:
+        history = estimator.objective_
+        if isinstance(history, np.ndarray) and history.ndim == 1:
+            history = [history]
     lp = idata.sample_stats["lp"].values
     if lp.ndim == 2:
         lp = lp[..., None]
@@ -155,6 +166,9 @@ def augmentation_comparison(idata, estimator, X, y):
 
     _check_match(idata, estimator)
     problems, thetas = estimator._problems(X, y)
+    if "mode" in idata.groups():  # the mode on the sampled data
+        coef, intercept = _irls_parameters(estimator, idata)
+        thetas = [pr.design.pack(coef[k], intercept[k]) for k, pr in enumerate(problems)]
     group = idata["augmentation_mean"]
     frames = []
     for k, (problem, theta) in enumerate(zip(problems, thetas)):
@@ -199,7 +213,7 @@ def plot_posterior_vs_irls(idata, estimator, features=None, problem=0, max_plots
     True
     """
     _check_match(idata, estimator)
-    coef, _ = _irls_parameters(estimator)
+    coef, _ = _irls_parameters(estimator, idata)
     names = list(idata.posterior["feature"].values)
     if features is None:
         features = names[:max_plots]

@@ -135,3 +135,35 @@ def test_functional_entry_point_and_errors(small_problem_data):
         DropoutSVC().sample_posterior(X, y, draws=0)
     with pytest.raises(ValueError, match="prob"):
         DropoutSVR().fit(X, yr).predict_interval(X, idata, prob=1.0)
+
+
+def test_sample_posterior_leaves_the_fitted_estimator_unchanged():
+    """Only fit may change fitted attributes; the mode on the sampled data is returned."""
+    import pickle
+
+    from bayesdrop import DropoutLogisticRegression, Problem, LogisticLoss, Dropout
+    from bayesdrop.diagnostics import check_mode, compare_with_irls
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = np.where(X[:, 0] + 0.7 * rng.normal(size=200) > 0, 1, 0)
+    Xtr, ytr, Xte, yte = X[:120], y[:120], X[120:], y[120:]
+    clf = DropoutLogisticRegression(C=0.5, noise_level=0.3).fit(Xtr, ytr)
+    before = pickle.dumps(clf)
+    idata = clf.sample_posterior(Xte, yte, draws=60, tune=20, chains=2, random_state=0,
+                                 progressbar=False, cores=1)
+    assert pickle.dumps(clf) == before  # not a single fitted attribute changed
+    # the stored mode is the optimum on the test data, not the training fit
+    ref = DropoutLogisticRegression(C=0.5, noise_level=0.3, tol=1e-12).fit(Xte, yte)
+    np.testing.assert_allclose(idata["mode"]["coef"].values, ref.coef_[0], rtol=1e-6)
+    assert not np.allclose(idata["mode"]["coef"].values, clf.coef_[0], rtol=1e-3)
+    problem = Problem.create(Xte, 2.0 * yte - 1.0, LogisticLoss(0.5), Dropout(0.3))
+    theta = np.append(idata["mode"]["coef"].values, idata["mode"]["intercept"].values)
+    assert float(idata["mode"]["lp"]) == pytest.approx(-problem.objective(theta), rel=1e-12)
+    assert bool(check_mode(idata, clf)["is_mode"].all())
+    table = compare_with_irls(idata, clf)
+    np.testing.assert_allclose(table["irls"].values[:3], ref.coef_[0], rtol=1e-6)
+    # on the training data the mode is the fitted model
+    idata_tr = clf.sample_posterior(Xtr, ytr, draws=20, tune=5, chains=1, random_state=0,
+                                    progressbar=False, cores=1)
+    np.testing.assert_allclose(idata_tr["mode"]["coef"].values, clf.coef_[0], rtol=1e-6)

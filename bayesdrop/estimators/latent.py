@@ -127,8 +127,9 @@ class _DropoutLatentClassifier(_DropoutClassifier):
         idata = super().sample_posterior(X, y, **kwargs)
         # lp = -J including the (here constant) hidden-layer penalty, as in objective_
         penalty = self.alpha_penalty * np.sum(self.hidden_weights_**2, axis=(1, 2))
-        lp = idata.sample_stats["lp"]
-        idata.sample_stats["lp"] = lp - (penalty if "class" in lp.dims else penalty[0])
+        for group in ("sample_stats", "mode"):
+            lp = idata[group]["lp"]
+            idata[group]["lp"] = lp - (penalty if "class" in lp.dims else penalty[0])
         for group in idata.groups():
             idata[group].attrs["conditional_on_hidden_layer"] = 1
         return idata

@@ -121,12 +121,20 @@ class _DropoutLinearModel(LinearModel):
     def sample_posterior(self, X, y, *, draws=1000, tune=500, chains=4, thin=1,
                          random_state=None, progressbar=True, init="irls", cores=None,
                          store_augmentation=False, overrelax=-0.5):
-        """Fit by IRLS, then sample the pseudo-posterior ``exp(-J(w, b))`` by Gibbs.
+        """Sample the pseudo-posterior ``exp(-J(w, b))`` on ``(X, y)`` by Gibbs.
 
         Each binary (one-vs-rest) problem is sampled by :func:`bayesdrop.samplers.sample`:
         augmentation variables and ``theta`` drawn in turn from the same weighted
         least-squares system that IRLS solves. The chains are independent processes by
         default; the same ``random_state`` gives the same draws either way.
+
+        **The estimator is not changed** (only :meth:`fit` sets fitted attributes): the
+        mode of ``J`` on ``(X, y)`` -- where the chains start -- is found by the
+        estimator's solver warm-started at the fitted coefficients (on the training data
+        it is the fitted model itself) and returned in the group ``mode`` (``coef``,
+        ``intercept``, ``lp = -J``), which :mod:`bayesdrop.diagnostics` compares the draws
+        with. An estimator that was never fitted is fitted on ``(X, y)`` first, as
+        :meth:`fit` would.
 
         Parameters
         ----------
@@ -161,8 +169,11 @@ class _DropoutLinearModel(LinearModel):
             ``augmentation_mean``; attributes name the loss, ``C``, the noise and its
             level, timings and the library version.
         """
-        self.fit(X, y)
+        if not hasattr(self, "coef_"):
+            self.fit(X, y)
         problems, thetas = self._problems(X, y)
+        modes = [self._mode(problem, theta) for problem, theta in zip(problems, thetas)]
+        thetas = [res.theta for res in modes]
         results = sample_problems(problems, thetas, random_state=random_state, draws=draws,
                                   tune=tune, chains=chains, thin=thin, init=init,
                                   progressbar=progressbar, cores=cores,
@@ -177,10 +188,17 @@ class _DropoutLinearModel(LinearModel):
         return to_inference_data(results, loss=self.loss_, noise=self.noise_,
                                  fit_intercept=self.fit_intercept, y=np.asarray(y),
                                  feature_names=self._posterior_feature_names(),
-                                 class_names=class_names, attrs=attrs)
+                                 class_names=class_names, attrs=attrs,
+                                 modes=thetas, mode_lp=[-res.objective[-1] for res in modes])
 
     def _posterior_feature_names(self):
         return getattr(self, "feature_names_in_", None)
+
+    def _mode(self, problem, theta):
+        """``argmin J`` of ``problem`` from ``theta`` (the fitted coefficients)."""
+        solver, linalg = check_solver(self.solver, self.linalg)
+        return fit_problem(problem, theta, solver=solver, linalg=linalg,
+                           tol=min(float(self.tol), 1e-8), max_iter=self.max_iter, warn=False)
 
     def _sampler_linalg(self):
         return check_solver(self.solver, self.linalg)[1]
