@@ -30,7 +30,7 @@ def run_demo(noise_levels=(0.0, 0.2, 0.5), random_state=0, file=None):
     """Fit Dropout-SVM, Dropout-LR and Dropout-SVR at several dropout rates and print a table.
 
     Columns: held-out score (accuracy, or R^2 for regression), final objective ``J``
-    (summed over one-vs-rest problems), IRLS iterations (summed) and fit time.
+    (summed over one-vs-rest problems), solver iterations (summed) and fit time.
 
     Returns
     -------

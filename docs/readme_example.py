@@ -4,7 +4,7 @@ from bayesdrop.studies.datasets import load_breast_cancer
 
 X, y = load_breast_cancer()                                   # 569 x 30, standardised
 clf = DropoutLogisticRegression(C=0.1, noise_level=0.3).fit(X, y)
-print(f"train accuracy {clf.score(X, y):.3f} after {clf.n_iter_[0]} IRLS iterations")
+print(f"train accuracy {clf.score(X, y):.3f} after {clf.n_iter_[0]} {clf.solver_[0]} steps")
 idata = clf.sample_posterior(X, y, draws=1000, chains=4, random_state=0, progressbar=False)
 table = diagnostics.compare_with_irls(idata, clf)
 print(table[["irls", "mean", "sd", "ess_bulk", "r_hat", "z"]].head(4).round(3))

@@ -288,3 +288,12 @@ def test_overflow_scale_regression_targets_get_a_clear_error():
     X, y = _data("dense", "epsilon")
     with pytest.raises(ValueError, match="y has an entry of magnitude"):
         DropoutSVR(noise_level=0.3).fit(X, y * 1e200)
+
+
+def test_estimators_report_the_optimiser_they_used():
+    X, y = _data("dense", "hinge")
+    assert DropoutSVC(C=0.7, noise_level=0.3).fit(X, y).solver_.tolist() == ["newton"]
+    assert DropoutSVC(C=0.7, noise="none").fit(X, y).solver_.tolist() == ["irls"]
+    assert DropoutSVC(C=0.7, noise_level=0.3, solver="irls").fit(X, y).solver_.tolist() == ["irls"]
+    Xr, yr = _data("dense", "epsilon")
+    assert DropoutSVR(C=0.7, noise_level=0.3).fit(Xr, yr).solver_ == "newton"

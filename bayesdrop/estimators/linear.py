@@ -102,7 +102,8 @@ class _DropoutLinearModel(LinearModel):
                               tol=self.tol, max_iter=self.max_iter,
                               accelerate=self.accelerate)
             coef, intercept = design.split(res.theta)
-            return BinaryFit(coef, intercept, res.n_iter, res.converged, res.objective)
+            return BinaryFit(coef, intercept, res.n_iter, res.converged, res.objective,
+                             {"solver_": res.solver})
 
         self.noise_ = noise
         self.loss_ = loss
@@ -264,7 +265,10 @@ class DropoutSVC(_DropoutClassifier):
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
     n_iter_ : ndarray of shape (n_problems,)
-        IRLS iterations of each binary (one-vs-rest) problem.
+        Iterations (Newton or IRLS steps) of each binary (one-vs-rest) problem.
+    solver_ : ndarray of str, shape (n_problems,)
+        The optimiser that fitted each problem (``"newton"``, ``"irls"`` or
+        ``"newton+irls"``; see the ``solver`` parameter).
     objective_ : list of ndarray
         History of ``J`` for each binary problem (monotone non-increasing).
     converged_ : ndarray of bool
@@ -319,7 +323,7 @@ class DropoutLogisticRegression(_DropoutClassifier):
 
     Attributes
     ----------
-    classes_, coef_, intercept_, n_iter_, objective_, converged_, noise_, loss_,
+    classes_, coef_, intercept_, n_iter_, solver_, objective_, converged_, noise_, loss_,
     n_features_in_, fit_time_
         As for :class:`DropoutSVC`.
 
@@ -391,6 +395,8 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
     n_iter_ : int
+    solver_ : str
+        The optimiser used (see the ``solver`` parameter).
     objective_ : ndarray
         History of ``J``.
     converged_ : bool
@@ -445,6 +451,7 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
         self.n_iter_ = int(self.n_iter_[0])
         self.objective_ = self.objective_[0]
         self.converged_ = bool(self.converged_[0])
+        self.solver_ = str(self.solver_[0])
         return self
 
     def _encode_targets(self, y, n_samples):
