@@ -175,6 +175,15 @@ def _fit_compiled(problem, theta, code, arrays, tol, max_iter, irls_start):
     return theta, history, it, status == 1, grad
 
 
+def _result(theta, history, it, converged, g, start, n_evals, linalg, warn, max_iter, tol):
+    if warn:
+        warnings.warn(f"Newton did not converge in max_iter={max_iter} iterations "
+                      f"(tol={tol:g})", ConvergenceWarning, stacklevel=3)
+    return SolverResult(theta, np.asarray(history), it, converged,
+                        float(np.max(np.abs(g), initial=0.0)), time.perf_counter() - start,
+                        "newton", n_evals, linalg)
+
+
 def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=True,
         cg_maxiter=None, compiled="auto"):
     """Minimise ``J`` by Newton's method with a backtracking line search.
@@ -262,12 +271,8 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         irls_start = theta0 is None and not loss.smooth
         theta, history, it, converged, g = _fit_compiled(problem, theta, code, arrays,
                                                          tol, max_iter, irls_start)
-        if not converged and warn:
-            warnings.warn(f"Newton did not converge in max_iter={max_iter} iterations "
-                          f"(tol={tol:g})", ConvergenceWarning, stacklevel=2)
-        return SolverResult(theta, np.asarray(history), it, converged,
-                            float(np.max(np.abs(g), initial=0.0)),
-                            time.perf_counter() - start, "newton", it, linalg)
+        return _result(theta, history, it, converged, g, start, it, linalg,
+                       warn and not converged, max_iter, tol)
     m, s = design.scores(theta)
     J, g, curv = hess.curvature(problem, theta, m, s)
     if not np.isfinite(J):
@@ -315,11 +320,5 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         if decrement <= 2.0 * tol * max(abs(J), 1.0):
             converged = True
             break
-    if not converged and warn:
-        warnings.warn(
-            f"Newton did not converge in max_iter={max_iter} iterations (tol={tol:g})",
-            ConvergenceWarning, stacklevel=2,
-        )
-    return SolverResult(theta, np.asarray(history), it, converged,
-                        float(np.max(np.abs(g), initial=0.0)), time.perf_counter() - start,
-                        "newton", n_evals, linalg)
+    return _result(theta, history, it, converged, g, start, n_evals, linalg,
+                   warn and not converged, max_iter, tol)
