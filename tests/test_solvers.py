@@ -144,7 +144,7 @@ def test_auto_picks_newton_for_smooth_J_and_irls_at_zero_noise_hinge():
     est = DropoutSVC(C=0.7, noise_level=0.3).fit(X, y)
     prob = Problem.create(X, y, HingeLoss(0.7), Dropout(0.3))
     assert fit_problem(prob).solver == "newton"
-    assert fit_problem(Problem.create(X, y, HingeLoss(0.7), "none")).solver == "irls"
+    assert fit_problem(Problem.create(X, y, HingeLoss(0.7), "none")).solver == "dual"
     ref = DropoutSVC(C=0.7, noise_level=0.3, solver="irls", tol=1e-13).fit(X, y)
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-6, atol=1e-8)
 
@@ -293,7 +293,37 @@ def test_overflow_scale_regression_targets_get_a_clear_error():
 def test_estimators_report_the_optimiser_they_used():
     X, y = _data("dense", "hinge")
     assert DropoutSVC(C=0.7, noise_level=0.3).fit(X, y).solver_.tolist() == ["newton"]
-    assert DropoutSVC(C=0.7, noise="none").fit(X, y).solver_.tolist() == ["irls"]
+    assert DropoutSVC(C=0.7, noise="none").fit(X, y).solver_.tolist() == ["dual"]
     assert DropoutSVC(C=0.7, noise_level=0.3, solver="irls").fit(X, y).solver_.tolist() == ["irls"]
     Xr, yr = _data("dense", "epsilon")
     assert DropoutSVR(C=0.7, noise_level=0.3).fit(Xr, yr).solver_ == "newton"
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse"])
+@pytest.mark.parametrize("C", [0.05, 1.0, 20.0])
+def test_dual_solver_is_exact_at_zero_noise(kind, C):
+    """SMO + polish: J no larger than IRLS's tight optimum or libsvm at tol 1e-12."""
+    from sklearn.svm import SVC
+
+    from bayesdrop.solvers import dual
+
+    X, y = _data(kind, "hinge", seed=9)
+    problem = Problem.create(X, y, HingeLoss(C), "none")
+    res = dual.fit(problem)
+    ref = irls.fit(problem, tol=1e-14, max_iter=20_000, warn=False)
+    svc = SVC(kernel="linear", C=C, tol=1e-12).fit(X, y)
+    coef = svc.coef_.toarray().ravel() if sp.issparse(svc.coef_) else svc.coef_.ravel()
+    J_svc = problem.objective(np.append(coef, svc.intercept_[0]))
+    J = problem.objective(res.theta)
+    assert res.converged
+    assert J <= min(ref.objective[-1], J_svc) * (1 + 1e-10)
+    np.testing.assert_allclose(res.theta[:-1], coef, atol=1e-5 * max(1.0, np.abs(coef).max()))
+
+
+def test_auto_uses_the_dual_for_the_zero_noise_hinge():
+    X, y = _data("dense", "hinge")
+    est = DropoutSVC(C=0.7, noise="none").fit(X, y)
+    assert est.solver_[0] in ("dual", "dual+irls")
+    assert DropoutSVC(C=0.7, noise="none", fit_intercept=False).fit(X, y).solver_[0] == "irls"
+    with pytest.raises(ValueError, match="zero noise"):
+        DropoutSVC(C=0.7, noise_level=0.3, solver="dual").fit(X, y)

@@ -43,13 +43,16 @@ NoiseModel, default="dropout"
 _SOLVER_DOC = """
     fit_intercept : bool, default=True
         Fit an unpenalised, uncorrupted intercept.
-    solver : {"auto", "newton", "irls"}, default="auto"
+    solver : {"auto", "newton", "irls", "dual"}, default="auto"
         The optimiser of ``J`` (:mod:`bayesdrop.solvers`): Newton's method with a line
-        search (:mod:`bayesdrop.solvers.newton`), or variational IRLS
-        (:mod:`bayesdrop.solvers.irls`). ``"auto"`` uses Newton whenever ``J`` is twice
-        differentiable -- the logistic loss, and the hinge / epsilon-insensitive losses
-        under non-zero noise -- and IRLS (with its exact active-set polish) for the
-        hinge / epsilon-insensitive losses at zero noise. Both reach the same optimum.
+        search (:mod:`bayesdrop.solvers.newton`), variational IRLS
+        (:mod:`bayesdrop.solvers.irls`), or -- the zero-noise hinge loss only -- SMO on
+        the dual with an exact polish (:mod:`bayesdrop.solvers.dual`). ``"auto"`` uses
+        Newton whenever ``J`` is twice differentiable (the logistic loss, and the hinge /
+        epsilon-insensitive losses under non-zero noise), the dual for the zero-noise
+        hinge loss with an intercept up to 5000 examples, and IRLS (with its exact
+        active-set polish) otherwise (:func:`bayesdrop.solvers.choose_solver`). All reach
+        the same optimum.
     linalg : {"auto", "cholesky", "woodbury", "cg"}, default="auto"
         The linear-algebra back-end: dense Cholesky, the Woodbury dual (IRLS only,
         ``D > N``), or matrix-free conjugate gradients (never forms a ``D x D``

@@ -4,6 +4,8 @@
   with the zero-noise active-set polish;
 * :mod:`.newton` -- Newton's method on ``J`` (exact Hessian with Cholesky, or truncated
   Newton-CG on ``O(nnz)`` Hessian-vector products);
+* :mod:`.dual` -- the zero-noise hinge loss exactly: SMO on the dual with the
+  intercept's equality constraint, then the certified active-set polish;
 * :mod:`.alternating` -- the latent models' alternation of IRLS and L-BFGS;
 * :mod:`.lbfgs` -- L-BFGS-B with scikit-learn's tolerance scaling (smooth baselines).
 
@@ -19,13 +21,13 @@ import warnings
 import numpy as np
 
 from ..linalg.wls import LINALG
-from . import irls, newton
+from . import dual, irls, newton
 from .result import SolverResult
 
 __all__ = ["SOLVERS", "SolverResult", "check_solver", "choose_solver", "fit_problem"]
 
 #: optimisers of ``J`` an estimator can use
-SOLVERS = ("auto", "newton", "irls")
+SOLVERS = ("auto", "newton", "irls", "dual")
 
 #: Newton steps ``solver="auto"`` allows before it hands over to IRLS (Newton converges
 #: in well under 20 steps wherever ``J`` is smooth near its optimum)
@@ -46,7 +48,7 @@ def check_solver(solver, linalg):
     if solver in LINALG and solver != "auto":
         warnings.warn(
             f"solver={solver!r} names a linear-algebra back-end; pass linalg={solver!r} "
-            "instead (solver= now picks the optimiser: 'auto', 'newton' or 'irls'). "
+            "instead (solver= now picks the optimiser: 'auto', 'newton', 'irls' or 'dual'). "
             "This fallback is removed in 0.3.", FutureWarning, stacklevel=3)
         if linalg not in ("auto", solver):
             raise ValueError(f"solver={solver!r} (a back-end) conflicts with linalg={linalg!r}")
@@ -67,9 +69,11 @@ def choose_solver(problem, solver="auto", linalg="auto"):
     :data:`AUTO_NEWTON_ITER` steps.)
 
     Newton applies to the logistic and squared losses, and to the hinge and
-    epsilon-insensitive losses under non-zero noise (:func:`.newton.applicable`); IRLS is
-    used for those two at zero noise (where its active-set polish finds the exact
-    optimum), for the latent design, and with ``linalg="woodbury"``.
+    epsilon-insensitive losses under non-zero noise (:func:`.newton.applicable`). The
+    zero-noise hinge loss with an intercept and at most 5000 examples goes to the dual
+    (SMO + exact polish, :mod:`.dual`). IRLS (with its active-set polish) takes the rest:
+    the zero-noise epsilon-insensitive loss, larger zero-noise hinge problems, the
+    latent design, and ``linalg="woodbury"``.
 
     Examples
     --------
@@ -78,12 +82,16 @@ def choose_solver(problem, solver="auto", linalg="auto"):
     >>> choose_solver(Problem.create(X, y, HingeLoss(1.0), Dropout(0.3)))
     'newton'
     >>> choose_solver(Problem.create(X, y, HingeLoss(1.0), "none"))
+    'dual'
+    >>> choose_solver(Problem.create(X, y, HingeLoss(1.0), "none", fit_intercept=False))
     'irls'
     """
     if solver != "auto":
         return solver
     if linalg != "woodbury" and newton.applicable(problem):
         return "newton"
+    if dual.applicable(problem):
+        return "dual"
     return "irls"
 
 
@@ -125,6 +133,8 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
     if chosen == "irls":
         return irls.fit(problem, theta0, tol=tol, max_iter=max_iter, accelerate=accelerate,
                         linalg=linalg, warn=warn)
+    if chosen == "dual":
+        return dual.fit(problem, theta0, tol=tol, max_iter=max_iter, warn=warn)
     if solver == "newton":
         return newton.fit(problem, theta0, tol=tol, max_iter=max_iter, linalg=linalg,
                           warn=warn)
