@@ -26,7 +26,7 @@ Three comparisons, every ratio measured in the same run on the same machine:
    estimator at the same ``q``; time and test accuracy. Goal: ours >= 10x faster at
    equal or better accuracy.
 
-Times are the best of ``repeat`` runs (5 for breast cancer / diabetes, 3 for the 10k and
+Times are the best of ``repeat`` runs (20 for breast cancer / diabetes, 3 for the 10k and
 newsgroups problems, 1 for the 10^6-row problem) of the whole call,
 including input validation; numba compilation is excluded by a warm-up fit on the same
 problem. One process, BLAS with its default threads (2 cores).
@@ -222,10 +222,10 @@ def problems(quick):
     Xs, ys = make_classification(10_000, 50, n_informative=10, random_state=0)
     ys = 2.0 * ys - 1.0
     out = [
-        ("breast cancer 569x30 LR q=.3", Problem.create(Xc, yc, LogisticLoss(1.0), Dropout(0.3)), 5),
-        ("breast cancer 569x30 SVC q=.3", Problem.create(Xc, yc, HingeLoss(1.0), Dropout(0.3)), 5),
+        ("breast cancer 569x30 LR q=.3", Problem.create(Xc, yc, LogisticLoss(1.0), Dropout(0.3)), 20),
+        ("breast cancer 569x30 SVC q=.3", Problem.create(Xc, yc, HingeLoss(1.0), Dropout(0.3)), 20),
         ("diabetes 442x10 SVR q=.3", Problem.create(Xd, (yd - yd.mean()) / yd.std(),
-                                                    EpsilonInsensitiveLoss(1.0, 0.1), Dropout(0.3)), 5),
+                                                    EpsilonInsensitiveLoss(1.0, 0.1), Dropout(0.3)), 20),
         ("synthetic 10000x50 LR q=.3", Problem.create(Xs, ys, LogisticLoss(1.0), Dropout(0.3)), 3),
         ("synthetic 10000x50 SVC q=.3", Problem.create(Xs, ys, HingeLoss(1.0), Dropout(0.3)), 3),
     ]
@@ -267,7 +267,7 @@ def main(argv=None):
     out("\n== 2. zero noise: scikit-learn (its faster solver, default tol) vs ours (default tol) ==")
     X, y = load_breast_cancer(return_X_y=True)
     X = StandardScaler().fit_transform(X)
-    data = [("breast cancer 569x30", X, y, 5)]
+    data = [("breast cancer 569x30", X, y, 20)]
     Xs, ys = make_classification(10_000, 50, n_informative=10, random_state=0)
     data.append(("synthetic 10000x50", Xs, ys, 3))
     if not args.quick:

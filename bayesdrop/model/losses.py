@@ -138,7 +138,8 @@ class Loss(ABC):
         (``s = 0`` on the margin of the hinge / tube of the epsilon-insensitive loss) the
         values are those at the floored root :data:`ROOT_FLOOR`.
         """
-        raise NotImplementedError(f"{type(self).__name__} has no curvature")  # pragma: no cover
+        raise TypeError(f"{type(self).__name__} defines no curvature: Newton does not apply "
+                        "(use the IRLS solver)")
 
     def kinks(self, y):
         """Kinks of a piecewise-linear term at zero noise, or None for smooth losses.

@@ -65,9 +65,11 @@ def applicable(problem):
     >>> applicable(Problem.create(X, y, HingeLoss(1.0), Dropout(0.2)))
     True
     """
+    from ..model.losses import Loss
+
     design, loss, _ = problem
-    if not design.diagonal_noise:
-        return False
+    if not design.diagonal_noise or type(loss).curvature is Loss.curvature:
+        return False  # a latent design, or a loss without second derivatives
     return bool(loss.smooth or design.every_row_noisy)
 
 
