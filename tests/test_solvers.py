@@ -327,3 +327,14 @@ def test_auto_uses_the_dual_for_the_zero_noise_hinge():
     assert DropoutSVC(C=0.7, noise="none", fit_intercept=False).fit(X, y).solver_[0] == "irls"
     with pytest.raises(ValueError, match="zero noise"):
         DropoutSVC(C=0.7, noise_level=0.3, solver="dual").fit(X, y)
+
+
+def test_dual_warm_start_at_the_optimum_needs_no_smo():
+    from bayesdrop.solvers import dual
+
+    X, y = _data("dense", "hinge", seed=9)
+    problem = Problem.create(X, y, HingeLoss(1.0), "none")
+    cold = dual.fit(problem)
+    warm = dual.fit(problem, cold.theta)
+    assert warm.solver == "dual" and warm.n_iter == 0 and cold.n_iter > 0
+    np.testing.assert_allclose(warm.theta, cold.theta, rtol=1e-12, atol=1e-14)

@@ -77,7 +77,7 @@ class _DropoutLinearModel(LinearModel):
         check_scalar(self.C, "C", min_val=0.0, include_min=False)
         check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
         check_scalar(self.max_iter, "max_iter", min_val=1, integer=True)
-        self._solver, self._linalg = check_solver(self.solver, self.linalg)
+        self._solver, self._linalg = self._solvers()
         return make_noise(self.noise, self.noise_level)
 
     def _binary_problems(self, X, targets, noise, loss):
@@ -182,7 +182,7 @@ class _DropoutLinearModel(LinearModel):
                                   tune=tune, chains=chains, thin=thin, init=init,
                                   progressbar=progressbar, cores=cores,
                                   store_augmentation=store_augmentation,
-                                  linalg=self._sampler_linalg(),
+                                  linalg=self._solvers()[1],
                                   overrelax=overrelax)
         classes = getattr(self, "classes_", None)
         class_names = list(classes) if classes is not None and len(problems) > 1 else None
@@ -200,12 +200,13 @@ class _DropoutLinearModel(LinearModel):
 
     def _mode(self, problem, theta):
         """``argmin J`` of ``problem`` from ``theta`` (the fitted coefficients)."""
-        solver, linalg = check_solver(self.solver, self.linalg)
+        solver, linalg = self._solvers()
         return fit_problem(problem, theta, solver=solver, linalg=linalg,
                            tol=min(float(self.tol), 1e-8), max_iter=self.max_iter, warn=False)
 
-    def _sampler_linalg(self):
-        return check_solver(self.solver, self.linalg)[1]
+    def _solvers(self):
+        """``(solver, linalg)`` validated (old back-end values of ``solver`` moved)."""
+        return check_solver(self.solver, self.linalg)
 
 
 class _DropoutClassifier(OneVsRestClassifier, _DropoutLinearModel):

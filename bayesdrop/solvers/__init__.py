@@ -16,9 +16,8 @@ linear-algebra back-end (:mod:`bayesdrop.linalg`).
 
 from __future__ import annotations
 
+import time
 import warnings
-
-import numpy as np
 
 from ..linalg.wls import LINALG
 from . import dual, irls, newton
@@ -142,15 +141,11 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
     # AUTO_NEWTON_ITER steps -- the optimum can sit where J is not twice differentiable
     # even under noise (w = 0 with examples exactly on the margin: the noise term then
     # acts like a group-lasso penalty on w)
+    start = time.perf_counter()
     first = newton.fit(problem, theta0, tol=tol, max_iter=min(max_iter, AUTO_NEWTON_ITER),
-                       linalg=linalg, warn=False)
+                       linalg=linalg, warn=warn and max_iter <= AUTO_NEWTON_ITER)
     if first.converged or max_iter <= AUTO_NEWTON_ITER:
-        if not first.converged and warn:
-            newton.fit(problem, first.theta, tol=tol, max_iter=1, linalg=linalg, warn=True)
         return first
     second = irls.fit(problem, first.theta, tol=tol, max_iter=max_iter - first.n_iter,
                       accelerate=accelerate, linalg=linalg, warn=warn)
-    return second._replace(
-        objective=np.concatenate([first.objective, second.objective[1:]]),
-        n_iter=first.n_iter + second.n_iter, n_evals=first.n_evals + second.n_evals,
-        time=first.time + second.time, solver="newton+irls")
+    return second.after(first.objective, first.n_iter, first.n_evals, start, "newton+irls")

@@ -180,6 +180,19 @@ def _intercept(a, G, y, C):
     return float(0.5 * (hi + lo))
 
 
+def _certify(problem, theta, history, it, start):
+    """The polished optimum from ``theta`` as a result, if its KKT certificate holds."""
+    from .irls import active_set_polish
+
+    polished, J_p = active_set_polish(problem, theta)
+    if polished is None or J_p > history[-1] * (1.0 + 1e-12) + 1e-300:
+        return None
+    grad = problem.objective(polished, gradient=True)[1]
+    return SolverResult(polished, np.array(history + [J_p]), it, True,
+                        float(np.max(np.abs(grad), initial=0.0)), time.perf_counter() - start,
+                        "dual", it, "cholesky")
+
+
 def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO_TOL,
         smo_max_iter=None):
     """Minimise the zero-noise hinge ``J`` by SMO on the dual plus the exact polish.
@@ -188,8 +201,10 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO
     ----------
     problem : Problem
         See :func:`applicable`.
-    theta0 : ignored
-        SMO starts from ``a = 0`` (a warm start in the dual is not kept).
+    theta0 : ndarray, optional
+        Warm start: if the polish certifies the optimum from ``theta0`` no SMO runs
+        (the estimators' ``warm_start`` and the mode in ``sample_posterior``); otherwise
+        SMO starts from ``a = 0``.
     tol, max_iter, warn
         Passed to IRLS when the polish does not certify the SMO point.
     smo_tol : float
@@ -220,6 +235,11 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO
         raise ValueError("the dual solver needs the hinge loss at zero noise with an "
                          f"intercept and at most {MAX_DUAL_SAMPLES} examples")
     start = time.perf_counter()
+    if theta0 is not None:  # a warm start that the polish certifies is the optimum
+        theta0 = np.asarray(theta0, dtype=float)
+        certified = _certify(problem, theta0, [problem.objective(theta0)], 0, start)
+        if certified is not None:
+            return certified
     design, loss, y = problem
     C = float(loss.C)
     # margin l: hinge(l - y m) = l hinge(1 - y m / l): the dual of the problem in w / l
@@ -237,17 +257,11 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO
         w = np.asarray(design.X.T @ (a * y)).ravel() * scale
         b = _intercept(a, G, y, C / scale) * scale
         theta = np.append(w, b)
-        J = problem.objective(theta)
-        history.append(J)
-        polished, J_p = irls.active_set_polish(problem, theta)
-        if polished is not None and J_p <= J * (1.0 + 1e-12) + 1e-300:
-            grad = problem.objective(polished, gradient=True)[1]
-            return SolverResult(polished, np.array(history + [J_p]), it, True,
-                                float(np.max(np.abs(grad), initial=0.0)),
-                                time.perf_counter() - start, "dual", it, "cholesky")
+        history.append(problem.objective(theta))
+        certified = _certify(problem, theta, history, it, start)
+        if certified is not None:
+            return certified
         if stage_tol <= smo_tol or it >= smo_max_iter:
             break
     res = irls.fit(problem, theta, tol=tol, max_iter=max_iter, warn=warn)
-    return res._replace(objective=np.concatenate([history[:-1], res.objective]),
-                        n_iter=it + res.n_iter, n_evals=it + res.n_evals,
-                        time=time.perf_counter() - start, solver="dual+irls")
+    return res.after(history, it, it, start, "dual+irls")

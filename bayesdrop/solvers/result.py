@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -44,6 +45,15 @@ class SolverResult(NamedTuple):
     solver: str
     n_evals: int
     linalg: str
+
+    def after(self, history, n_iter, n_evals, start, solver):
+        """This result as the continuation of an earlier run that produced ``history``
+        (ending at this run's starting point), ``n_iter`` iterations and ``n_evals`` work
+        units, started at ``start`` (``time.perf_counter()``); named ``solver``."""
+        return self._replace(
+            objective=np.concatenate([np.asarray(history, dtype=float), self.objective[1:]]),
+            n_iter=n_iter + self.n_iter, n_evals=n_evals + self.n_evals,
+            time=time.perf_counter() - start, solver=solver)
 
     @property
     def n_maps(self):
