@@ -143,3 +143,40 @@ def check_binary_labels(y, name="y"):
     if not np.all(np.isin(y, (-1.0, 1.0))):
         raise ValueError(f"{name} must hold only -1 and +1 for a binary loss")
     return y
+
+
+def check_sample_weight(sample_weight, n, name="sample_weight"):
+    """Validate per-example weights: None, a number, or ``n`` finite values ``>= 0``.
+
+    Returns None when every weight is 1 (the unweighted problem), else a new float64
+    array (the caller's array is never modified). Weights above :data:`MAX_ABS`, negative
+    or non-finite weights, and weights that are all zero raise a ValueError naming
+    ``name``.
+
+    Examples
+    --------
+    >>> check_sample_weight(None, 3) is None, check_sample_weight(2.0, 2).tolist()
+    (True, [2.0, 2.0])
+    """
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool):
+        w = np.full(n, float(sample_weight))
+    else:
+        w = np.array(sample_weight, dtype=np.float64, copy=True)
+        if w.ndim != 1:
+            raise ValueError(f"{name} must be 1-dimensional, got shape {w.shape}")
+        if w.shape[0] != n:
+            raise ValueError(f"{name} has {w.shape[0]} entries but X has {n} rows")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{name} contains NaN or infinity")
+    if np.any(w < 0):
+        raise ValueError(f"{name} must be non-negative, got a minimum of {w.min():g}")
+    if w.size and np.max(w) > MAX_ABS:
+        raise ValueError(f"{name} has an entry of {np.max(w):.3g}; weights above "
+                         f"{MAX_ABS:g} overflow the objective in float64")
+    if n and not np.any(w > 0):
+        raise ValueError(f"{name} is zero for every example: nothing to fit")
+    if np.all(w == 1.0):
+        return None
+    return w

@@ -65,8 +65,8 @@ def sample_problems(problems, thetas_hat, *, random_state=None, **kwargs):
 
 
 def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_level=None,
-                     fit_intercept=True, draws=1000, tune=500, chains=4, thin=1,
-                     init="irls", random_state=None, progressbar=True, cores=None,
+                     fit_intercept=True, sample_weight=None, draws=1000, tune=500, chains=4,
+                     thin=1, init="irls", random_state=None, progressbar=True, cores=None,
                      store_augmentation=False, linalg="auto", overrelax=-0.5,
                      feature_names=None, **loss_params):
     """Sample ``exp(-J(w, b))`` for one binary or regression problem (functional API).
@@ -78,13 +78,16 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     ----------
     X : ndarray or sparse matrix of shape (n_samples, n_features)
     y : array-like of shape (n_samples,)
-        Labels in {-1, +1} for ``"hinge"`` and ``"logistic"``, reals for
-        ``"epsilon_insensitive"``.
+        Two classes for ``"hinge"`` and ``"logistic"`` (any two labels, as for the
+        estimators: the larger one is the positive class ``+1``; ``{-1, +1}`` and
+        ``{0, 1}`` both work), reals for ``"epsilon_insensitive"``.
     loss : {"hinge", "logistic", "epsilon_insensitive"}
     C : float > 0
     noise, noise_level
         As for the estimators.
     fit_intercept : bool
+    sample_weight : array-like of shape (n_samples,), optional
+        Scales each example's term of ``J`` (:meth:`bayesdrop.model.losses.Loss.weighted`).
     draws, tune, chains, thin, init, random_state, progressbar, cores,
     store_augmentation, linalg, overrelax
         See :func:`bayesdrop.samplers.sample`.
@@ -110,7 +113,11 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     loss_obj = make_loss(loss, C=C, **loss_params)
     noise_obj = make_noise(noise, noise_level)
     X = as_float_design(X)
-    problem = Problem.create(X, y, loss_obj, noise_obj, fit_intercept)
+    y_obs = np.asarray(y)
+    if loss_obj.binary:
+        y = binary_targets(y_obs)
+    problem = Problem.create(X, y, loss_obj, noise_obj, fit_intercept,
+                             sample_weight=sample_weight)
     fit = fit_problem(problem, None, linalg=linalg)
     (res,) = sample_problems([problem], [fit.theta], random_state=random_state,
                              draws=draws, tune=tune, chains=chains, thin=thin, init=init,
@@ -118,9 +125,29 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
                              store_augmentation=store_augmentation, linalg=linalg,
                              overrelax=overrelax)
     return to_inference_data([res], loss=loss_obj, noise=noise_obj,
-                             fit_intercept=fit_intercept, y=np.asarray(y),
+                             fit_intercept=fit_intercept, y=y_obs,
                              feature_names=feature_names,
                              attrs={"irls_theta": fit.theta, "irls_objective": fit.objective[-1]})
+
+
+def binary_targets(y, name="y"):
+    """Two labels as ``-1`` (the smaller) and ``+1`` (the larger), as the classifiers do.
+
+    Examples
+    --------
+    >>> binary_targets([0, 1, 1]).tolist(), binary_targets(["no", "yes"]).tolist()
+    ([-1.0, 1.0, 1.0], [-1.0, 1.0])
+    """
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {y.shape}")
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError(f"{name} contains NaN or infinity")
+    labels, idx = np.unique(y, return_inverse=True)
+    if labels.shape[0] != 2:
+        raise ValueError(f"{name} must hold exactly two classes for a binary loss, got "
+                         f"{labels.shape[0]}: {labels[:5].tolist()}")
+    return np.where(idx == 1, 1.0, -1.0)
 
 
 def _coef_draws(idata):

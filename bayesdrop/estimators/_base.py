@@ -25,8 +25,11 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_sample_weight
 
 __all__ = ["ACCEPT_SPARSE", "BinaryFit", "LinearModel", "OneVsRestClassifier",
            "set_classes", "class_index", "one_vs_rest_targets"]
@@ -173,6 +176,11 @@ class LinearModel(BaseEstimator):
         self.fit_time_ = time.perf_counter() - start_time
         return self
 
+    def _example_weights(self, y, sample_weight, n_samples):
+        """Validated per-example weights (None: all 1); see
+        :func:`bayesdrop._validation.check_sample_weight`."""
+        return check_sample_weight(sample_weight, n_samples)
+
     def _decision(self, X):
         """Scores ``X coef_^T + intercept_`` of shape (n_samples, n_problems)."""
         X = self._validate_X(X)
@@ -195,6 +203,26 @@ class OneVsRestClassifier(ClassifierMixin, LinearModel):
         if sp.issparse(X):
             X = X.tocsr()
         return X, y_idx
+
+    def _example_weights(self, y, sample_weight, n_samples):
+        """``sample_weight_n * class_weight[y_n]`` (None: all 1), as scikit-learn's
+        classifiers: ``class_weight="balanced"`` gives class ``k`` the weight
+        ``n_samples / (n_classes * n_k)`` with the counts weighted by ``sample_weight``."""
+        weights = check_sample_weight(sample_weight, n_samples)
+        class_weight = getattr(self, "class_weight", None)
+        if class_weight is None:
+            return weights
+        if not (isinstance(class_weight, dict) or class_weight == "balanced"):
+            raise ValueError("class_weight must be None, 'balanced' or a dict, got "
+                             f"{class_weight!r}")
+        y = np.asarray(y)
+        per_class = compute_class_weight(class_weight, classes=self.classes_, y=y,
+                                         sample_weight=weights)
+        if not np.all(np.isfinite(per_class) & (per_class >= 0)):
+            raise ValueError("class_weight must hold finite weights >= 0")
+        per_example = per_class[class_index(self.classes_, y)]
+        return check_sample_weight(per_example if weights is None else weights * per_example,
+                                   n_samples, "sample_weight * class_weight")
 
     def _targets(self, y_idx):
         return one_vs_rest_targets(self.classes_.shape[0], y_idx)

@@ -15,7 +15,7 @@ from .._validation import check_random_state, check_scalar
 from ..model.latent import LatentDesign, noise_entries
 from ..model.losses import HingeLoss, LogisticLoss
 from ..model.noise import make_noise
-from ..model.problem import Problem
+from ..model.problem import Problem, drop_zero_weights
 from ..posterior import sigmoid_proba
 from ..solvers.alternating import fit_latent
 from ._base import BinaryFit
@@ -58,8 +58,10 @@ class _DropoutLatentClassifier(_DropoutClassifier):
         check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
         return make_noise(self.noise, self.noise_level)
 
-    def _fit_problems(self, X, targets, noise):
-        loss = self._make_loss()
+    def _fit_problems(self, X, targets, noise, weights=None):
+        if weights is not None and not np.all(weights > 0):
+            X, targets, noise, weights = drop_zero_weights(X, targets, noise, weights)
+        loss = self._make_loss().weighted(weights)
         rng = check_random_state(self.random_state)
         K = self.n_hidden
 
@@ -74,7 +76,7 @@ class _DropoutLatentClassifier(_DropoutClassifier):
                              res.objective, {"hidden_weights_": res.alpha[:-1],
                                              "hidden_bias_": res.alpha[-1]})
 
-        self.noise_, self.loss_ = noise, loss
+        self.noise_, self.loss_ = noise, self._make_loss()
         return self.fit_problems(targets, fit_binary, K)
 
     def _hidden(self, X, k):
@@ -97,12 +99,15 @@ class _DropoutLatentClassifier(_DropoutClassifier):
         return np.column_stack([self._hidden(X, k) @ self.coef_[k] + self.intercept_[k]
                                 for k in range(self.coef_.shape[0])])
 
-    def _problems(self, X, y):
+    def _problems(self, X, y, sample_weight=None):
         """Output-layer problems given the fitted hidden layer (conditional posterior)."""
         check_is_fitted(self)
         X = self._validate_X(X)
         targets = self._encode_targets(y, X.shape[0])
-        loss = self._make_loss()
+        weights = self._example_weights(y, sample_weight, X.shape[0])
+        if weights is not None and not np.all(weights > 0):
+            X, targets, _, weights = drop_zero_weights(X, targets, "none", weights)
+        loss = self._make_loss().weighted(weights)
         entries = noise_entries(X, self.noise_)
         problems, thetas = [], []
         for k in range(targets.shape[1]):

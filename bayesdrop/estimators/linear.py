@@ -21,7 +21,7 @@ from .._arviz import to_inference_data
 from .._validation import check_scalar
 from ..model.losses import EpsilonInsensitiveLoss, HingeLoss, LogisticLoss
 from ..model.noise import make_noise
-from ..model.problem import Problem
+from ..model.problem import Problem, drop_zero_weights
 from ..posterior import sample_problems, sigmoid_proba, vote_fractions
 from ..solvers import check_solver, fit_problem
 from ._base import ACCEPT_SPARSE, BinaryFit, LinearModel, OneVsRestClassifier
@@ -38,6 +38,12 @@ NoiseModel, default="dropout"
         keeps the level of a noise object and means 0.5 for a named noise (1 for
         Poisson); a number replaces the level of a noise object, so that
         ``GridSearchCV`` over ``noise_level`` works for either.
+"""
+
+_CLASS_WEIGHT_DOC = """class_weight : dict, "balanced" or None, default=None
+        Multiplies the weight of every example of class ``k`` by ``class_weight[k]``
+        (``C_n = C class_weight[y_n] sample_weight_n``), as in scikit-learn;
+        ``"balanced"`` uses ``n_samples / (n_classes * bincount(y))``.
 """
 
 _SOLVER_DOC = """
@@ -80,23 +86,26 @@ class _DropoutLinearModel(LinearModel):
         self._solver, self._linalg = self._solvers()
         return make_noise(self.noise, self.noise_level)
 
-    def _binary_problems(self, X, targets, noise, loss):
+    def _binary_problems(self, X, targets, noise, loss, weights=None):
         """One :class:`~bayesdrop.model.problem.Problem` per target column, all sharing
-        one design (and its noise variances)."""
+        one design (and its noise variances); ``weights`` from :meth:`_example_weights`
+        (examples of weight 0 are dropped)."""
+        if weights is not None and not np.all(weights > 0):
+            X, targets, noise, weights = drop_zero_weights(X, targets, noise, weights)
         problems = []
         for k in range(targets.shape[1]):
             if not problems:
                 problems.append(Problem.create(X, targets[:, k], loss, noise,
-                                               self.fit_intercept))
+                                               self.fit_intercept, sample_weight=weights))
             else:
                 y = loss.check_target(targets[:, k], X.shape[0])
                 problems.append(problems[0]._replace(y=y))
         return problems
 
-    def _fit_problems(self, X, targets, noise):
-        """Fit one IRLS problem per column of ``targets``; set the fitted attributes."""
+    def _fit_problems(self, X, targets, noise, weights=None):
+        """Fit one problem per column of ``targets``; set the fitted attributes."""
         loss = self._make_loss()
-        problems = self._binary_problems(X, targets, noise, loss)
+        problems = self._binary_problems(X, targets, noise, loss, weights)
 
         def fit_binary(k, _, start):
             design = problems[k].design
@@ -112,17 +121,18 @@ class _DropoutLinearModel(LinearModel):
         self.loss_ = loss
         return self.fit_problems(targets, fit_binary, X.shape[1])
 
-    def _problems(self, X, y):
+    def _problems(self, X, y, sample_weight=None):
         """The fitted model's binary problems on ``(X, y)`` and its estimates ``theta_hat``."""
         check_is_fitted(self)
         X = self._validate_X(X)
         targets = self._encode_targets(y, X.shape[0])
-        problems = self._binary_problems(X, targets, self.noise_, self._make_loss())
+        weights = self._example_weights(y, sample_weight, X.shape[0])
+        problems = self._binary_problems(X, targets, self.noise_, self._make_loss(), weights)
         coef, intercept = np.atleast_2d(self.coef_), np.atleast_1d(self.intercept_)
         thetas = [pr.design.pack(coef[k], intercept[k]) for k, pr in enumerate(problems)]
         return problems, thetas
 
-    def sample_posterior(self, X, y, *, draws=1000, tune=500, chains=4, thin=1,
+    def sample_posterior(self, X, y, *, sample_weight=None, draws=1000, tune=500, chains=4, thin=1,
                          random_state=None, progressbar=True, init="irls", cores=None,
                          store_augmentation=False, overrelax=-0.5):
         """Sample the pseudo-posterior ``exp(-J(w, b))`` on ``(X, y)`` by Gibbs.
@@ -144,6 +154,10 @@ class _DropoutLinearModel(LinearModel):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Scales each example's term of ``J`` (and so of the pseudo-likelihood), as in
+            :meth:`fit`; an integer weight is the same as that many copies of the example.
+            ``class_weight`` applies as in :meth:`fit`.
         draws : int, default=1000
             Kept draws per chain.
         tune : int, default=500
@@ -174,8 +188,8 @@ class _DropoutLinearModel(LinearModel):
             level, timings and the library version.
         """
         if not hasattr(self, "coef_"):
-            self.fit(X, y)
-        problems, thetas = self._problems(X, y)
+            self.fit(X, y, sample_weight=sample_weight)
+        problems, thetas = self._problems(X, y, sample_weight)
         modes = [self._mode(problem, theta) for problem, theta in zip(problems, thetas)]
         thetas = [res.theta for res in modes]
         results = sample_problems(problems, thetas, random_state=random_state, draws=draws,
@@ -212,13 +226,18 @@ class _DropoutLinearModel(LinearModel):
 class _DropoutClassifier(OneVsRestClassifier, _DropoutLinearModel):
     """The dropout classifiers: one binary problem per class (one-vs-rest)."""
 
-    def fit(self, X, y):
-        """Fit the model by IRLS (one problem per class, one-vs-rest, if multiclass).
+    def fit(self, X, y, sample_weight=None):
+        """Minimise ``J`` (one problem per class, one-vs-rest, if multiclass).
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Scales each example's loss term: ``J = ||w||^2 + sum_n s_n term_n`` with
+            ``s_n = sample_weight_n * class_weight[y_n]``. An integer weight equals that
+            many copies of the example; weight 0 removes it. Negative or non-finite
+            weights raise a ValueError.
 
         Returns
         -------
@@ -226,7 +245,8 @@ class _DropoutClassifier(OneVsRestClassifier, _DropoutLinearModel):
         """
         noise = self._check_params()
         X, y_idx = self._validate_fit(X, y)
-        return self._fit_problems(X, self._targets(y_idx), noise)
+        weights = self._example_weights(y, sample_weight, X.shape[0])
+        return self._fit_problems(X, self._targets(y_idx), noise, weights)
 
     def predict_vote_fractions(self, X, idata):
         """Posterior predictive class probabilities as vote fractions of the draws.
@@ -261,6 +281,7 @@ class DropoutSVC(_DropoutClassifier):
     {_NOISE_DOC}
     margin : float, default=1.0
         Margin ``l`` of the hinge loss.
+    {_CLASS_WEIGHT_DOC}
     {_SOLVER_DOC}
 
     Attributes
@@ -292,9 +313,10 @@ class DropoutSVC(_DropoutClassifier):
     """
 
     def __init__(self, C=1.0, *, noise="dropout", noise_level=None, margin=1.0,
-                 fit_intercept=True, solver="auto", linalg="auto", tol=1e-8, max_iter=1000,
-                 accelerate=True, warm_start=False):
+                 class_weight=None, fit_intercept=True, solver="auto", linalg="auto",
+                 tol=1e-8, max_iter=1000, accelerate=True, warm_start=False):
         self.C = C
+        self.class_weight = class_weight
         self.noise = noise
         self.noise_level = noise_level
         self.margin = margin
@@ -323,6 +345,7 @@ class DropoutLogisticRegression(_DropoutClassifier):
     C : float, default=1.0
         Regularisation; as in ``sklearn.linear_model.LogisticRegression(C=C)``.
     {_NOISE_DOC}
+    {_CLASS_WEIGHT_DOC}
     {_SOLVER_DOC}
 
     Attributes
@@ -343,10 +366,11 @@ class DropoutLogisticRegression(_DropoutClassifier):
            [0.986, 0.014]])
     """
 
-    def __init__(self, C=1.0, *, noise="dropout", noise_level=None, fit_intercept=True,
-                 solver="auto", linalg="auto", tol=1e-8, max_iter=1000, accelerate=True,
-                 warm_start=False):
+    def __init__(self, C=1.0, *, noise="dropout", noise_level=None, class_weight=None,
+                 fit_intercept=True, solver="auto", linalg="auto", tol=1e-8, max_iter=1000,
+                 accelerate=True, warm_start=False):
         self.C = C
+        self.class_weight = class_weight
         self.noise = noise
         self.noise_level = noise_level
         self.fit_intercept = fit_intercept
@@ -434,13 +458,16 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
     def _make_loss(self):
         return EpsilonInsensitiveLoss(self.C, self.epsilon)
 
-    def fit(self, X, y):
-        """Fit the model by IRLS.
+    def fit(self, X, y, sample_weight=None):
+        """Minimise ``J``.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Scales each example's loss term (``C_n = C sample_weight_n``); an integer
+            weight equals that many copies of the example, weight 0 removes it.
 
         Returns
         -------
@@ -449,7 +476,8 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
         noise = self._check_params()
         X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE, dtype=np.float64,
                              y_numeric=True)
-        self._fit_problems(X, np.asarray(y, dtype=float)[:, None], noise)
+        weights = self._example_weights(y, sample_weight, X.shape[0])
+        self._fit_problems(X, np.asarray(y, dtype=float)[:, None], noise, weights)
         self.coef_ = self.coef_[0]
         self.intercept_ = float(self.intercept_[0])
         self.n_iter_ = int(self.n_iter_[0])

@@ -32,6 +32,7 @@ most ``C * ROOT_FLOOR / 2`` per example in one IRLS step.
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -90,6 +91,46 @@ class Loss(ABC):
     n_augmentation = 1
     #: whether targets are class labels in {-1, +1}
     binary = True
+    #: per-example weights ``w_n > 0`` (None: all 1); see :meth:`weighted`
+    weights = None
+
+    @property
+    def c(self):
+        """The regularisation constant of each example: ``C``, or ``C w_n`` if weighted."""
+        return self.C if self.weights is None else self.C * self.weights
+
+    def weighted(self, sample_weight):
+        """This loss with example ``n``'s term scaled by ``w_n > 0`` (``sample_weight``).
+
+        Every term of ``J``, its derivatives and its curvature are linear in ``C``, so
+        scaling an example's term by ``w_n`` is the same loss with ``C_n = C w_n``; the
+        augmentations of MATH.md section 3 hold per example with ``C_n`` in place of ``C``
+        (``docs/weights.md``): the hinge and epsilon-insensitive mixing variables are
+        ``IG(1 / (C_n root_n), 1)`` with system weights ``rho_n = C_n^2 u_n``, the logistic
+        one ``PG(2 C_n, psi_n)``. An integer ``w_n`` is the same as ``w_n`` copies of the
+        example, in ``J`` and in the pseudo-posterior ``exp(-J)``.
+
+        Parameters
+        ----------
+        sample_weight : ndarray of shape (n_samples,), all > 0 and finite, or None
+
+        Returns
+        -------
+        Loss
+            A copy (``self`` unchanged); ``sample_weight=None`` gives ``self``.
+
+        Examples
+        --------
+        >>> loss = HingeLoss(C=1.0)
+        >>> m, s, y = np.array([0.2, 0.2]), np.zeros(2), np.array([1.0, 1.0])
+        >>> loss.weighted(np.array([1.0, 3.0])).value(m, s, y).tolist()
+        [1.6, 4.800000000000001]
+        """
+        if sample_weight is None:
+            return self
+        new = copy.copy(self)
+        new.weights = np.asarray(sample_weight, dtype=np.float64)
+        return new
 
     def check_target(self, y, n):
         """Validate the target vector (labels in {-1, +1} for binary losses)."""
@@ -153,13 +194,18 @@ class Loss(ABC):
 
     def __repr__(self):
         params = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
-        return f"{type(self).__name__}({params})"
+        weighted = "" if self.weights is None else f".weighted(<{self.weights.shape[0]}>)"
+        return f"{type(self).__name__}({params}){weighted}"
 
     def _params(self):
         return {"C": self.C}
 
     def __eq__(self, other):
-        return type(self) is type(other) and self._params() == other._params()
+        if type(self) is not type(other) or self._params() != other._params():
+            return False
+        if self.weights is None or other.weights is None:
+            return self.weights is other.weights
+        return bool(np.array_equal(self.weights, other.weights))
 
     def __hash__(self):
         return hash((type(self).__name__, tuple(self._params().items())))
@@ -203,7 +249,7 @@ class HingeLoss(Loss):
         return {"C": self.C, "margin": self.margin}
 
     def terms(self, m, s, y):
-        C = self.C
+        C = self.c
         zeta = self.margin - y * m
         excess, root = _excess_root(zeta, s)
         value = C * (excess + 2.0 * np.maximum(zeta, 0.0))
@@ -215,17 +261,17 @@ class HingeLoss(Loss):
     def expected_augmentation(self, m, s, y):
         zeta = self.margin - y * m
         root = np.maximum(np.sqrt(zeta * zeta + s), ROOT_FLOOR)
-        return (1.0 / (self.C * root),)
+        return (1.0 / (self.c * root),)
 
     def draw_augmentation(self, m, s, y, rng):
         zeta = self.margin - y * m
         with np.errstate(divide="ignore"):
-            mean = 1.0 / (self.C * np.sqrt(zeta * zeta + s))
+            mean = 1.0 / (self.c * np.sqrt(zeta * zeta + s))
         return (inverse_gaussian(mean, rng),)
 
     def system_weights(self, aug, y):
         (u,) = aug
-        C = self.C
+        C = self.c
         rho = C * C * u
         return rho, (C + self.margin * rho) * y
 
@@ -233,12 +279,12 @@ class HingeLoss(Loss):
 
     def curvature(self, m, s, y):
         # C sqrt(zeta^2 + s) with zeta = l - y m (d zeta/dm = -y; y^2 = 1)
-        d_mm, d_ms, d_ss = _root_curvature(self.margin - y * m, s, self.C)
+        d_mm, d_ms, d_ss = _root_curvature(self.margin - y * m, s, self.c)
         return d_mm, y * d_ms, d_ss
 
     def kinks(self, y):
         # 2C max(0, l - y m): kink at m = l y; slope -2C y on the side where y m < l
-        c2 = 2.0 * self.C
+        c2 = 2.0 * self.c
         left = np.where(y > 0, -c2, 0.0)
         right = np.where(y > 0, 0.0, c2)
         return (self.margin * y)[:, None], np.column_stack([left, right])
@@ -279,8 +325,8 @@ class LogisticLoss(Loss):
 
     @property
     def h(self):
-        """Polya-Gamma shape ``h = 2C``."""
-        return 2.0 * self.C
+        """Polya-Gamma shape ``h = 2C`` (per example ``2 C w_n`` if weighted)."""
+        return 2.0 * self.c
 
     def _mean_pg(self, psi):
         h = self.h
@@ -364,7 +410,7 @@ class EpsilonInsensitiveLoss(Loss):
         return {"C": self.C, "epsilon": self.epsilon}
 
     def terms(self, m, s, y):
-        C, eps = self.C, self.epsilon
+        C, eps = self.c, self.epsilon
         r = y - m
         ap, am = r - eps, r + eps
         exc_p, root_p = _excess_root(ap, s)
@@ -380,19 +426,19 @@ class EpsilonInsensitiveLoss(Loss):
         eps = self.epsilon
         root_p = np.maximum(np.sqrt((r - eps) ** 2 + s), ROOT_FLOOR)
         root_m = np.maximum(np.sqrt((r + eps) ** 2 + s), ROOT_FLOOR)
-        return 1.0 / (self.C * root_p), 1.0 / (self.C * root_m)
+        return 1.0 / (self.c * root_p), 1.0 / (self.c * root_m)
 
     def draw_augmentation(self, m, s, y, rng):
         r = y - m
         eps = self.epsilon
         with np.errstate(divide="ignore"):
-            mean_p = 1.0 / (self.C * np.sqrt((r - eps) ** 2 + s))
-            mean_m = 1.0 / (self.C * np.sqrt((r + eps) ** 2 + s))
+            mean_p = 1.0 / (self.c * np.sqrt((r - eps) ** 2 + s))
+            mean_m = 1.0 / (self.c * np.sqrt((r + eps) ** 2 + s))
         return inverse_gaussian(mean_p, rng), inverse_gaussian(mean_m, rng)
 
     def system_weights(self, aug, y):
         u, u2 = aug
-        c2 = self.C * self.C
+        c2 = self.c * self.c
         eps = self.epsilon
         return c2 * (u + u2), c2 * (u * (y - eps) + u2 * (y + eps))
 
@@ -400,15 +446,14 @@ class EpsilonInsensitiveLoss(Loss):
 
     def curvature(self, m, s, y):
         r = y - m
-        p = _root_curvature(r - self.epsilon, s, self.C)
-        q = _root_curvature(r + self.epsilon, s, self.C)
+        p = _root_curvature(r - self.epsilon, s, self.c)
+        q = _root_curvature(r + self.epsilon, s, self.c)
         return p[0] + q[0], p[1] + q[1], p[2] + q[2]
 
     def kinks(self, y):
         # 2C max(0, |y - m| - eps): kinks at y -+ eps, slopes -2C, 0, 2C
-        c2 = 2.0 * self.C
-        n = y.shape[0]
-        slopes = np.tile([-c2, 0.0, c2], (n, 1))
+        c2 = 2.0 * self.c * np.ones(y.shape[0])
+        slopes = np.column_stack([-c2, np.zeros_like(c2), c2])
         return np.column_stack([y - self.epsilon, y + self.epsilon]), slopes
 
 
@@ -443,9 +488,9 @@ class SquaredLoss(Loss):
         self.binary = bool(binary)
 
     def terms(self, m, s, y):
-        C = self.C
+        C = self.c
         r = y - m
-        return 0.5 * C * (r * r + s), -C * r, np.full_like(m, 0.5 * C)
+        return 0.5 * C * (r * r + s), -C * r, 0.5 * C * np.ones_like(m)
 
     def expected_augmentation(self, m, s, y):
         return ()
@@ -454,10 +499,10 @@ class SquaredLoss(Loss):
         return ()
 
     def curvature(self, m, s, y):
-        return np.full_like(m, self.C), np.zeros_like(m), np.zeros_like(m)
+        return self.c * np.ones_like(m), np.zeros_like(m), np.zeros_like(m)
 
     def system_weights(self, aug, y):
-        return np.full(y.shape, self.C), self.C * y
+        return self.c * np.ones(y.shape), self.c * y
 
 
 def make_loss(name, **params):

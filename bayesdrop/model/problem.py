@@ -6,11 +6,15 @@ from typing import NamedTuple
 
 import numpy as np
 
+import scipy.sparse as sp
+
+from .._validation import check_sample_weight
 from .design import Design
 from .losses import Loss
+from .noise import FeatureVariance
 from .objective import objective
 
-__all__ = ["Problem"]
+__all__ = ["Problem", "drop_zero_weights"]
 
 
 class Problem(NamedTuple):
@@ -38,7 +42,7 @@ class Problem(NamedTuple):
     y: np.ndarray
 
     @classmethod
-    def create(cls, X, y, loss, noise="none", fit_intercept=True):
+    def create(cls, X, y, loss, noise="none", fit_intercept=True, sample_weight=None):
         """Validate inputs and build a problem.
 
         Parameters
@@ -48,11 +52,28 @@ class Problem(NamedTuple):
         loss : Loss
         noise : str, NoiseModel or FeatureVariance
         fit_intercept : bool
+        sample_weight : array-like of shape (n_samples,) or float, optional
+            Scales each example's term of ``J`` (:meth:`Loss.weighted`). Examples of
+            weight 0 are dropped (the same ``J`` and pseudo-posterior); negative or
+            non-finite weights raise a ValueError.
+
+        Examples
+        --------
+        >>> from bayesdrop import LogisticLoss
+        >>> X = np.array([[1.0], [2.0], [3.0]]); y = np.array([1.0, -1.0, 1.0])
+        >>> twice = Problem.create(X, y, LogisticLoss(), sample_weight=[2.0, 0.0, 1.0])
+        >>> copies = Problem.create(X[[0, 0, 2]], y[[0, 0, 2]], LogisticLoss())
+        >>> theta = np.array([0.3, -0.2])
+        >>> bool(np.isclose(twice.objective(theta), copies.objective(theta)))
+        True
         """
         if not isinstance(loss, Loss):
             raise TypeError(f"loss must be a Loss instance, got {type(loss).__name__}")
+        weights = check_sample_weight(sample_weight, _n_rows(X))
+        if weights is not None and not np.all(weights > 0):
+            X, y, noise, weights = drop_zero_weights(X, y, noise, weights)
         design = Design(X, noise, fit_intercept)
-        return cls(design, loss, loss.check_target(y, design.n_samples))
+        return cls(design, loss.weighted(weights), loss.check_target(y, design.n_samples))
 
     def objective(self, theta, gradient=False):
         """``J(theta)`` (and its gradient); see :func:`bayesdrop.model.objective.objective`."""
@@ -62,3 +83,27 @@ class Problem(NamedTuple):
         """``(rho, t)`` of the weighted least-squares system at ``theta`` (E-step)."""
         m, s = self.design.scores(theta)
         return self.loss.irls_weights(m, s, self.y)
+
+
+def _n_rows(X):
+    shape = getattr(X, "shape", None)
+    return int(shape[0]) if shape is not None and len(shape) else len(X)
+
+
+def drop_zero_weights(X, y, noise, weights):
+    """``(X, y, noise, weights)`` without the examples of weight 0 (their terms vanish).
+
+    Examples
+    --------
+    >>> X, y, _, w = drop_zero_weights(np.eye(3), np.arange(3.0), "none",
+    ...                                np.array([1.0, 0.0, 2.0]))
+    >>> X.shape, y.tolist(), w.tolist()
+    ((2, 3), [0.0, 2.0], [1.0, 2.0])
+    """
+    keep = np.flatnonzero(weights > 0)
+    X = X.tocsr()[keep] if sp.issparse(X) else np.asarray(X)[keep]
+    y = np.asarray(y)[keep]
+    if isinstance(noise, FeatureVariance):
+        matrix = None if noise.matrix is None else noise.matrix[keep]
+        noise = FeatureVariance(matrix, noise.scale, (keep.shape[0], noise.shape[1]))
+    return X, y, noise, weights[keep]

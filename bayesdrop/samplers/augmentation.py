@@ -160,10 +160,14 @@ def _pg_exact_mean_var(h, z):
 
 
 @numba.njit(cache=True, nogil=True)
-def _pg_fraction_fill(f, z, rng, out):
-    """Add a ``PG(f, z_i)`` draw, ``0 < f < 1``, to each ``out[i]`` (see module doc)."""
+def _pg_fraction_fill(f_all, z, rng, out):
+    """Add a ``PG(f_i, z_i)`` draw, ``0 < f_i < 1``, to each ``out[i]`` (see module doc);
+    entries with ``f_i = 0`` are left alone."""
     two_pi2 = 2.0 * math.pi * math.pi
     for i in range(z.shape[0]):
+        f = f_all[i]
+        if f <= 0.0:
+            continue
         zi = abs(z[i])
         mean, var = _pg_exact_mean_var(f, zi)
         if zi >= PG_IG_SWITCH:
@@ -219,16 +223,25 @@ def polya_gamma_moments(h, z):
     return _pg_exact_mean_var(float(h), float(z))
 
 
+def _split_shape(h):
+    """``h = n + f``: integer part and fraction, rounded to the integer within ``1e-12``."""
+    n = np.floor(h)
+    f = h - n
+    f = np.where(f < 1e-12, 0.0, f)
+    up = f > 1.0 - 1e-12
+    return np.where(up, n + 1.0, n), np.where(up, 0.0, f)
+
+
 def polya_gamma(h, z, random_state=None, out=None):
-    """Draw ``lambda_i ~ PG(h, z_i)`` for one shape ``h > 0`` and tilts ``z``.
+    """Draw ``lambda_i ~ PG(h_i, z_i)`` for shapes ``h > 0`` and tilts ``z``.
 
     Exact in mean and variance for every real ``h > 0`` (see the module docstring for the
     composition ``PG(floor(h)) + PG(h - floor(h))`` and its accuracy).
 
     Parameters
     ----------
-    h : float > 0
-        Shape (``2C`` for the logistic loss).
+    h : float > 0, or array of floats > 0 of the shape of ``z``
+        Shape (``2C``, or ``2 C w_n`` per weighted example, for the logistic loss).
     z : array-like of float
         Tilts (finite).
     random_state : None, int, SeedSequence or numpy.random.Generator
@@ -245,25 +258,41 @@ def polya_gamma(h, z, random_state=None, out=None):
     >>> bool(abs(lam.mean() - 2.7 / 4) < 0.005)  # E = h / 4 at z = 0
     True
     """
-    if not (isinstance(h, (int, float, np.integer, np.floating)) and np.isfinite(h) and h > 0):
-        raise ValueError(f"h must be a finite number > 0, got {h!r}")
     z = np.ascontiguousarray(z, dtype=np.float64)
+    scalar = np.ndim(h) == 0
+    if scalar:
+        if not (isinstance(h, (int, float, np.integer, np.floating)) and np.isfinite(h)
+                and h > 0):
+            raise ValueError(f"h must be a finite number > 0, got {h!r}")
+    else:
+        h = np.asarray(h, dtype=np.float64)
+        if h.shape != z.shape:
+            raise ValueError(f"h must be a number or have the shape of z {z.shape}, "
+                             f"got {h.shape}")
+        if not np.all(np.isfinite(h) & (h > 0)):
+            raise ValueError("h must be finite and > 0")
     if not np.all(np.isfinite(z)):
         raise ValueError("z must be finite")
     rng = check_random_state(random_state)
     flat = z.reshape(-1)
     res = np.empty_like(flat) if out is None else out.reshape(-1)
-    h = float(h)
-    n = int(np.floor(h))
-    f = h - n
-    if f < 1e-12:  # h an integer up to rounding
-        f = 0.0
-    elif f > 1.0 - 1e-12:
-        n, f = n + 1, 0.0
-    if n > 0:
-        random_polyagamma(n, flat, method="devroye", random_state=rng, out=res)
+    n, f = _split_shape(np.float64(h) if scalar else h.reshape(-1))
+    if scalar:
+        n, f = int(n), float(f)
+        if n > 0:
+            random_polyagamma(n, flat, method="devroye", random_state=rng, out=res)
+        else:
+            res[:] = 0.0
+        if f > 0.0:
+            _pg_fraction_fill(np.full(flat.shape[0], f), flat, rng, res)
     else:
         res[:] = 0.0
-    if f > 0.0:
-        _pg_fraction_fill(f, flat, rng, res)
+        whole = n > 0
+        if np.all(whole):
+            random_polyagamma(n, flat, method="devroye", random_state=rng, out=res)
+        elif np.any(whole):
+            res[whole] = random_polyagamma(n[whole], flat[whole], method="devroye",
+                                           random_state=rng)
+        if np.any(f > 0.0):
+            _pg_fraction_fill(np.ascontiguousarray(f), flat, rng, res)
     return res.reshape(z.shape) if out is None else out

@@ -33,7 +33,7 @@ def loss_code(loss):
     if type(loss) is HingeLoss:
         return 0, loss.C, loss.margin
     if type(loss) is LogisticLoss:
-        return 1, loss.h, 0.0
+        return 1, 2.0 * loss.C, 0.0
     if type(loss) is EpsilonInsensitiveLoss:
         return 2, loss.C, loss.epsilon
     if type(loss) is SquaredLoss:
@@ -95,7 +95,7 @@ def _term(code, p0, p1, m, s, y, derivs):
 
 
 @numba.njit(cache=True)
-def _objective(code, p0, p1, X, M, scale, fi, y, theta, m, s):
+def _objective(code, p0, p1, X, M, scale, fi, y, sw, theta, m, s):
     """``J(theta)``; fills the scores ``m`` and ``s``."""
     n, D = X.shape
     b = theta[D] if fi else 0.0
@@ -111,12 +111,12 @@ def _objective(code, p0, p1, X, M, scale, fi, y, theta, m, s):
         si *= scale
         m[i] = mi
         s[i] = si
-        total += _term(code, p0, p1, mi, si, y[i], False)[0]
+        total += sw[i] * _term(code, p0, p1, mi, si, y[i], False)[0]
     return total
 
 
 @numba.njit(cache=True)
-def _irls_map(code, p0, p1, Xb, M, scale, y, m, s, p):
+def _irls_map(code, p0, p1, Xb, M, scale, y, sw, m, s, p):
     """One IRLS map from the scores ``(m, s)`` (hinge and epsilon-insensitive losses):
     the expected augmentation weights, then ``A theta = r`` by Cholesky (MATH.md 3-4)."""
     n, D = M.shape
@@ -135,6 +135,8 @@ def _irls_map(code, p0, p1, Xb, M, scale, y, m, s, p):
             u, u2 = p0 / rp, p0 / rm  # C^2 times the inverse-Gaussian means 1 / (C root)
             rho[i] = u + u2
             t[i] = u * (y[i] - p1) + u2 * (y[i] + p1)
+        rho[i] *= sw[i]
+        t[i] *= sw[i]
     A = Xb.T @ (Xb * rho.reshape(n, 1))
     nd = scale * (M.T @ rho)
     for d in range(D):
@@ -143,9 +145,10 @@ def _irls_map(code, p0, p1, Xb, M, scale, y, m, s, p):
 
 
 @numba.njit(cache=True)
-def newton_dense(code, p0, p1, X, M, scale, fi, y, theta0, tol, max_iter, armijo, min_step,
+def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, armijo, min_step,
                  ridge, irls_start):
-    """Newton's method on ``J`` for dense ``X`` and ``V = scale * M``.
+    """Newton's method on ``J`` for dense ``X`` and ``V = scale * M``; example ``i``'s
+    term is scaled by ``sw[i]`` (its sample weight).
 
     ``irls_start``: first move by one IRLS map (hinge and epsilon-insensitive losses from
     zero). Returns ``(theta, history, n_iter, status, grad)``; ``status`` 1 converged, 0 not,
@@ -172,12 +175,12 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, theta0, tol, max_iter, armijo
             Xb[i, d] = X[i, d]
         if fi:
             Xb[i, D] = 1.0
-    J = _objective(code, p0, p1, X, M, scale, fi, y, theta, m, s)
+    J = _objective(code, p0, p1, X, M, scale, fi, y, sw, theta, m, s)
     if irls_start:
         # at w = 0 every score variance is 0 and the Hessian singular: start from one IRLS
         # map (it never raises J, MM)
-        cand = _irls_map(code, p0, p1, Xb, M, scale, y, m, s, p)
-        J_c = _objective(code, p0, p1, X, M, scale, fi, y, cand, m_c, s_c)
+        cand = _irls_map(code, p0, p1, Xb, M, scale, y, sw, m, s, p)
+        J_c = _objective(code, p0, p1, X, M, scale, fi, y, sw, cand, m_c, s_c)
         if J_c <= J:
             theta[:] = cand
             m[:] = m_c
@@ -190,8 +193,9 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, theta0, tol, max_iter, armijo
         it += 1
         # derivatives at theta (m, s are current)
         for i in range(n):
-            _, d_m[i], d_s[i], d_mm[i], d_ms[i], d_ss[i] = _term(code, p0, p1, m[i], s[i],
-                                                                   y[i], True)
+            _, dm, ds, dmm, dms, dss = _term(code, p0, p1, m[i], s[i], y[i], True)
+            w = sw[i]
+            d_m[i], d_s[i], d_mm[i], d_ms[i], d_ss[i] = w * dm, w * ds, w * dmm, w * dms, w * dss
         # gradient: Xbar^T d_m + (2 w + 2 scale (M^T d_s) w)
         g = Xb.T @ d_m
         nd = 2.0 * scale * (M.T @ d_s)
@@ -253,7 +257,7 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, theta0, tol, max_iter, armijo
         while True:
             for a in range(p):
                 cand[a] = theta[a] + t * step[a]
-            J_c = _objective(code, p0, p1, X, M, scale, fi, y, cand, m_c, s_c)
+            J_c = _objective(code, p0, p1, X, M, scale, fi, y, sw, cand, m_c, s_c)
             if J_c <= J - armijo * t * decrement or t < min_step:
                 break
             t *= 0.5
@@ -271,7 +275,8 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, theta0, tol, max_iter, armijo
             break
     # gradient at the final point
     for i in range(n):
-        _, d_m[i], d_s[i], _, _, _ = _term(code, p0, p1, m[i], s[i], y[i], True)
+        _, dm, ds, _, _, _ = _term(code, p0, p1, m[i], s[i], y[i], True)
+        d_m[i], d_s[i] = sw[i] * dm, sw[i] * ds
     g = Xb.T @ d_m
     nd = 2.0 * scale * (M.T @ d_s)
     for d in range(D):

@@ -111,7 +111,8 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
         # pre-activations with sd about init_scale: hidden features that vary
         # (a near-constant layer makes w = 0 a stationary point of the alternation)
         sq = X.multiply(X).sum(axis=1) if sp.issparse(X) else np.sum(X * X, axis=1)
-        rms = float(np.sqrt(np.mean(sq))) or 1.0
+        # (weighted as the loss weighs the examples, so that weights == copies)
+        rms = float(np.sqrt(np.average(np.asarray(sq).ravel(), weights=loss.weights))) or 1.0
         alpha = np.zeros((d + 1, n_hidden))
         alpha[:-1] = rng.normal(scale=init_scale / rms, size=(d, n_hidden))
     else:

@@ -67,8 +67,9 @@ def applicable(problem):
 
 @numba.njit(cache=True, nogil=True)
 def _smo(K, y, C, tol, max_iter, a, G):
-    """SMO with WSS 3 on ``min 1/2 a^T Q a - 1^T a`` from ``(a, G = Q a - 1)``, in place;
-    returns the number of steps. ``K`` is symmetric: rows are read, never columns."""
+    """SMO with WSS 3 on ``min 1/2 a^T Q a - 1^T a``, ``0 <= a_n <= C_n``, from
+    ``(a, G = Q a - 1)``, in place; returns the number of steps. ``K`` is symmetric: rows
+    are read, never columns. ``C`` holds each example's box (``C w_n`` when weighted)."""
     n = y.shape[0]
     Kd = np.empty(n)
     for t in range(n):
@@ -79,7 +80,7 @@ def _smo(K, y, C, tol, max_iter, a, G):
         gmax = -np.inf
         i = -1
         for t in range(n):
-            if (y[t] > 0 and a[t] < C) or (y[t] < 0 and a[t] > 0):
+            if (y[t] > 0 and a[t] < C[t]) or (y[t] < 0 and a[t] > 0):
                 v = -y[t] * G[t]
                 if v >= gmax:
                     gmax = v
@@ -89,7 +90,7 @@ def _smo(K, y, C, tol, max_iter, a, G):
         obj_min = np.inf
         Ki = K[max(i, 0)]
         for t in range(n):
-            if (y[t] > 0 and a[t] > 0) or (y[t] < 0 and a[t] < C):
+            if (y[t] > 0 and a[t] > 0) or (y[t] < 0 and a[t] < C[t]):
                 v = -y[t] * G[t]
                 if v < gmin:
                     gmin = v
@@ -126,14 +127,14 @@ def _smo(K, y, C, tol, max_iter, a, G):
                 if a[i] < 0.0:
                     a[i] = 0.0
                     a[j] = -diff
-            if diff > 0.0:
-                if a[i] > C:
-                    a[i] = C
-                    a[j] = C - diff
+            if diff > C[i] - C[j]:
+                if a[i] > C[i]:
+                    a[i] = C[i]
+                    a[j] = C[i] - diff
             else:
-                if a[j] > C:
-                    a[j] = C
-                    a[i] = C + diff
+                if a[j] > C[j]:
+                    a[j] = C[j]
+                    a[i] = C[j] + diff
         else:
             quad = Qii + Qjj - 2.0 * Qij
             if quad <= 0.0:
@@ -142,18 +143,18 @@ def _smo(K, y, C, tol, max_iter, a, G):
             total = a[i] + a[j]
             a[i] -= delta
             a[j] += delta
-            if total > C:
-                if a[i] > C:
-                    a[i] = C
-                    a[j] = total - C
+            if total > C[i]:
+                if a[i] > C[i]:
+                    a[i] = C[i]
+                    a[j] = total - C[i]
             else:
                 if a[j] < 0.0:
                     a[j] = 0.0
                     a[i] = total
-            if total > C:
-                if a[j] > C:
-                    a[j] = C
-                    a[i] = total - C
+            if total > C[j]:
+                if a[j] > C[j]:
+                    a[j] = C[j]
+                    a[i] = total - C[j]
             else:
                 if a[i] < 0.0:
                     a[i] = 0.0
@@ -241,7 +242,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO
         if certified is not None:
             return certified
     design, loss, y = problem
-    C = float(loss.C)
+    C = np.ascontiguousarray(loss.c * np.ones(design.n_samples), dtype=np.float64)
     # margin l: hinge(l - y m) = l hinge(1 - y m / l): the dual of the problem in w / l
     scale = float(loss.margin)
     K = design.row_gram()

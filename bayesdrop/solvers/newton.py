@@ -170,7 +170,9 @@ def _fit_compiled(problem, theta, code, arrays, tol, max_iter, irls_start):
     design = problem.design
     theta, history, it, status, grad = newton_dense(
         code[0], float(code[1]), float(code[2]), X, M, float(scale), design.fit_intercept,
-        np.ascontiguousarray(problem.y, dtype=np.float64), theta, float(tol), int(max_iter),
+        np.ascontiguousarray(problem.y, dtype=np.float64),
+        np.ones(design.n_samples) if problem.loss.weights is None else problem.loss.weights,
+        theta, float(tol), int(max_iter),
         ARMIJO, MIN_STEP, RIDGE, irls_start)
     if status == -1:
         raise FloatingPointError("the Newton direction is not finite")
