@@ -45,7 +45,8 @@ def _stack_problems(arrays, multiclass):
 
 
 def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=None,
-                      class_names=None, attrs=None, modes=None, mode_lp=None):
+                      class_names=None, attrs=None, modes=None, mode_lp=None,
+                      log_likelihood=None, example_index=None, kept=None):
     """Build the InferenceData of a sampled model.
 
     Parameters
@@ -66,6 +67,14 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
     modes : list of ndarray, optional
         The mode ``argmin J`` of each problem (where the chains started); stored with
         ``mode_lp`` (``-J`` there) as the group ``mode``.
+    log_likelihood : ndarray of shape (chains, draws, n_samples), optional
+        Pointwise log pseudo-likelihood (:func:`bayesdrop.posterior.pointwise_log_likelihood`),
+        stored as ``log_likelihood["y"]`` for ``arviz.loo`` / ``waic`` / ``compare``.
+    example_index : sequence of length n_samples, optional
+        The ``example`` coordinate (e.g. a pandas index); default ``0 .. n_samples - 1``.
+    kept : ndarray of int, optional
+        Positions of the examples the sampler saw, when some were dropped (weight 0);
+        their per-example results are NaN elsewhere.
 
     Returns
     -------
@@ -81,15 +90,29 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
 
     multiclass = class_names is not None
     n_features = results[0].theta.shape[-1] - int(fit_intercept)
-    n_samples = results[0].augmentation_mean.shape[-1]
+    y = np.asarray(y)
+    n_samples = y.shape[0]
     if feature_names is None:
         feature_names = [f"x{j}" for j in range(n_features)]
     feature_names = [str(f) for f in feature_names]
     cls = ["class"] if multiclass else []
+    if example_index is None:
+        example_index = np.arange(n_samples)
+    example_index = np.asarray(example_index)
+    if example_index.dtype.kind == "O":
+        example_index = example_index.astype(str)
     coords = {
         "feature": feature_names,
-        "example": np.arange(n_samples),
+        "example": example_index,
     }
+
+    def full(arr, fill=np.nan):  # per-example array over the examples sampled -> all
+        if kept is None:
+            return arr
+        out = np.full(arr.shape[:-1] + (n_samples,), fill)
+        out[..., kept] = arr
+        return out
+
     if multiclass:
         coords["class"] = [str(c) for c in class_names]
     theta = _stack_problems([r.theta for r in results], multiclass)
@@ -100,7 +123,7 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
     if results[0].augmentation is not None:
         for j, name in enumerate(names):
             trace = _stack_problems([r.augmentation[:, :, j] for r in results], multiclass)
-            post[name] = (("chain", "draw", *cls, "example"), trace)
+            post[name] = (("chain", "draw", *cls, "example"), full(trace))
     n_chains, n_draws = theta.shape[:2]
     coords["chain"] = np.arange(n_chains)
     coords["draw"] = np.arange(n_draws)
@@ -115,9 +138,8 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
             arr = np.stack([r.augmentation_mean[:, j] for r in results], axis=1)
         else:
             arr = results[0].augmentation_mean[:, j]
-        aug_mean[name] = (("chain", *cls, "example"), arr)
+        aug_mean[name] = (("chain", *cls, "example"), full(arr))
     aug_coords = {k: coords[k] for k in ("chain", *cls, "example")}
-    y = np.asarray(y)
     if y.dtype.kind == "O":
         y = y.astype(str)
     observed = xr.Dataset({"y": (("example",), y)}, coords={"example": coords["example"]})
@@ -135,8 +157,10 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
         "fit_intercept": int(bool(fit_intercept)),
         "tuning_steps": int(results[0].tune),
         "thin": int(results[0].thin),
-        "sampling_time": float(sum(r.draw_time.sum() for r in results)),
-        "tuning_time": float(sum(r.tune_time.sum() for r in results)),
+        # wall-clock seconds (problems run one after the other, their chains in parallel)
+        "sampling_time": float(sum(r.wall_time for r in results)),
+        "tuning_time": float(sum(r.tune_time.max() for r in results)),
+        "chain_seconds": float(sum(r.tune_time.sum() + r.draw_time.sum() for r in results)),
         "interrupted": int(any(r.interrupted for r in results)),
     }
     for key in ("margin", "epsilon"):
@@ -149,6 +173,10 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
         "sample_stats": sample_stats,
         "observed_data": observed,
     }
+    if log_likelihood is not None:
+        groups["log_likelihood"] = xr.Dataset(
+            {"y": (("chain", "draw", "example"), full(np.asarray(log_likelihood), 0.0))},
+            coords={k: coords[k] for k in ("chain", "draw", "example")})
     if aug_mean:
         groups["augmentation_mean"] = xr.Dataset(aug_mean, coords=aug_coords)
     if modes is not None:
@@ -162,6 +190,30 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
     for ds in groups.values():
         ds.attrs.update(meta)
     return _az().InferenceData(**groups)
+
+
+def with_posterior_predictive(idata, y_rep, example_index=None):
+    """A copy of ``idata`` with the group ``posterior_predictive`` (``y``: chain, draw,
+    example), as ``pymc.sample_posterior_predictive(..., extend_inferencedata=True)``."""
+    import xarray as xr
+
+    chains, draws, n = y_rep.shape
+    if example_index is None:
+        obs = idata.get("observed_data") if "observed_data" in idata.groups() else None
+        if obs is not None and obs["y"].shape[0] == n:
+            example_index = obs["example"].values
+        else:
+            example_index = np.arange(n)
+    ds = xr.Dataset({"y": (("chain", "draw", "example"), y_rep)},
+                    coords={"chain": np.arange(chains), "draw": np.arange(draws),
+                            "example": np.asarray(example_index)})
+    ds.attrs.update({k: v for k, v in idata.posterior.attrs.items()
+                     if k in ("inference_library", "inference_library_version", "loss")})
+    out = idata.copy()
+    if "posterior_predictive" in out.groups():
+        del out.posterior_predictive
+    out.add_groups(posterior_predictive=ds)
+    return out
 
 
 def summary_stats(idata, var_names=None, hdi_prob=0.94):

@@ -223,8 +223,15 @@ def plot_posterior_vs_irls(idata, estimator, features=None, problem=0, max_plots
     axes = np.atleast_1d(_arviz.plot_density(idata, ["coef"], coords, None)).ravel()
     for ax, name in zip(axes, features):
         value = coef[problem, names.index(name)]
-        ax.axvline(value, color="C3", linestyle="--", label="IRLS")
-    axes[0].legend(loc="upper right")
+        ax.axvline(value, color="C3", linestyle="--", label="point estimate")
+        # ArviZ's "coef\nfeature, class" titles overlap in a grid: the feature name only
+        ax.set_title(str(name), fontsize="medium")
+        for text in ax.texts:
+            text.set_fontsize("small")
+    axes[0].legend(loc="upper right", fontsize="small")
+    fig = axes[0].figure
+    if fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
     return axes
 
 

@@ -13,11 +13,13 @@ one-vs-rest problems. The predictive helpers read the draws back from the Infere
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.special import expit
 
 from ._arviz import to_inference_data
-from ._validation import as_float_design, check_scalar, seed_sequence
+from ._validation import as_float_design, check_random_state, check_scalar, seed_sequence
 from .model.losses import make_loss
 from .model.noise import make_noise
 from .model.problem import Problem
@@ -68,7 +70,7 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
                      fit_intercept=True, sample_weight=None, draws=1000, tune=500, chains=4,
                      thin=1, init="irls", random_state=None, progressbar=True, cores=None,
                      store_augmentation=False, linalg="auto", overrelax=-0.5,
-                     feature_names=None, **loss_params):
+                     feature_names=None, log_likelihood=True, **loss_params):
     """Sample ``exp(-J(w, b))`` for one binary or regression problem (functional API).
 
     Fits the IRLS estimate first (for ``init`` and for the diagnostics), then runs the
@@ -92,6 +94,8 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     store_augmentation, linalg, overrelax
         See :func:`bayesdrop.samplers.sample`.
     feature_names : sequence of str, optional
+    log_likelihood : bool, default=True
+        Store the group ``log_likelihood`` (see :func:`pointwise_log_likelihood`).
     **loss_params
         ``margin`` (hinge) or ``epsilon`` (epsilon-insensitive).
 
@@ -124,10 +128,75 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
                              progressbar=progressbar, cores=cores,
                              store_augmentation=store_augmentation, linalg=linalg,
                              overrelax=overrelax)
+    kept = None
+    if sample_weight is not None and problem.design.n_samples < y_obs.shape[0]:
+        kept = np.flatnonzero(np.asarray(sample_weight, dtype=float) > 0)
+    ll = maybe_log_likelihood([problem], [res.theta]) if log_likelihood else None
     return to_inference_data([res], loss=loss_obj, noise=noise_obj,
                              fit_intercept=fit_intercept, y=y_obs,
-                             feature_names=feature_names,
+                             feature_names=feature_names, log_likelihood=ll, kept=kept,
                              attrs={"irls_theta": fit.theta, "irls_objective": fit.objective[-1]})
+
+
+#: largest ``draws x examples`` log-likelihood array built without being asked
+#: explicitly (8 bytes each: 400 MB)
+MAX_LOG_LIKELIHOOD = 50_000_000
+
+
+def pointwise_log_likelihood(problems, thetas, block=256):
+    """``log p(y_n | theta) = -sum_k term_nk(theta_k)``: the pointwise log
+    pseudo-likelihood of each example under each draw (one-vs-rest: summed over the
+    binary problems, whose pseudo-likelihoods multiply).
+
+    ``exp(-J) = exp(-||w||^2) prod_n exp(-term_n)``, so these are the factors of the
+    pseudo-posterior (weighted examples carry their weight, MATH.md / ``docs/weights.md``)
+    -- what ``arviz.loo`` / ``waic`` / ``compare`` need. They are not normalised over
+    ``y`` (for the hinge and epsilon-insensitive losses no normaliser is part of the
+    model), so compare models with the same loss and ``C``.
+
+    Parameters
+    ----------
+    problems : list of Problem
+        All with the same examples.
+    thetas : list of ndarray of shape (chains, draws, n_params)
+    block : int
+        Draws scored at once.
+
+    Returns
+    -------
+    ndarray of shape (chains, draws, n_samples)
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, LogisticLoss
+    >>> X = np.array([[1.0], [-1.0]]); y = np.array([1.0, -1.0])
+    >>> problem = Problem.create(X, y, LogisticLoss(0.5), fit_intercept=False)
+    >>> ll = pointwise_log_likelihood([problem], [np.array([[[2.0]]])])
+    >>> bool(np.allclose(ll[0, 0], -np.log1p(np.exp(-2.0))))  # 2C log(1 + e^{-y m})
+    True
+    """
+    chains, draws = thetas[0].shape[:2]
+    n = problems[0].design.n_samples
+    out = np.zeros((chains * draws, n))
+    for problem, theta in zip(problems, thetas):
+        flat = theta.reshape(chains * draws, -1)
+        for start in range(0, flat.shape[0], block):
+            m, s = problem.design.scores_many(flat[start:start + block])
+            out[start:start + block] -= problem.loss.value(m, s, problem.y)
+    return out.reshape(chains, draws, n)
+
+
+def maybe_log_likelihood(problems, thetas):
+    """:func:`pointwise_log_likelihood`, or None with a warning above
+    :data:`MAX_LOG_LIKELIHOOD` values."""
+    chains, draws = thetas[0].shape[:2]
+    size = chains * draws * problems[0].design.n_samples
+    if size > MAX_LOG_LIKELIHOOD:
+        warnings.warn(f"the log_likelihood group would hold {size:.3g} values (more than "
+                      f"{MAX_LOG_LIKELIHOOD:.0e}): not stored; pass log_likelihood=False, "
+                      "fewer draws or thin", UserWarning, stacklevel=3)
+        return None
+    return pointwise_log_likelihood(problems, thetas)
 
 
 def binary_targets(y, name="y"):
@@ -193,6 +262,74 @@ def decision_draws(idata, X):
     if coef.ndim == 4:  # (chain, draw, class, n) -> (chain, draw, n, class)
         scores = np.moveaxis(scores, 2, 3)
     return scores
+
+
+def _predictive_attrs(idata):
+    attrs = idata.posterior.attrs
+    return (str(attrs["loss"]), float(attrs["C"]), float(attrs.get("margin", 1.0)),
+            float(attrs.get("epsilon", 0.0)))
+
+
+def posterior_predictive_draws(idata, X, classes=None, random_state=None):
+    """One draw of ``y`` per posterior draw and row of ``X``: ``y ~ p(y | w, b, x)``.
+
+    ``p`` is the model's pseudo-likelihood of one example, ``exp(-2C loss(y, w.x + b))``,
+    normalised over ``y`` at the clean input ``x``:
+
+    * logistic: ``P(y = +1) = sigmoid(2C m)`` (``sigmoid(m)`` for ``C = 1/2``);
+    * hinge: ``P(y = +1) = sigmoid(2C (max(0, l + m) - max(0, l - m)))``;
+    * one-vs-rest with classes ``k``: ``P(y = k) ∝ exp(2C (loss_k(-1) - loss_k(+1)))``
+      (the product of the binary pseudo-likelihoods, normalised over the labels);
+    * epsilon-insensitive: density ``∝ exp(-2C max(0, |y - m| - eps))`` -- uniform on the
+      tube ``m +- eps`` with probability ``2 eps / (2 eps + 1/C)``, else ``m +- (eps + E)``
+      with ``E ~ Exponential(rate 2C)`` and an even sign.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        From ``sample_posterior`` (its attributes name the loss and ``C``).
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    classes : array-like, optional
+        Labels of the classes (``classes_``); default ``-1, +1`` / ``0 .. K-1``.
+    random_state : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    ndarray of shape (chain, draw, n_samples)
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 1)); y = np.where(X[:, 0] + rng.logistic(size=300) > 0, 1, 0)
+    >>> from bayesdrop import DropoutLogisticRegression
+    >>> clf = DropoutLogisticRegression(C=0.5, noise="none")
+    >>> idata = clf.sample_posterior(X, y, draws=200, tune=50, chains=1, random_state=0,
+    ...                              progressbar=False)
+    >>> y_rep = posterior_predictive_draws(idata, X, clf.classes_, random_state=1)
+    >>> y_rep.shape, bool(abs(y_rep.mean() - y.mean()) < 0.05)
+    ((1, 200, 300), True)
+    """
+    rng = check_random_state(random_state)
+    loss, C, margin, eps = _predictive_attrs(idata)
+    scores = decision_draws(idata, X)
+    if loss == "epsilon_insensitive":
+        tail = rng.exponential(1.0 / (2.0 * C), size=scores.shape) + eps
+        sign = np.where(rng.random(scores.shape) < 0.5, -1.0, 1.0)
+        inside = rng.random(scores.shape) < 2.0 * eps / (2.0 * eps + 1.0 / C)
+        tube = rng.uniform(-eps, eps, size=scores.shape)
+        return scores + np.where(inside, tube, sign * tail)
+    if loss == "logistic":
+        delta = 2.0 * C * scores
+    elif loss == "hinge":
+        delta = 2.0 * C * (np.maximum(0.0, margin + scores) - np.maximum(0.0, margin - scores))
+    else:
+        raise ValueError(f"no posterior predictive for the {loss} loss")
+    if scores.ndim == 3:  # one binary problem
+        labels = np.array([-1, 1]) if classes is None else np.asarray(classes)
+        pick = rng.random(scores.shape) < expit(delta)
+        return labels[pick.astype(int)]
+    labels = np.arange(scores.shape[-1]) if classes is None else np.asarray(classes)
+    return labels[np.argmax(delta + rng.gumbel(size=delta.shape), axis=-1)]
 
 
 def vote_fractions(idata, X):
@@ -285,11 +422,23 @@ def posterior_predictive_proba(idata, X):
     return sigmoid_proba(scores).mean(axis=(0, 1))
 
 
-def predictive_interval(idata, X, prob=0.94):
-    """Posterior mean and central ``prob`` interval of the regression function.
+def predictive_interval(idata, X, prob=0.94, *, kind="predictive", random_state=0):
+    """Posterior mean of ``w.x + b`` and a central ``prob`` interval for each row.
 
-    The pseudo-posterior ``exp(-J)`` has no observation-noise model, so the interval is
-    that of ``w.x + b`` (a credible band), computed from the draws.
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A regression posterior (:class:`~bayesdrop.DropoutSVR`).
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    prob : float in (0, 1)
+    kind : {"predictive", "mean"}, default="predictive"
+        ``"predictive"``: an interval for a **new observation** ``y`` at ``x`` -- quantiles
+        of :func:`posterior_predictive_draws` (the posterior of ``w.x + b`` plus the
+        model's own noise: the tube ``+- epsilon`` and exponential tails of rate ``2C``).
+        ``"mean"``: the credible band of the regression function ``w.x + b`` only
+        (much narrower; it does not cover new observations).
+    random_state : None, int, SeedSequence or Generator, default=0
+        For the predictive draws (fixed by default so the interval is reproducible).
 
     Returns
     -------
@@ -303,15 +452,22 @@ def predictive_interval(idata, X, prob=0.94):
     >>> X = rng.normal(size=(60, 2)); y = X[:, 0] + 0.1 * rng.normal(size=60)
     >>> idata = DropoutSVR(noise_level=0.2).sample_posterior(
     ...     X, y, draws=50, tune=20, chains=1, random_state=0, progressbar=False)
-    >>> mean, band = predictive_interval(idata, X[:3], prob=0.9)
-    >>> band.shape, bool(np.all(band[:, 0] <= mean) and np.all(mean <= band[:, 1]))
-    ((3, 2), True)
+    >>> mean, band = predictive_interval(idata, X[:3], prob=0.9, kind="mean")
+    >>> _, pred = predictive_interval(idata, X[:3], prob=0.9)
+    >>> bool(np.all(pred[:, 0] < band[:, 0]) and np.all(band[:, 1] < pred[:, 1]))
+    True
     """
     prob = check_scalar(prob, "prob", min_val=0.0, max_val=1.0, include_min=False,
                         include_max=False)
+    if kind not in ("predictive", "mean"):
+        raise ValueError(f"kind must be 'predictive' or 'mean', got {kind!r}")
     scores = decision_draws(idata, X)
     if scores.ndim != 3:
         raise ValueError("predictive_interval needs a single-output (regression) posterior")
     flat = scores.reshape(-1, scores.shape[-1])
-    lo, hi = np.quantile(flat, [(1 - prob) / 2, (1 + prob) / 2], axis=0)
+    values = flat
+    if kind == "predictive":
+        values = posterior_predictive_draws(idata, X, random_state=random_state)
+        values = values.reshape(-1, values.shape[-1])
+    lo, hi = np.quantile(values, [(1 - prob) / 2, (1 + prob) / 2], axis=0)
     return flat.mean(axis=0), np.column_stack([lo, hi])

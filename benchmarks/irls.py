@@ -152,6 +152,7 @@ def main(argv=None):
     Xc, yc = load_breast_cancer(return_X_y=True)
     Xc = StandardScaler().fit_transform(Xc)
     Xn, yn = load_newsgroups()
+    yn = 2.0 * yn - 1.0  # +-1 targets
     datasets = [("breast cancer 569x30", Xc, yc, 5)]
     if not args.quick:
         Xs, ys = make_classification(n_samples=20_000, n_features=200, n_informative=20,

@@ -223,6 +223,7 @@ def problems(quick):
     ]
     if not quick:
         Xn, yn = load_newsgroups()
+        yn = 2.0 * yn - 1.0  # +-1 targets
         out += [
             ("newsgroups 1427x22178 LR q=.5", Problem.create(Xn, yn, LogisticLoss(1.0), Dropout(0.5)), 3),
             ("newsgroups 1427x22178 SVC q=.5", Problem.create(Xn, yn, HingeLoss(1.0), Dropout(0.5)), 3),
@@ -264,6 +265,7 @@ def main(argv=None):
     data.append(("synthetic 10000x50", Xs, ys, 3))
     if not args.quick:
         Xn, yn = load_newsgroups()
+        yn = 2.0 * yn - 1.0  # +-1 targets
         data.append(("newsgroups 1427x22178 sparse", Xn, yn, 3))
     srows = []
     for name, Xd_, yd_, repeat in data:
@@ -276,6 +278,7 @@ def main(argv=None):
     erows += explicit_rows("breast cancer (half split)", Xtr, y[::2], Xte, y[1::2], 0.3, 1.0)
     if not args.quick:
         Xn, yn = load_newsgroups()
+        yn = 2.0 * yn - 1.0  # +-1 targets
         erows += explicit_rows("newsgroups (half split)", Xn[::2], yn[::2], Xn[1::2],
                                yn[1::2], 0.5, 1.0)
     print_explicit_rows(erows, out)

@@ -125,7 +125,7 @@ def test_noise_object_and_level():
     X, y = load_iris(return_X_y=True)
     assert DropoutSVC(noise=Dropout(0.2)).fit(X, y).noise_ == Dropout(0.2)
     assert DropoutSVC(noise=Dropout(0.2), noise_level=0.4).fit(X, y).noise_ == Dropout(0.4)
-    assert DropoutSVC().fit(X, y).noise_ == Dropout(0.5)
+    assert DropoutSVC().fit(X, y).noise_ == Dropout(0.1)
     # zero level is the clean model
     a = DropoutSVC(noise_level=0.0).fit(X, y)
     b = DropoutSVC(noise="none").fit(X, y)

@@ -126,7 +126,7 @@ def test_zero_noise_hinge_on_sparse_text_with_more_features_than_examples():
     from bayesdrop.studies.datasets import load_newsgroups
 
     X, y = load_newsgroups()
-    X, y = X[::4], y[::4]
+    X, y = X[::4], 2.0 * y[::4] - 1.0
     p = Problem.create(X, y, HingeLoss(1.0), "none")
     res = irls.fit(p, tol=1e-10)
     ref = SVC(kernel="linear", C=1.0, tol=1e-8).fit(X, y)

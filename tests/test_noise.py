@@ -98,7 +98,7 @@ def test_bad_noise_arguments(call, err, match):
 
 
 def test_make_noise_levels():
-    assert make_noise("dropout") == Dropout(0.5)
+    assert make_noise("dropout") == Dropout(0.1)
     assert make_noise("blankout", 0.2) == Dropout(0.2)
     assert make_noise(Dropout(0.2)) == Dropout(0.2)
     assert make_noise(Dropout(0.2), 0.4) == Dropout(0.4)

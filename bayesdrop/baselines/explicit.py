@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_random_state, check_scalar
+from .._validation import check_sample_weight, check_random_state, check_scalar
 from ..estimators._base import ACCEPT_SPARSE
 from ..model.noise import make_noise
 
@@ -61,8 +61,16 @@ class ExplicitCorruptionClassifier(ClassifierMixin, BaseEstimator):
         self.scale_C = scale_C
         self.random_state = random_state
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit ``estimator`` on ``n_copies`` corrupted copies of ``(X, y)``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Each copy of an example carries its weight (passed to the wrapped
+            estimator's ``fit``, which must accept ``sample_weight``).
 
         Returns
         -------
@@ -80,7 +88,12 @@ class ExplicitCorruptionClassifier(ClassifierMixin, BaseEstimator):
         est = clone(self.estimator)
         if self.scale_C and "C" in est.get_params():
             est.set_params(C=est.get_params()["C"] / M)
-        est.fit(Xc, np.tile(y, M))
+        if sample_weight is None:
+            est.fit(Xc, np.tile(y, M))
+        else:
+            weights = check_sample_weight(sample_weight, X.shape[0])
+            weights = np.ones(X.shape[0]) if weights is None else weights
+            est.fit(Xc, np.tile(y, M), sample_weight=np.tile(weights, M))
         self.estimator_ = est
         self.noise_ = noise
         self.classes_ = est.classes_

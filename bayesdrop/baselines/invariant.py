@@ -7,6 +7,8 @@ block-coordinate Frank-Wolfe on the dual.
 
 from __future__ import annotations
 
+import warnings
+
 import numba
 import numpy as np
 import scipy.sparse as sp
@@ -289,6 +291,10 @@ class InvariantSVC(OneVsRestClassifier):
         Best objective per binary problem.
     duality_gap_ : ndarray
         Objective minus the certified lower bound.
+    n_changes_ : int
+        The number of changeable features used: ``n_changes``, clipped (with a warning)
+        to ``n_features - 1`` when ``lower = 0`` -- deleting every feature would leave
+        only the trivial classifier.
 
     Examples
     --------
@@ -338,10 +344,11 @@ class InvariantSVC(OneVsRestClassifier):
         chunks); sparse ``X`` is never densified.
         """
         s = float(self.intercept_scaling)
+        n_changes = int(getattr(self, "n_changes_", self.n_changes))
         args = _row_arrays(X)
         risks, gws, gbs = _invariant_risk_chunks(*args, np.asarray(yk, dtype=np.float64),
                                                  np.ascontiguousarray(w, dtype=np.float64),
-                                                 float(b), int(self.n_changes),
+                                                 float(b), n_changes,
                                                  float(self.lower), float(self.upper), s)
         C = float(self.C)
         return C * float(risks.sum()), C * gws.sum(axis=0), C * float(gbs.sum())
@@ -368,6 +375,14 @@ class InvariantSVC(OneVsRestClassifier):
         tol = check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
         X, y_idx = self._validate_fit(X, y)
         D = X.shape[1]
+        self.n_changes_ = int(self.n_changes)
+        if self.n_changes_ >= D and self.lower == 0.0:
+            # with every feature deletable the worst case of any w is the zero score: the
+            # fit would be the trivial classifier (chance level)
+            self.n_changes_ = D - 1
+            warnings.warn(f"n_changes={self.n_changes} is not smaller than the number of "
+                          f"features ({D}): deleting every feature leaves nothing to learn; "
+                          f"using n_changes_={self.n_changes_}", UserWarning, stacklevel=2)
         if self.solver not in ("bcfw", "bmrm"):
             raise ValueError(f"solver must be 'bcfw' or 'bmrm', got {self.solver!r}")
         rng = check_random_state(self.random_state)
@@ -405,7 +420,7 @@ class InvariantSVC(OneVsRestClassifier):
             epochs = min(per_check, max_iter - it)
             order = rng.permuted(np.tile(np.arange(n), (epochs, 1)), axis=1)
             it += epochs
-            _bcfw_epoch(*args, yk, order, theta, beta, c, int(self.n_changes),
+            _bcfw_epoch(*args, yk, order, theta, beta, c, int(self.n_changes_),
                         float(self.lower), float(self.upper), s, C, bool(self.fit_intercept))
             b = s * theta[D] if self.fit_intercept else 0.0
             risk = self._risk(X, yk, theta[:D], b)[0]

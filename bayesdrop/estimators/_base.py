@@ -159,10 +159,20 @@ class LinearModel(BaseEstimator):
         n_problems = targets.shape[1]
         warm = self._warm_start_points(n_problems, n_coef)
         start_time = time.perf_counter()
-        fits = []
-        for k in range(n_problems):
-            start = None if warm is None else (warm[0][k], float(warm[1][k]))
-            fits.append(fit_binary(k, np.ascontiguousarray(targets[:, k]), start))
+        starts = [None if warm is None else (warm[0][k], float(warm[1][k]))
+                  for k in range(n_problems)]
+        n_jobs = getattr(self, "n_jobs", None)
+        if n_jobs in (None, 1) or n_problems == 1:
+            fits = [fit_binary(k, np.ascontiguousarray(targets[:, k]), starts[k])
+                    for k in range(n_problems)]
+        else:
+            # threads: the compiled solver loops and BLAS release the GIL, and the
+            # problems share one design (no copies, no process start-up)
+            from joblib import Parallel, delayed
+
+            fits = Parallel(n_jobs=n_jobs, prefer="threads")(
+                delayed(fit_binary)(k, np.ascontiguousarray(targets[:, k]), starts[k])
+                for k in range(n_problems))
         self.coef_ = np.array([f.coef for f in fits], dtype=float).reshape(n_problems, n_coef)
         self.intercept_ = np.array([f.intercept for f in fits], dtype=float)
         self.n_iter_ = np.array([f.n_iter for f in fits], dtype=int)

@@ -40,7 +40,8 @@ class Design:
     Examples
     --------
     >>> import scipy.sparse as sp
-    >>> design = Design(sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 2.0]])), "dropout")
+    >>> from bayesdrop import Dropout
+    >>> design = Design(sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 2.0]])), Dropout(0.5))
     >>> design.n_params, design.sparse
     (3, True)
     >>> m, s = design.scores(np.array([1.0, 1.0, 0.5]))  # w = (1, 1), b = 0.5
@@ -106,6 +107,38 @@ class Design:
         """Return ``(m, s)``: mean ``m_n = w.x_n + b`` and variance ``s_n = v_n.(w*w)``."""
         w, _ = self.split(theta)
         return self.matvec(theta), self.variance.score_variance(w * w)
+
+    def scores_many(self, thetas):
+        """Scores of many parameter vectors at once: ``(m, s)`` of shape (n_thetas, n_samples).
+
+        One sparse/dense product for all of them when the noise covariance is diagonal
+        (``m = Theta Xbar^T``, ``s = (W * W) V^T``); a loop over :meth:`scores` otherwise.
+
+        Examples
+        --------
+        >>> design = Design(np.array([[1.0, 2.0], [0.0, 1.0]]), "dropout")
+        >>> thetas = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.0]])
+        >>> m, s = design.scores_many(thetas)
+        >>> bool(np.allclose(m[1], design.scores(thetas[1])[0]))
+        True
+        """
+        thetas = np.atleast_2d(np.asarray(thetas, dtype=float))
+        if not self.diagonal_noise or type(self).scores is not Design.scores:
+            pairs = [self.scores(t) for t in thetas]
+            return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+        W = thetas[:, : self.n_features]
+        m = np.asarray(self.X @ W.T).T
+        if self.fit_intercept:
+            m = m + thetas[:, self.n_features][:, None]
+        V = self.variance
+        W2 = W * W
+        if V.is_zero:
+            s = np.zeros_like(m)
+        elif V.is_constant:
+            s = np.repeat(V.scale * W2.sum(axis=1)[:, None], self.n_samples, axis=1)
+        else:
+            s = V.scale * np.asarray(V.matrix @ W2.T).T
+        return m, s
 
     def noise_diagonal(self, rho):
         """``V.T @ rho`` padded with 0 for the intercept: ``sum_n rho_n vbar_n``."""

@@ -47,6 +47,8 @@ class SamplerResult(NamedTuple):
     interrupted : bool
         Whether sampling was stopped by ``KeyboardInterrupt`` (the draws are those
         collected until then, the same number for every chain).
+    wall_time : float
+        Wall-clock seconds of the whole call (all chains, parallel or not).
     """
 
     theta: np.ndarray
@@ -59,6 +61,7 @@ class SamplerResult(NamedTuple):
     tune: int
     thin: int
     interrupted: bool
+    wall_time: float = float("nan")
 
 
 # ------------------------------------------------------------------------------ one chain
@@ -126,7 +129,8 @@ _WORKER = {}
 
 def _worker_init(problem, kwargs, counts, stop_event):
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
-    _WORKER.update(problem=problem, kwargs=kwargs, counts=counts, stop=stop_event)
+    _WORKER.update(problem=problem, kwargs=kwargs, counts=counts, stop=stop_event,
+                   parent=os.getppid())
     try:  # one BLAS thread per chain process: the chains are the parallelism
         from threadpoolctl import threadpool_limits
 
@@ -141,8 +145,18 @@ def _worker_chain(index, theta0, seed):
     def report(k):
         counts[index] = k
 
-    return _run_chain(_WORKER["problem"], theta0, seed, report=report,
-                      stop=_WORKER["stop"].is_set, **_WORKER["kwargs"])
+    stop_event, parent = _WORKER["stop"], _WORKER["parent"]
+
+    def stop():
+        # the parent asked (Ctrl-C), or it is gone (SIGTERM / SIGKILL): an orphaned chain
+        # stops at its next sweep instead of running on
+        return stop_event.is_set() or os.getppid() != parent
+
+    result = _run_chain(_WORKER["problem"], theta0, seed, report=report, stop=stop,
+                        **_WORKER["kwargs"])
+    if os.getppid() != parent:  # orphaned: nobody will read the result
+        os._exit(0)
+    return result
 
 
 def _mp_context():
@@ -243,6 +257,15 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
     -------
     SamplerResult
 
+    Notes
+    -----
+    **Interrupts.** Ctrl-C (``KeyboardInterrupt``) stops every chain at its next sweep.
+    If draws had been kept, they are returned -- the same number for every chain, with
+    ``interrupted=True`` and a ``RuntimeWarning`` -- so a long run can be cut short and
+    analysed; during tuning (no draw kept yet) the ``KeyboardInterrupt`` propagates and
+    nothing is returned. Chain processes also stop when the parent process ends (SIGTERM,
+    SIGKILL): none is left running.
+
     Examples
     --------
     >>> from bayesdrop import Problem, HingeLoss, LogisticLoss, Dropout
@@ -287,6 +310,7 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
     kwargs = dict(tune=tune, draws=draws, thin=thin, linalg=linalg, cg_tol=cg_tol,
                   overrelax=overrelax, store_augmentation=store_augmentation)
     total = chains * (tune + draws * thin)
+    wall_start = time.perf_counter()
     with ProgressBar(total, enabled=progressbar,
                      description=f"Gibbs {problem.loss.name}, {chains} chain(s)") as bar:
         if cores > 1 and chains > 1:
@@ -306,12 +330,12 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
     interrupted = any(r.interrupted for r in results) or len(results) < chains
     kept = min(r.n_kept for r in results)
     if interrupted:
+        if kept == 0:  # stopped during tuning: nothing to return, the interrupt goes on
+            raise KeyboardInterrupt("sampling interrupted before any draw was kept")
         warnings.warn(
             f"sampling interrupted: returning the {kept} draw(s) per chain collected so far "
             f"from {len(results)} chain(s)", RuntimeWarning, stacklevel=2,
         )
-        if kept == 0:
-            raise RuntimeError("sampling interrupted before any draw was kept")
     aug_traces = None
     if store_augmentation:
         aug_traces = np.stack([r.aug[:kept] for r in results])
@@ -326,5 +350,6 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
         tune=tune,
         thin=thin,
         interrupted=interrupted,
+        wall_time=time.perf_counter() - wall_start,
     )
 

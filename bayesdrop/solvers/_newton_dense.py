@@ -41,7 +41,7 @@ def loss_code(loss):
     return None
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, nogil=True, inline="always")
 def _root_terms(a, s, C):
     """``C sqrt(a^2 + s)`` minus ``C |a|`` (exact form), and its derivatives (da/dm = -1)."""
     root = math.sqrt(a * a + s)
@@ -53,7 +53,7 @@ def _root_terms(a, s, C):
     return C * excess, -C * a / R, 0.5 * C / R, c3 * s, 0.5 * c3 * a, -0.25 * c3
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _term(code, p0, p1, m, s, y, derivs):
     """Value of one example's term; with ``derivs`` the five derivatives as well."""
     if code == 0:  # hinge: C (zeta + sqrt(zeta^2 + s)), zeta = l - y m
@@ -94,7 +94,7 @@ def _term(code, p0, p1, m, s, y, derivs):
     return 0.5 * p0 * (r * r + s), -p0 * r, 0.5 * p0, p0, 0.0, 0.0
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _objective(code, p0, p1, X, M, scale, fi, y, sw, theta, m, s):
     """``J(theta)``; fills the scores ``m`` and ``s``."""
     n, D = X.shape
@@ -115,7 +115,7 @@ def _objective(code, p0, p1, X, M, scale, fi, y, sw, theta, m, s):
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _irls_map(code, p0, p1, Xb, M, scale, y, sw, m, s, p):
     """One IRLS map from the scores ``(m, s)`` (hinge and epsilon-insensitive losses):
     the expected augmentation weights, then ``A theta = r`` by Cholesky (MATH.md 3-4)."""
@@ -144,7 +144,7 @@ def _irls_map(code, p0, p1, Xb, M, scale, y, sw, m, s, p):
     return np.linalg.solve(A, Xb.T @ t)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, armijo, min_step,
                  ridge, irls_start):
     """Newton's method on ``J`` for dense ``X`` and ``V = scale * M``; example ``i``'s

@@ -24,24 +24,26 @@ __all__ = [
 def load_newsgroups():
     """The 20-newsgroups *alt.atheism* vs *soc.religion.christian* bag-of-words data.
 
-    1427 documents, 22178 binary word features, labels -1 / +1; bundled (MIT licence,
+    1427 documents, 22178 binary word features, labels 0 (atheism) / 1 (christian) as
+    scikit-learn's loaders give them (``2 * y - 1`` for the +-1 targets of a
+    :class:`~bayesdrop.model.problem.Problem`); bundled (MIT licence,
     see ``bayesdrop/data/newsgroups_atheism_christian.LICENSE``).
 
     Returns
     -------
     X : scipy.sparse.csr_matrix of shape (1427, 22178)
-    y : ndarray of shape (1427,), values in {-1, +1}
+    y : ndarray of int of shape (1427,), values in {0, 1}
 
     Examples
     --------
     >>> X, y = load_newsgroups()
     >>> X.shape, sorted(set(y.tolist()))
-    ((1427, 22178), [-1.0, 1.0])
+    ((1427, 22178), [0, 1])
     """
     path = files("bayesdrop") / "data" / "newsgroups_atheism_christian.mat"
     with path.open("rb") as fh:
         d = sio.loadmat(fh)
-    return d["X"].tocsr().astype(np.float64), d["y"].ravel().astype(np.float64)
+    return d["X"].tocsr().astype(np.float64), (d["y"].ravel() > 0).astype(np.int64)
 
 
 #: Where the Debian package ``dataset-fashion-mnist`` installs the IDX files.
@@ -126,7 +128,8 @@ def load_digits():
 
 
 def load_breast_cancer(standardize=True):
-    """scikit-learn's Wisconsin breast-cancer data (569 x 30), labels -1 (malignant) / +1.
+    """scikit-learn's Wisconsin breast-cancer data (569 x 30), labels 0 (malignant) / 1
+    (benign) as scikit-learn gives them.
 
     Parameters
     ----------
@@ -137,7 +140,7 @@ def load_breast_cancer(standardize=True):
     Returns
     -------
     X : ndarray of shape (569, 30)
-    y : ndarray of shape (569,), values in {-1, +1}
+    y : ndarray of int of shape (569,), values in {0, 1}
 
     Examples
     --------
@@ -151,7 +154,7 @@ def load_breast_cancer(standardize=True):
     X = d.data.astype(np.float64)
     if standardize:
         X = (X - X.mean(axis=0)) / X.std(axis=0)
-    return X, np.where(d.target == 1, 1.0, -1.0)
+    return X, d.target.astype(np.int64)
 
 
 def flip_labels(y, rate, random_state=None):
