@@ -196,3 +196,15 @@ def test_zero_noise_multiclass_matches_one_vs_rest_libsvm():
         est = ref.estimators_[k]
         assert _J(p, ours.coef_[k], ours.intercept_[k]) <= _J(
             p, est.coef_, est.intercept_[0]) * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("Est", [DropoutSVC, DropoutLogisticRegression])
+def test_one_vs_rest_threads_give_the_same_fit(Est):
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    a = Est(noise_level=0.2, n_jobs=1).fit(X, y)
+    b = Est(noise_level=0.2, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+    assert list(a.solver_) == list(b.solver_)
