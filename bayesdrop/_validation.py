@@ -161,20 +161,11 @@ def check_sample_weight(sample_weight, n, name="sample_weight"):
     if sample_weight is None:
         return None
     if isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool):
-        w = np.full(n, float(sample_weight))
-    else:
-        w = np.array(sample_weight, dtype=np.float64, copy=True)
-        if w.ndim != 1:
-            raise ValueError(f"{name} must be 1-dimensional, got shape {w.shape}")
-        if w.shape[0] != n:
-            raise ValueError(f"{name} has {w.shape[0]} entries but X has {n} rows")
-    if not np.all(np.isfinite(w)):
-        raise ValueError(f"{name} contains NaN or infinity")
+        sample_weight = np.full(n, float(sample_weight))
+    # NaN / inf, shape and overflow checks as for any vector; then a copy of our own
+    w = np.array(as_float_vector(sample_weight, n, name), copy=True)
     if np.any(w < 0):
         raise ValueError(f"{name} must be non-negative, got a minimum of {w.min():g}")
-    if w.size and np.max(w) > MAX_ABS:
-        raise ValueError(f"{name} has an entry of {np.max(w):.3g}; weights above "
-                         f"{MAX_ABS:g} overflow the objective in float64")
     if n and not np.any(w > 0):
         raise ValueError(f"{name} is zero for every example: nothing to fit")
     if np.all(w == 1.0):

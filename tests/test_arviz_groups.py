@@ -251,3 +251,16 @@ def test_progress_goes_to_a_log_file_sparingly(monkeypatch, tmp_path):
         bar.update(10)
     log.close()
     assert (tmp_path / "ci.txt").read_text() == ""
+
+
+def test_verbose_fit_reports_each_problem(monkeypatch, capsys):
+    monkeypatch.delenv("CI", raising=False)
+    X, y = load_iris(return_X_y=True)
+    DropoutSVC(noise_level=0.1, verbose=2).fit(X, y)
+    err = capsys.readouterr().err
+    assert "problem 1/3" in err and "problem 3/3" in err and "3/3" in err
+    DropoutSVC(noise_level=0.1).fit(X, y)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv("CI", "true")
+    DropoutSVC(noise_level=0.1, verbose=2).fit(X, y)
+    assert capsys.readouterr().err == ""

@@ -162,9 +162,23 @@ class LinearModel(BaseEstimator):
         starts = [None if warm is None else (warm[0][k], float(warm[1][k]))
                   for k in range(n_problems)]
         n_jobs = getattr(self, "n_jobs", None)
+        verbose = int(getattr(self, "verbose", 0) or 0)
         if n_jobs in (None, 1) or n_problems == 1:
-            fits = [fit_binary(k, np.ascontiguousarray(targets[:, k]), starts[k])
-                    for k in range(n_problems)]
+            from .._progress import ProgressBar
+
+            fits = []
+            with ProgressBar(n_problems, enabled=verbose > 0, unit="problem",
+                             description=f"{type(self).__name__}.fit") as bar:
+                for k in range(n_problems):
+                    t0 = time.perf_counter()
+                    fits.append(fit_binary(k, np.ascontiguousarray(targets[:, k]), starts[k]))
+                    bar.update(k + 1)
+                    if verbose > 1:
+                        f = fits[-1]
+                        bar.write(f"problem {k + 1}/{n_problems}: {f.n_iter} iterations, "
+                                  f"J = {float(np.ravel(f.objective)[-1]):.10g}, "
+                                  f"converged {bool(f.converged)}, "
+                                  f"{time.perf_counter() - t0:.3f} s")
         else:
             # threads: the compiled solver loops and BLAS release the GIL, and the
             # problems share one design (no copies, no process start-up)

@@ -77,6 +77,10 @@ _SOLVER_DOC = """
         SQUAREM acceleration of the IRLS map, monotone in ``J`` (IRLS only).
     warm_start : bool, default=False
         Start from the previous solution when refitting on data of the same shape.
+    verbose : int, default=0
+        ``1``: a progress bar over the binary (one-vs-rest) problems (tqdm; quiet under
+        ``CI``); ``2``: also one line per problem (iterations, ``J``, convergence, time).
+        Sequential fits only (``n_jobs`` of 1 or None).
 """
 
 _N_JOBS_DOC = """n_jobs : int or None, default=None
@@ -367,9 +371,11 @@ class DropoutSVC(_DropoutClassifier):
 
     def __init__(self, C=1.0, *, noise="dropout", noise_level=None, margin=1.0,
                  class_weight=None, fit_intercept=True, solver="auto", linalg="auto",
-                 tol=1e-8, max_iter=1000, accelerate=True, warm_start=False, n_jobs=None):
+                 tol=1e-8, max_iter=1000, accelerate=True, warm_start=False, n_jobs=None,
+                 verbose=0):
         self.C = C
         self.n_jobs = n_jobs
+        self.verbose = verbose
         self.class_weight = class_weight
         self.noise = noise
         self.noise_level = noise_level
@@ -423,9 +429,10 @@ class DropoutLogisticRegression(_DropoutClassifier):
 
     def __init__(self, C=1.0, *, noise="dropout", noise_level=None, class_weight=None,
                  fit_intercept=True, solver="auto", linalg="auto", tol=1e-8, max_iter=1000,
-                 accelerate=True, warm_start=False, n_jobs=None):
+                 accelerate=True, warm_start=False, n_jobs=None, verbose=0):
         self.C = C
         self.n_jobs = n_jobs
+        self.verbose = verbose
         self.class_weight = class_weight
         self.noise = noise
         self.noise_level = noise_level
@@ -498,8 +505,9 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
 
     def __init__(self, C=1.0, *, epsilon=0.1, noise="dropout", noise_level=None,
                  fit_intercept=True, solver="auto", linalg="auto", tol=1e-8, max_iter=1000,
-                 accelerate=True, warm_start=False):
+                 accelerate=True, warm_start=False, verbose=0):
         self.C = C
+        self.verbose = verbose
         self.epsilon = epsilon
         self.noise = noise
         self.noise_level = noise_level
