@@ -270,7 +270,24 @@ def _predictive_attrs(idata):
             float(attrs.get("epsilon", 0.0)))
 
 
-def posterior_predictive_draws(idata, X, classes=None, random_state=None):
+def _corrupted_decision_draws(idata, X, noise, rng):
+    """Scores of every draw on its own corrupted copy ``x~ ~ p(x~ | x)`` of ``X``."""
+    X = as_float_design(X)
+    coef, b = _coef_draws(idata)
+    lead = coef.shape[:2]
+    flat_coef = coef.reshape(lead[0] * lead[1], *coef.shape[2:])
+    flat_b = b.reshape(lead[0] * lead[1], *b.shape[2:])
+    out = []
+    for c, bb in zip(flat_coef, flat_b):
+        Xc = noise.corrupt(X, rng)
+        out.append(np.asarray(Xc @ np.atleast_2d(c).T) + np.atleast_1d(bb))
+    scores = np.array(out)  # (S, n, K)
+    if coef.ndim == 3:
+        scores = scores[..., 0]
+    return scores.reshape(*lead, *scores.shape[1:])
+
+
+def posterior_predictive_draws(idata, X, classes=None, random_state=None, noise=None):
     """One draw of ``y`` per posterior draw and row of ``X``: ``y ~ p(y | w, b, x)``.
 
     ``p`` is the model's pseudo-likelihood of one example, ``exp(-2C loss(y, w.x + b))``,
@@ -292,6 +309,11 @@ def posterior_predictive_draws(idata, X, classes=None, random_state=None):
     classes : array-like, optional
         Labels of the classes (``classes_``); default ``-1, +1`` / ``0 .. K-1``.
     random_state : None, int, SeedSequence or Generator
+    noise : NoiseModel, optional
+        Draw at corrupted inputs instead: each posterior draw scores its own corrupted
+        copy ``x~ ~ p(x~ | x)`` of ``X`` (the model's generative story: the features are
+        corrupted, then the label follows the pseudo-likelihood at ``w.x~ + b``). Costs
+        one corrupted copy of ``X`` per draw.
 
     Returns
     -------
@@ -311,7 +333,10 @@ def posterior_predictive_draws(idata, X, classes=None, random_state=None):
     """
     rng = check_random_state(random_state)
     loss, C, margin, eps = _predictive_attrs(idata)
-    scores = decision_draws(idata, X)
+    if noise is None:
+        scores = decision_draws(idata, X)
+    else:
+        scores = _corrupted_decision_draws(idata, X, noise, rng)
     if loss == "epsilon_insensitive":
         tail = rng.exponential(1.0 / (2.0 * C), size=scores.shape) + eps
         sign = np.where(rng.random(scores.shape) < 0.5, -1.0, 1.0)

@@ -264,3 +264,25 @@ def test_verbose_fit_reports_each_problem(monkeypatch, capsys):
     monkeypatch.setenv("CI", "true")
     DropoutSVC(noise_level=0.1, verbose=2).fit(X, y)
     assert capsys.readouterr().err == ""
+
+
+def test_posterior_predictive_at_corrupted_inputs():
+    """At corrupted inputs P(y = +1 | w, b) = E_x~ sigmoid(w x~ + b) (2C = 1); with one
+    feature under dropout q that is q sigmoid(b) + (1 - q) sigmoid(w x / (1 - q) + b),
+    exactly. Frequencies over the draws are compared with it (4 standard errors)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 1)) * 2
+    y = np.where(X[:, 0] + rng.logistic(size=60) > 0, 1, -1)
+    q = 0.5
+    clf = DropoutLogisticRegression(C=0.5, noise_level=q).fit(X, y)
+    idata = clf.sample_posterior(X, y, draws=1000, tune=100, chains=2, random_state=0,
+                                 progressbar=False, cores=1)
+    y_rep = clf.sample_posterior_predictive(X, idata, random_state=3, corrupted=True)
+    freq = (y_rep.posterior_predictive["y"].values > 0).mean(axis=(0, 1))
+    w = idata.posterior["coef"].values[..., 0][..., None]
+    b = idata.posterior["intercept"].values[..., None]
+    p = (q * expit(b) + (1 - q) * expit(w * X[:, 0] / (1 - q) + b)).mean(axis=(0, 1))
+    se = np.sqrt(p * (1 - p) / 2000)
+    assert np.mean(np.abs(freq - p) < 4 * se + 1e-3) > 0.98
+    clean = expit(w * X[:, 0] + b).mean(axis=(0, 1))
+    assert np.max(np.abs(clean - p)) > 0.1  # the corrupted law is a different law

@@ -188,3 +188,33 @@ def test_functional_sample_posterior_accepts_zero_one_labels():
     np.testing.assert_array_equal(a.posterior["coef"].values, b.posterior["coef"].values)
     with pytest.raises(ValueError, match="two classes"):
         sample_posterior(Xs, np.zeros(40), **kw)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: __import__("bayesdrop.baselines", fromlist=["x"]).MCFLogisticRegression(
+        noise_level=0.3, tol=1e-10),
+    lambda: __import__("bayesdrop.baselines", fromlist=["x"]).MCFLogisticRegression(
+        noise="gaussian", noise_level=0.3, tol=1e-10),
+    lambda: __import__("bayesdrop.baselines", fromlist=["x"]).MCFQuadraticClassifier(
+        noise_level=0.3),
+    lambda: __import__("bayesdrop.baselines", fromlist=["x"]).WagerDropoutLogisticRegression(
+        noise_level=0.3, tol=1e-10),
+    lambda: __import__("bayesdrop.baselines", fromlist=["x"]).TLogisticRegression(
+        t=1.5, tol=1e-10),
+], ids=["mcf-logistic-dropout", "mcf-logistic-gaussian", "mcf-quadratic", "wager", "t-logistic"])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+def test_baselines_integer_weights_equal_duplicated_rows(make, sparse):
+    Xw = sp.csr_matrix(X) if sparse else X
+    a = make().fit(Xw, Y_BIN, sample_weight=W_INT)
+    b = make().fit(Xw[DUP], Y_BIN[DUP])
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-6, atol=1e-8)
+
+
+def test_mcf_logistic_weights_at_zero_noise_match_sklearn():
+    from bayesdrop.baselines import MCFLogisticRegression
+
+    w = RNG.uniform(0.1, 3.0, size=60)
+    ours = MCFLogisticRegression(C=0.5, noise_level=0.0, tol=1e-10).fit(X, Y_BIN,
+                                                                         sample_weight=w)
+    ref = LogisticRegression(C=0.5, tol=1e-12).fit(X, Y_BIN, sample_weight=w)
+    np.testing.assert_allclose(ours.coef_, ref.coef_, rtol=1e-5)

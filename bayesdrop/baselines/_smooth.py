@@ -18,8 +18,11 @@ class SmoothBinaryClassifier(OneVsRestClassifier):
         check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
         check_scalar(self.max_iter, "max_iter", min_val=1, integer=True)
 
-    def _fit_smooth(self, X, y_idx, make_objective):
-        """L-BFGS on ``make_objective(y_k)`` for every one-vs-rest target ``y_k``."""
+    def _fit_smooth(self, X, y_idx, make_objective, total_weight=None):
+        """L-BFGS on ``make_objective(y_k)`` for every one-vs-rest target ``y_k``;
+        ``total_weight`` (default ``n``) is the sum of the sample weights, which scales
+        the objective as scikit-learn does."""
+        scale = float(self.C) * (X.shape[0] if total_weight is None else float(total_weight))
         D = X.shape[1]
         fi = bool(self.fit_intercept)
 
@@ -29,8 +32,7 @@ class SmoothBinaryClassifier(OneVsRestClassifier):
                 theta0[:D] = start[0]
                 if fi:
                     theta0[D] = start[1]
-            res = minimize_lbfgs(make_objective(yk), theta0, self.tol, self.max_iter,
-                                 float(self.C) * X.shape[0])
+            res = minimize_lbfgs(make_objective(yk), theta0, self.tol, self.max_iter, scale)
             return BinaryFit(res.x[:D], res.x[D] if fi else 0.0, res.nit, bool(res.success),
                              float(res.fun))
 

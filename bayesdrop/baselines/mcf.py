@@ -87,7 +87,8 @@ _MCF_CHUNKS = 32
 
 
 @numba.njit(cache=True)
-def _mcf_dropout_rows(indptr, indices, data, w, b, y, q, C, fit_intercept, lo, hi, grad, pi):
+def _mcf_dropout_rows(indptr, indices, data, w, b, y, sw, q, C, fit_intercept, lo, hi, grad,
+                      pi):
     """Rows ``lo:hi`` of :func:`_mcf_dropout_pass`; adds to ``grad``, returns the value."""
     scale = 1.0 / (1.0 - q)
     log_q = np.log(q) if q > 0 else -np.inf
@@ -109,12 +110,12 @@ def _mcf_dropout_rows(indptr, indices, data, w, b, y, q, C, fit_intercept, lo, h
                 pi[j - start] = 1.0
         # softplus(a) and sigmoid(a), stably
         if a > 0:
-            value += a + np.log1p(np.exp(-a))
-            sig = 1.0 / (1.0 + np.exp(-a))
+            value += sw[i] * (a + np.log1p(np.exp(-a)))
+            sig = sw[i] / (1.0 + np.exp(-a))
         else:
-            value += np.log1p(np.exp(a))
+            value += sw[i] * np.log1p(np.exp(a))
             ea = np.exp(a)
-            sig = ea / (1.0 + ea)
+            sig = sw[i] * ea / (1.0 + ea)
         c = C * sig * y[i] * scale
         for j in range(start, indptr[i + 1]):
             grad[indices[j]] -= c * pi[j - start] * data[j]
@@ -124,20 +125,21 @@ def _mcf_dropout_rows(indptr, indices, data, w, b, y, q, C, fit_intercept, lo, h
 
 
 @numba.njit(cache=True, parallel=True)
-def _mcf_dropout_chunks(indptr, indices, data, w, b, y, q, C, fit_intercept, n_params, width):
+def _mcf_dropout_chunks(indptr, indices, data, w, b, y, sw, q, C, fit_intercept, n_params,
+                        width):
     """Values and gradients of :data:`_MCF_CHUNKS` row chunks, computed in parallel."""
     n = indptr.shape[0] - 1
     grads = np.zeros((_MCF_CHUNKS, n_params))
     values = np.zeros(_MCF_CHUNKS)
     for k in numba.prange(_MCF_CHUNKS):
         pi = np.empty(width)
-        values[k] = _mcf_dropout_rows(indptr, indices, data, w, b, y, q, C, fit_intercept,
+        values[k] = _mcf_dropout_rows(indptr, indices, data, w, b, y, sw, q, C, fit_intercept,
                                       k * n // _MCF_CHUNKS, (k + 1) * n // _MCF_CHUNKS,
                                       grads[k], pi)
     return values, grads
 
 
-def _mcf_dropout_pass(indptr, indices, data, w, b, y, q, C, fit_intercept, grad):
+def _mcf_dropout_pass(indptr, indices, data, w, b, y, q, C, fit_intercept, grad, sw=None):
     """Value and gradient of ``sum_n log(1 + E exp(-y_n omega~_n))`` under dropout.
 
     ``log E exp(-y omega~) = -y b + sum_{d: x_nd != 0} logaddexp(log q, log(1-q) + z_nd)``
@@ -146,9 +148,11 @@ def _mcf_dropout_pass(indptr, indices, data, w, b, y, q, C, fit_intercept, grad)
     log-sum-exp (so it costs no extra exponential). Rows are processed in
     :data:`_MCF_CHUNKS` chunks in parallel, each with its own gradient, summed in chunk
     order (the same result for any number of threads). The gradient is added to ``grad``.
+    Example ``n``'s term is scaled by ``sw[n]`` (its sample weight; default 1).
     """
     width = max(int(np.diff(indptr).max(initial=0)), 1)
-    values, grads = _mcf_dropout_chunks(indptr, indices, data, w, float(b), y, float(q),
+    sw = np.ones(y.shape[0]) if sw is None else sw
+    values, grads = _mcf_dropout_chunks(indptr, indices, data, w, float(b), y, sw, float(q),
                                         float(C), bool(fit_intercept), grad.shape[0], width)
     grad += grads.sum(axis=0)
     return float(values.sum())
@@ -212,13 +216,15 @@ class MCFLogisticRegression(SmoothBinaryClassifier):
         self.max_iter = max_iter
         self.warm_start = warm_start
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit by L-BFGS, one binary problem per class (one-vs-rest).
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Scales each example's term of the objective (integer weights are copies).
 
         Returns
         -------
@@ -232,6 +238,8 @@ class MCFLogisticRegression(SmoothBinaryClassifier):
                 f"MCFLogisticRegression (a closed-form moment-generating function), got {noise!r}"
             )
         X, y_idx = self._validate_fit(X, y)
+        sw = self._example_weights(y, sample_weight, X.shape[0])
+        sw = np.ones(X.shape[0]) if sw is None else sw
         noise.check_input(X)
         self.noise_ = noise
         C, fi = float(self.C), bool(self.fit_intercept)
@@ -246,7 +254,7 @@ class MCFLogisticRegression(SmoothBinaryClassifier):
                     grad = np.zeros_like(theta)
                     b = theta[D] if fi else 0.0
                     val = _mcf_dropout_pass(indptr, indices, data, theta[:D], b, yk, q, C, fi,
-                                            grad)
+                                            grad, sw)
                     w = theta[:D]
                     grad[:D] += w
                     return 0.5 * w @ w + C * val, grad
@@ -259,12 +267,12 @@ class MCFLogisticRegression(SmoothBinaryClassifier):
                     w, _ = design.split(theta)
                     m, s = design.scores(theta)
                     a = -yk * m + 0.5 * s
-                    sig = expit(a)
+                    sig = sw * expit(a)
                     grad = design.rmatvec(-C * yk * sig)
                     grad[:D] += w + C * design.noise_apply(sig, w)
-                    return 0.5 * w @ w + C * np.sum(-log_expit(-a)), grad
+                    return 0.5 * w @ w + C * np.sum(sw * -log_expit(-a)), grad
                 return fun
 
-        return self._fit_smooth(X, y_idx, make_objective)
+        return self._fit_smooth(X, y_idx, make_objective, sw.sum())
 
 

@@ -159,7 +159,7 @@ class TLogisticRegression(OneVsRestClassifier):
             F = F + theta[K * D:]
         return W, F
 
-    def _objective(self, theta, X, y_idx, K, t):
+    def _objective(self, theta, X, y_idx, K, t, sw=None):
         C = float(self.C)
         W, F = self._scores(X, theta, K)
         U = np.column_stack([0.5 * F[:, 0], -0.5 * F[:, 0]]) if K == 1 else F
@@ -174,6 +174,9 @@ class TLogisticRegression(OneVsRestClassifier):
             xi = 1.0 / (1.0 + (t - 1.0) * gap)  # p_y^{t-1}
         E = -Q
         E[rows, y_idx] += 1.0
+        if sw is not None:  # example n's term scaled by its weight
+            loss = sw * loss
+            xi = sw * xi
         dU = -(xi[:, None] * E)  # d(-log p)/du
         dF = 0.5 * (dU[:, :1] - dU[:, 1:]) if K == 1 else dU
         gW = C * np.asarray(X.T @ dF).T + W
@@ -182,13 +185,15 @@ class TLogisticRegression(OneVsRestClassifier):
             grad = np.concatenate([grad, C * dF.sum(axis=0)])
         return 0.5 * np.sum(W * W) + C * np.sum(loss), grad
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit by L-BFGS.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Scales each example's term (integer weights are copies).
 
         Returns
         -------
@@ -201,19 +206,20 @@ class TLogisticRegression(OneVsRestClassifier):
         if self.init not in ("zero", "logistic"):
             raise ValueError(f"init must be 'zero' or 'logistic', got {self.init!r}")
         X, y_idx = self._validate_fit(X, y)
+        sw = self._example_weights(y, sample_weight, X.shape[0])
         n_classes = self.classes_.shape[0]
         K = 1 if n_classes == 2 else n_classes
         # binary: y_idx 1 (classes_[1], y = +1) is the first column of u = (f/2, -f/2)
         yk = (1 - y_idx) if K == 1 else y_idx
         D = X.shape[1]
         theta0 = np.zeros(K * D + (K if self.fit_intercept else 0))
-        scale = float(self.C) * X.shape[0]
+        scale = float(self.C) * (X.shape[0] if sw is None else float(sw.sum()))
         start = time.perf_counter()
         if self.init == "logistic" and t > 1.0:
-            res0 = minimize_lbfgs(lambda th: self._objective(th, X, yk, K, 1.0), theta0, self.tol,
+            res0 = minimize_lbfgs(lambda th: self._objective(th, X, yk, K, 1.0, sw), theta0, self.tol,
                           self.max_iter, scale)
             theta0 = res0.x
-        res = minimize_lbfgs(lambda th: self._objective(th, X, yk, K, t), theta0, self.tol,
+        res = minimize_lbfgs(lambda th: self._objective(th, X, yk, K, t, sw), theta0, self.tol,
                      self.max_iter, scale)
         W, _ = self._scores(X[:1], res.x, K)
         self.coef_ = W.copy()

@@ -14,17 +14,18 @@ from ._smooth import SmoothBinaryClassifier
 
 __all__ = ["WagerDropoutLogisticRegression"]
 
-def _wager_penalty(design, theta, weight):
-    """``weight * R_q`` and its gradient; ``R_q = 1/2 sum_n p_n (1 - p_n) s_n``.
+def _wager_penalty(design, theta, weight, sw=None):
+    """``weight * R_q`` and its gradient; ``R_q = 1/2 sum_n sw_n p_n (1 - p_n) s_n``
+    (``sw`` the sample weights, default 1).
 
     ``dR_q/dtheta = 1/2 sum_n [p(1-p)(1-2p) s_n xbar_n] + (sum_n p(1-p) diag(v_n)) w``.
     """
     w, _ = design.split(theta)
     m, s = design.scores(theta)
     p = expit(m)
-    g = p * (1.0 - p)
+    g = p * (1.0 - p) if sw is None else sw * p * (1.0 - p)
     value = 0.5 * np.sum(g * s)
-    grad = design.rmatvec(0.5 * g * (1.0 - 2.0 * p) * s)
+    grad = design.rmatvec(0.5 * g * (1.0 - 2.0 * p) * s)  # g carries sw
     grad[: design.n_features] += design.noise_apply(g, w)
     return weight * value, weight * grad
 
@@ -85,7 +86,7 @@ class WagerDropoutLogisticRegression(SmoothBinaryClassifier):
         self.max_iter = max_iter
         self.warm_start = warm_start
 
-    def fit(self, X, y, X_unlabeled=None):
+    def fit(self, X, y, X_unlabeled=None, sample_weight=None):
         """Fit by L-BFGS (one-vs-rest).
 
         Parameters
@@ -94,6 +95,9 @@ class WagerDropoutLogisticRegression(SmoothBinaryClassifier):
         y : array-like of shape (n_samples,)
         X_unlabeled : {array-like, sparse matrix} of shape (n_unlabeled, n_features), optional
             Unlabeled rows for the semi-supervised penalty.
+        sample_weight : array-like of shape (n_samples,), optional
+            Scales each labeled example's loss and penalty term (integer weights are
+            copies; ``n`` in ``kappa`` becomes the sum of the weights).
 
         Returns
         -------
@@ -104,10 +108,12 @@ class WagerDropoutLogisticRegression(SmoothBinaryClassifier):
                          max_val=1.0, include_min=False)
         noise = make_noise(self.noise, self.noise_level)
         X, y_idx = self._validate_fit(X, y)
+        sw = self._example_weights(y, sample_weight, X.shape[0])
+        sw = np.ones(X.shape[0]) if sw is None else sw
         self.noise_ = noise
         C, fi, D = float(self.C), bool(self.fit_intercept), X.shape[1]
         design = Design(X, noise, fi)
-        n = X.shape[0]
+        n = float(sw.sum())
         unlabeled = None
         if X_unlabeled is not None:
             Xu = validate_data(self, X_unlabeled, reset=False, accept_sparse=ACCEPT_SPARSE,
@@ -121,10 +127,10 @@ class WagerDropoutLogisticRegression(SmoothBinaryClassifier):
             def fun(theta):
                 w, _ = design.split(theta)
                 m = design.matvec(theta)
-                value = 0.5 * w @ w + C * np.sum(-log_expit(yk * m))
-                grad = design.rmatvec(-C * yk * expit(-yk * m))
+                value = 0.5 * w @ w + C * np.sum(sw * -log_expit(yk * m))
+                grad = design.rmatvec(-C * yk * sw * expit(-yk * m))
                 grad[:D] += w
-                pv, pg = _wager_penalty(design, theta, C * kappa)
+                pv, pg = _wager_penalty(design, theta, C * kappa, sw)
                 value, grad = value + pv, grad + pg
                 if unlabeled is not None:
                     uv, ug = _wager_penalty(unlabeled, theta, C * kappa * a)
@@ -132,6 +138,6 @@ class WagerDropoutLogisticRegression(SmoothBinaryClassifier):
                 return value, grad
             return fun
 
-        return self._fit_smooth(X, y_idx, make_objective)
+        return self._fit_smooth(X, y_idx, make_objective, n)
 
 

@@ -237,7 +237,7 @@ class _DropoutLinearModel(LinearModel):
                                  modes=thetas, mode_lp=[-res.objective[-1] for res in modes],
                                  log_likelihood=ll, example_index=example_index, kept=kept)
 
-    def sample_posterior_predictive(self, X, idata, *, random_state=None):
+    def sample_posterior_predictive(self, X, idata, *, random_state=None, corrupted=False):
         """Posterior predictive draws of ``y`` at ``X``, added to a copy of ``idata``.
 
         One ``y`` per posterior draw and row (see
@@ -251,6 +251,9 @@ class _DropoutLinearModel(LinearModel):
         idata : arviz.InferenceData
             From :meth:`sample_posterior`.
         random_state : None, int, SeedSequence or numpy.random.Generator
+        corrupted : bool, default=False
+            Draw at inputs corrupted by the fitted noise model (``noise_``), one
+            corrupted copy of ``X`` per posterior draw, instead of at the clean ``X``.
 
         Returns
         -------
@@ -262,7 +265,8 @@ class _DropoutLinearModel(LinearModel):
         check_is_fitted(self)
         index = getattr(X, "index", None)
         y_rep = posterior_predictive_draws(idata, self._validate_X(X),
-                                           getattr(self, "classes_", None), random_state)
+                                           getattr(self, "classes_", None), random_state,
+                                           noise=self.noise_ if corrupted else None)
         return with_posterior_predictive(idata, y_rep, index)
 
     def _posterior_feature_names(self):
