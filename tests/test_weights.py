@@ -201,7 +201,12 @@ def test_functional_sample_posterior_accepts_zero_one_labels():
         noise_level=0.3, tol=1e-10),
     lambda: __import__("bayesdrop.baselines", fromlist=["x"]).TLogisticRegression(
         t=1.5, tol=1e-10),
-], ids=["mcf-logistic-dropout", "mcf-logistic-gaussian", "mcf-quadratic", "wager", "t-logistic"])
+    lambda: __import__("bayesdrop.baselines", fromlist=["x"]).InvariantSVC(
+        n_changes=1, tol=1e-10, max_iter=5000, solver="bmrm"),
+    lambda: __import__("bayesdrop.baselines", fromlist=["x"]).InvariantSVC(
+        n_changes=1, tol=1e-9, max_iter=20000, solver="bcfw", random_state=0),
+], ids=["mcf-logistic-dropout", "mcf-logistic-gaussian", "mcf-quadratic", "wager", "t-logistic",
+        "invariant-bmrm", "invariant-bcfw"])
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
 def test_baselines_integer_weights_equal_duplicated_rows(make, sparse):
     Xw = sp.csr_matrix(X) if sparse else X

@@ -119,22 +119,23 @@ def _worst_case_rows(B, K, lower, upper, margin, alpha):
 
 
 @numba.njit(cache=True)
-def _invariant_hinge_row(idx, vals, w, y, b, K, lower, upper, r, alpha, gw):
-    """Invariant hinge loss of one row; on the active side adds its subgradient to ``gw``.
+def _invariant_hinge_row(idx, vals, w, y, b, K, lower, upper, r, alpha, gw, weight):
+    """Invariant hinge loss of one row times ``weight``; on the active side adds its
+    subgradient to ``gw``.
 
-    Returns ``(max(0, 1 - worst margin), active)``.
+    Returns ``(weight * max(0, 1 - worst margin), active)``.
     """
     margin = _worst_case_row(idx, vals, w, y, b, K, lower, upper, r, alpha)
     if margin >= 1.0:
         return 0.0, False
     for j in range(idx.shape[0]):
-        gw[idx[j]] -= y * alpha[j] * vals[j]
-    return 1.0 - margin, True
+        gw[idx[j]] -= weight * y * alpha[j] * vals[j]
+    return weight * (1.0 - margin), True
 
 
 @numba.njit(cache=True)
 def _bcfw_epoch(indptr, indices, data, dense, y, order, theta, beta, c, K, lower, upper, s,
-                C, fit_intercept):
+                Cv, fit_intercept):
     """Passes of block-coordinate Frank-Wolfe over the rows in ``order`` (in place).
 
     ``order`` holds one permutation of the rows per epoch (shape ``(epochs, n)``).
@@ -147,7 +148,8 @@ def _bcfw_epoch(indptr, indices, data, dense, y, order, theta, beta, c, K, lower
     ``(c_s, c_s alpha*)`` with ``c_s = 1[worst margin < 1]`` by the exact line search
     ``gamma = clip(g_i / (C ||delta_i||^2), 0, 1)``, where
     ``g_i = y_i delta_i . theta - c_i + c_s`` is the block duality gap (Lacoste-Julien et
-    al. 2013, Algorithm 4, in the unscaled objective). Returns ``C sum_i g_i``.
+    al. 2013, Algorithm 4, in the unscaled objective). ``Cv[i]`` is example ``i``'s ``C``
+    (``C`` times its sample weight). Returns ``sum_i C_i g_i``.
     """
     use_dense = dense.shape[0] > 0
     D = theta.shape[0] - 1
@@ -180,12 +182,12 @@ def _bcfw_epoch(indptr, indices, data, dense, y, order, theta, beta, c, K, lower
             den += vals[j] * vals[j] * dj * dj
         db = s * (c[i] - cs) if fit_intercept else 0.0
         num = y[i] * (num + db * theta[D]) - c[i] + cs
-        den = C * (den + db * db)
-        gap += C * num
+        den = Cv[i] * (den + db * db)
+        gap += Cv[i] * num
         if den <= 0.0 or num <= 0.0:
             continue
         gamma = min(num / den, 1.0)
-        step = gamma * C * y[i]
+        step = gamma * Cv[i] * y[i]
         for j in range(nnz):
             beta[lo + j] -= gamma * delta[j]
             theta[idx[j]] -= step * vals[j] * delta[j]
@@ -195,8 +197,9 @@ def _bcfw_epoch(indptr, indices, data, dense, y, order, theta, beta, c, K, lower
 
 
 @numba.njit(cache=True, parallel=True)
-def _invariant_risk_chunks(indptr, indices, data, dense, y, w, b, K, lower, upper, s):
-    """Per-chunk ``sum_n hinge``, ``d/dw`` and ``d/dw_b`` (``b = s w_b``), in parallel.
+def _invariant_risk_chunks(indptr, indices, data, dense, y, sw, w, b, K, lower, upper, s):
+    """Per-chunk ``sum_n sw_n hinge_n``, ``d/dw`` and ``d/dw_b`` (``b = s w_b``), in
+    parallel (``sw`` the sample weights).
 
     ``dense`` is a C-contiguous 2-D array (then ``indptr``/``indices``/``data`` are
     unused) or has zero rows (then the CSR arrays hold ``X``).
@@ -214,14 +217,14 @@ def _invariant_risk_chunks(indptr, indices, data, dense, y, w, b, K, lower, uppe
         for i in range(k * n // _RISK_CHUNKS, (k + 1) * n // _RISK_CHUNKS):
             if use_dense:
                 loss, active = _invariant_hinge_row(all_idx, dense[i], w, y[i], b, K, lower,
-                                                    upper, r, alpha, gws[k])
+                                                    upper, r, alpha, gws[k], sw[i])
             else:
                 lo, hi = indptr[i], indptr[i + 1]
                 loss, active = _invariant_hinge_row(indices[lo:hi], data[lo:hi], w, y[i], b,
-                                                    K, lower, upper, r, alpha, gws[k])
+                                                    K, lower, upper, r, alpha, gws[k], sw[i])
             if active:
                 risks[k] += loss
-                gbs[k] -= s * y[i]
+                gbs[k] -= s * y[i] * sw[i]
     return risks, gws, gbs
 
 
@@ -346,20 +349,25 @@ class InvariantSVC(OneVsRestClassifier):
         s = float(self.intercept_scaling)
         n_changes = int(getattr(self, "n_changes_", self.n_changes))
         args = _row_arrays(X)
-        risks, gws, gbs = _invariant_risk_chunks(*args, np.asarray(yk, dtype=np.float64),
+        sw = getattr(self, "_sw", None)
+        sw = np.ones(len(yk)) if sw is None or len(sw) != len(yk) else sw
+        risks, gws, gbs = _invariant_risk_chunks(*args, np.asarray(yk, dtype=np.float64), sw,
                                                  np.ascontiguousarray(w, dtype=np.float64),
                                                  float(b), n_changes,
                                                  float(self.lower), float(self.upper), s)
         C = float(self.C)
         return C * float(risks.sum()), C * gws.sum(axis=0), C * float(gbs.sum())
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit by the bundle method (BMRM), one binary problem per class.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Scales each example's invariant hinge term (``C_n = C sample_weight_n``; the
+            dual box of BCFW per example). Integer weights are copies.
 
         Returns
         -------
@@ -374,6 +382,7 @@ class InvariantSVC(OneVsRestClassifier):
         max_iter = check_scalar(self.max_iter, "max_iter", min_val=1, integer=True)
         tol = check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
         X, y_idx = self._validate_fit(X, y)
+        self._sw = self._example_weights(y, sample_weight, X.shape[0])
         D = X.shape[1]
         self.n_changes_ = int(self.n_changes)
         if self.n_changes_ >= D and self.lower == 0.0:
@@ -410,6 +419,7 @@ class InvariantSVC(OneVsRestClassifier):
         beta = np.zeros(data.size + dense.size)  # one per stored entry (one of them is empty)
         n = yk.shape[0]
         C = float(self.C)
+        Cv = C * (np.ones(n) if self._sw is None else self._sw)
         theta = np.zeros(D + 1)
         c = np.zeros(n)
         obj, gap, it = np.inf, np.inf, 0
@@ -421,12 +431,12 @@ class InvariantSVC(OneVsRestClassifier):
             order = rng.permuted(np.tile(np.arange(n), (epochs, 1)), axis=1)
             it += epochs
             _bcfw_epoch(*args, yk, order, theta, beta, c, int(self.n_changes_),
-                        float(self.lower), float(self.upper), s, C, bool(self.fit_intercept))
+                        float(self.lower), float(self.upper), s, Cv, bool(self.fit_intercept))
             b = s * theta[D] if self.fit_intercept else 0.0
             risk = self._risk(X, yk, theta[:D], b)[0]
             sq = float(theta @ theta)
             obj = 0.5 * sq + risk
-            gap = obj - (-0.5 * sq + C * float(c.sum()))
+            gap = obj - (-0.5 * sq + float(Cv @ c))
             if gap <= tol * abs(obj):
                 break
         return theta, it, obj, gap
