@@ -232,7 +232,7 @@ def min_ess(idata, var_name="coef", method="bulk"):
     return float(_az().ess(idata, var_names=[var_name], method=method)[var_name].min())
 
 
-def mcse(values, method="mean"):
+def mcse(values, method="mean", prob=None):
     """Monte Carlo standard error of an array of shape (chain, draw).
 
     ArviZ 0.23's numba path of ``mcse(method="sd")`` calls ``float`` on a 1-element
@@ -243,7 +243,8 @@ def mcse(values, method="mean"):
     if flag:
         _az().Numba.disable_numba()
     try:
-        return float(np.squeeze(_az().mcse(np.asarray(values), method=method)))
+        kwargs = {} if prob is None else {"prob": prob}
+        return float(np.squeeze(_az().mcse(np.asarray(values), method=method, **kwargs)))
     finally:
         if flag:
             _az().Numba.enable_numba()

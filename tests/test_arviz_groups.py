@@ -185,7 +185,7 @@ def test_interrupt_during_tuning_raises_keyboard_interrupt_without_warning(
     monkeypatch.setattr(gibbs, "step", step)
     with pytest.raises(KeyboardInterrupt):
         sample(problem, draws=10, tune=50, chains=1, theta_hat=theta_hat, random_state=0,
-               progressbar=False, cores=1)
+               progressbar=False, cores=1, compiled=False)
     assert not [w for w in recwarn if "interrupted" in str(w.message)]
 
 
@@ -203,20 +203,25 @@ def test_sigterm_to_the_parent_leaves_no_chain_running(tmp_path):
         p = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
         print("ready", flush=True)
         sample(p, draws=10**7, tune=10, chains=2, theta_hat=irls.fit(p).theta,
-               progressbar=False, cores=2)
+               progressbar=False, cores=2, compiled=False)  # chains in processes
     """))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "ready"
-    children = []
-    deadline = time.time() + 60
-    while len(children) < 2 and time.time() < deadline:
-        time.sleep(0.2)
-        path = f"/proc/{proc.pid}/task/{proc.pid}/children"
-        children = [int(c) for c in open(path).read().split()]
-    assert len(children) >= 2
-    time.sleep(1.0)  # the chains are running
-    proc.terminate()
-    proc.wait(timeout=30)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        children = []
+        deadline = time.time() + 60
+        while len(children) < 2 and time.time() < deadline:
+            time.sleep(0.2)
+            path = f"/proc/{proc.pid}/task/{proc.pid}/children"
+            children = [int(c) for c in open(path).read().split()]
+        assert len(children) >= 2
+        time.sleep(1.0)  # the chains are running
+        proc.terminate()
+        proc.wait(timeout=30)
+    finally:  # never leave the sampling process behind, whatever failed
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     deadline = time.time() + 30
     alive = children
     while alive and time.time() < deadline:

@@ -250,7 +250,7 @@ def test_keyboard_interrupt_returns_draws_so_far(small_problem_data, monkeypatch
     monkeypatch.setattr(gibbs, "step", interrupted_step)
     with pytest.warns(RuntimeWarning, match="interrupted"):
         res = sample(problem, draws=100, tune=10, chains=3, theta_hat=theta_hat,
-                           random_state=0, progressbar=False, cores=1)
+                           random_state=0, progressbar=False, cores=1, compiled=False)
     assert res.interrupted and res.theta.shape == (1, 20, 6)
 
 

@@ -54,24 +54,27 @@ __all__ = ["inverse_gaussian", "gig_half", "polya_gamma", "polya_gamma_moments"]
 
 
 @numba.njit(cache=True, nogil=True)
+def _ig_one(m, rng):
+    """One ``IG(m, 1)`` draw (``m = inf``: the Levy limit ``1 / nu^2``)."""
+    nu = rng.standard_normal()
+    y = nu * nu
+    if m == np.inf:
+        return 1.0 / y
+    a = 0.5 * m * y
+    if a < 1e150:
+        root = np.sqrt(a * (2.0 + a))
+    else:
+        root = a * np.sqrt(1.0 + 2.0 / a)
+    small = m / (1.0 + a + root)
+    if rng.random() * (m + small) <= m:
+        return small
+    return (m / small) * m
+
+
+@numba.njit(cache=True, nogil=True)
 def _ig_fill(mu, rng, out):
     for i in range(mu.shape[0]):
-        m = mu[i]
-        nu = rng.standard_normal()
-        y = nu * nu
-        if m == np.inf:
-            out[i] = 1.0 / y
-            continue
-        a = 0.5 * m * y
-        if a < 1e150:
-            root = np.sqrt(a * (2.0 + a))
-        else:
-            root = a * np.sqrt(1.0 + 2.0 / a)
-        small = m / (1.0 + a + root)
-        if rng.random() * (m + small) <= m:
-            out[i] = small
-        else:
-            out[i] = (m / small) * m
+        out[i] = _ig_one(mu[i], rng)
     return out
 
 
@@ -160,47 +163,49 @@ def _pg_exact_mean_var(h, z):
 
 
 @numba.njit(cache=True, nogil=True)
+def _pg_fraction_one(f, z, rng):
+    """One ``PG(f, z)`` draw, ``0 < f < 1`` (see the module docstring)."""
+    two_pi2 = 2.0 * math.pi * math.pi
+    zi = abs(z)
+    mean, var = _pg_exact_mean_var(f, zi)
+    if zi >= PG_IG_SWITCH:
+        # IG(mean, shape) with shape = mean^3 / var; IG(mu, lam) = lam * IG(mu/lam, 1)
+        lam = mean * mean * mean / var
+        mu1 = mean / lam
+        nu = rng.standard_normal()
+        y = nu * nu
+        a = 0.5 * mu1 * y
+        small = mu1 / (1.0 + a + math.sqrt(a * (2.0 + a)))
+        if rng.random() * (mu1 + small) <= mu1:
+            return lam * small
+        return lam * (mu1 / small) * mu1
+    a2 = (zi / (2.0 * math.pi)) ** 2
+    n_terms = 5 + int(math.ceil(11.0 * math.sqrt(a2)))
+    head = 0.0
+    m1 = 0.0
+    m2 = 0.0
+    for k in range(1, n_terms + 1):
+        kk = k - 0.5
+        c = 1.0 / (two_pi2 * (kk * kk + a2))
+        head += c * rng.standard_gamma(f)
+        m1 += c
+        m2 += c * c
+    # remainder: exact mean and variance, as Gamma(shape, scale)
+    tail_mean = mean - f * m1
+    tail_var = var - f * m2
+    if tail_mean > 0.0 and tail_var > 0.0:
+        scale = tail_var / tail_mean
+        head += scale * rng.standard_gamma(tail_mean / scale)
+    return head
+
+
+@numba.njit(cache=True, nogil=True)
 def _pg_fraction_fill(f_all, z, rng, out):
     """Add a ``PG(f_i, z_i)`` draw, ``0 < f_i < 1``, to each ``out[i]`` (see module doc);
     entries with ``f_i = 0`` are left alone."""
-    two_pi2 = 2.0 * math.pi * math.pi
     for i in range(z.shape[0]):
-        f = f_all[i]
-        if f <= 0.0:
-            continue
-        zi = abs(z[i])
-        mean, var = _pg_exact_mean_var(f, zi)
-        if zi >= PG_IG_SWITCH:
-            # IG(mean, shape) with shape = mean^3 / var; IG(mu, lam) = lam * IG(mu/lam, 1)
-            lam = mean * mean * mean / var
-            mu1 = mean / lam
-            nu = rng.standard_normal()
-            y = nu * nu
-            a = 0.5 * mu1 * y
-            small = mu1 / (1.0 + a + math.sqrt(a * (2.0 + a)))
-            if rng.random() * (mu1 + small) <= mu1:
-                out[i] += lam * small
-            else:
-                out[i] += lam * (mu1 / small) * mu1
-            continue
-        a2 = (zi / (2.0 * math.pi)) ** 2
-        n_terms = 5 + int(math.ceil(11.0 * math.sqrt(a2)))
-        head = 0.0
-        m1 = 0.0
-        m2 = 0.0
-        for k in range(1, n_terms + 1):
-            kk = k - 0.5
-            c = 1.0 / (two_pi2 * (kk * kk + a2))
-            head += c * rng.standard_gamma(f)
-            m1 += c
-            m2 += c * c
-        # remainder: exact mean and variance, as Gamma(shape, scale)
-        tail_mean = mean - f * m1
-        tail_var = var - f * m2
-        if tail_mean > 0.0 and tail_var > 0.0:
-            scale = tail_var / tail_mean
-            head += scale * rng.standard_gamma(tail_mean / scale)
-        out[i] += head
+        if f_all[i] > 0.0:
+            out[i] += _pg_fraction_one(f_all[i], z[i], rng)
     return out
 
 

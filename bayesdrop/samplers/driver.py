@@ -1,7 +1,16 @@
 """The generic MCMC driver: chains, burn-in, thinning, progress and interrupts.
 
-:func:`sample` runs a kernel (today the Gibbs kernel of :mod:`bayesdrop.samplers.gibbs`:
-``init``, ``step``, ``log_density``) for several chains, in parallel processes by default.
+:func:`sample` runs a kernel for several chains. Two kernels implement the same Gibbs
+sweep (MATH.md sections 3-4):
+
+* the compiled sweep of :mod:`bayesdrop.samplers._gibbs_dense` -- dense designs with the
+  hinge, logistic or epsilon-insensitive loss and a Cholesky back-end: the chains run in
+  **threads** (the compiled loop releases the GIL), block by block so that progress,
+  Ctrl-C and ``stop`` are handled between blocks;
+* the Python kernel of :mod:`bayesdrop.samplers.gibbs` (``init``, ``step``,
+  ``log_density``) for everything else (sparse and latent designs, the Woodbury and CG
+  back-ends): the chains run in parallel **processes**.
+
 Every chain draws from its own child of one :class:`numpy.random.SeedSequence`, so the
 draws do not depend on whether the chains run in parallel or in sequence.
 """
@@ -13,7 +22,8 @@ import os
 import signal
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
+import threading
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -49,6 +59,8 @@ class SamplerResult(NamedTuple):
         collected until then, the same number for every chain).
     wall_time : float
         Wall-clock seconds of the whole call (all chains, parallel or not).
+    mh_accept : ndarray of shape (chains,)
+        Acceptance rate of the independence MH move per chain (NaN without it).
     """
 
     theta: np.ndarray
@@ -62,6 +74,7 @@ class SamplerResult(NamedTuple):
     thin: int
     interrupted: bool
     wall_time: float = float("nan")
+    mh_accept: np.ndarray = None
 
 
 # ------------------------------------------------------------------------------ one chain
@@ -74,6 +87,7 @@ class _Chain(NamedTuple):
     tune_time: float
     draw_time: float
     interrupted: bool
+    mh_stats: np.ndarray = None
 
 
 def _run_chain(problem, theta0, seed, *, tune, draws, thin, linalg, cg_tol, overrelax,
@@ -188,6 +202,170 @@ def _run_parallel(problem, inits, seeds, kwargs, cores, bar):
     return results
 
 
+# -------------------------------------------------------------------- compiled chains
+#: work (examples x parameters) of one block of compiled sweeps between two progress
+#: reports / interrupt checks (about 10-50 ms on one core)
+_BLOCK_WORK = 4_000_000
+
+
+def compiled_setup(problem, linalg="auto"):
+    """The arrays of the compiled sweep (:mod:`._gibbs_dense`) for ``problem``, or None
+    when it does not apply (sparse or latent design, another loss, a back-end other than
+    Cholesky, more than :data:`bayesdrop.linalg.wls` 's Cholesky limit of parameters)."""
+    from ..model.design import Design
+    from ..model.losses import EpsilonInsensitiveLoss, HingeLoss, LogisticLoss
+
+    design, loss = problem.design, problem.loss
+    if type(design) is not Design or design.sparse:
+        return None
+    if linalg not in ("auto", "cholesky") or wls.choose_linalg(design, linalg) != "cholesky":
+        return None
+    if type(loss) is HingeLoss:
+        code, p0, p1 = 0, loss.C, loss.margin
+    elif type(loss) is LogisticLoss:
+        code, p0, p1 = 1, 2.0 * loss.C, 0.0
+    elif type(loss) is EpsilonInsensitiveLoss:
+        code, p0, p1 = 2, loss.C, loss.epsilon
+    else:
+        return None
+    n, D, p = design.n_samples, design.n_features, design.n_params
+    Xb = np.empty((n, p))
+    Xb[:, :D] = design.X
+    if design.fit_intercept:
+        Xb[:, D] = 1.0
+    V = design.variance
+    M = np.zeros((1, 1))
+    if V.is_zero:
+        vkind, scale = 0, 0.0
+    elif V.is_constant:
+        vkind, scale = 2, V.scale
+    else:
+        vkind, scale = 1, V.scale
+        M = np.ascontiguousarray(V.matrix.toarray() if hasattr(V.matrix, "toarray")
+                                 else V.matrix, dtype=np.float64)
+    sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights)
+    return dict(code=code, p0=float(p0), p1=float(p1), Xb=Xb, M=M, vkind=vkind,
+                scale=float(scale), D=D, y=np.ascontiguousarray(problem.y, dtype=np.float64),
+                sw=sw, n_aug=loss.n_augmentation)
+
+
+#: degrees of freedom of the t proposal of the independence MH move
+MH_DF = 30.0
+
+
+def laplace_proposal(problem, theta_hat):
+    """``(mu, Lq)`` of the independence MH move: the mode and the Cholesky factor of the
+    Hessian of ``J`` there (the Laplace approximation of ``exp(-J)``), or None when ``J``
+    is not twice differentiable at the mode (the hinge and epsilon-insensitive losses at
+    zero noise) or the Hessian is not positive definite."""
+    from ..linalg.hessian import curvature, hessian_matrix
+    from ..solvers import newton
+
+    if theta_hat is None or not newton.applicable(problem):
+        return None
+    theta_hat = np.asarray(theta_hat, dtype=np.float64)
+    H = hessian_matrix(problem.design, curvature(problem, theta_hat)[2])
+    try:
+        Lq = np.linalg.cholesky(0.5 * (H + H.T))
+    except np.linalg.LinAlgError:
+        return None
+    return theta_hat.copy(), np.ascontiguousarray(Lq)
+
+
+def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
+                        store_augmentation, report=None, stop=None, **_):
+    """One chain of compiled sweeps, block by block (see :func:`_run_chain`)."""
+    from ._gibbs_dense import _scores, run_sweeps
+
+    rng = np.random.default_rng(seed)
+    Xb, n_aug = setup["Xb"], setup["n_aug"]
+    n, p = Xb.shape
+    theta = np.array(theta0, dtype=np.float64)
+    m, s = np.empty(n), np.empty(n)
+    _scores(Xb, setup["M"], setup["vkind"], setup["scale"], setup["D"], theta, m, s)
+    theta_out = np.empty((draws, p))
+    lp_out = np.empty(draws)
+    aug_sum = np.zeros((n_aug, n))
+    aug_out = np.empty((draws if store_augmentation else 0, n_aug, n))
+    block = int(np.clip(_BLOCK_WORK // max(n * p, 1), 1, 1000))
+    proposal = setup.get("proposal")
+    mh = proposal is not None
+    mu, Lq = proposal if mh else (np.zeros(p), np.eye(p))
+    mh_stats = np.zeros(2)
+    total = tune + draws * thin
+    done = kept = 0
+    interrupted = False
+    t0 = time.perf_counter()
+    t_tune = t0 if tune == 0 else None
+    try:
+        while done < total:
+            if stop is not None and stop():
+                interrupted = True
+                break
+            nb = min(block, (tune - done) if done < tune else (total - done))
+            kept += run_sweeps(setup["code"], setup["p0"], setup["p1"], Xb, setup["M"],
+                               setup["vkind"], setup["scale"], setup["D"], setup["y"],
+                               setup["sw"], theta, m, s, nb, done, tune, thin, overrelax, rng,
+                               theta_out, lp_out, aug_sum, aug_out, kept, mh, mu, Lq, MH_DF,
+                               mh_stats)
+            done += nb
+            if t_tune is None and done >= tune:
+                t_tune = time.perf_counter()
+            if report is not None:
+                report(done)
+    except KeyboardInterrupt:
+        interrupted = True
+    t_end = time.perf_counter()
+    if t_tune is None:
+        t_tune = t_end
+    if not np.all(np.isfinite(lp_out[:kept])):
+        raise FloatingPointError("the compiled Gibbs sweep produced a non-finite draw")
+    return _Chain(theta_out[:kept], lp_out[:kept], aug_sum / max(kept, 1),
+                  aug_out[:kept] if store_augmentation else None, kept, t_tune - t0,
+                  t_end - t_tune, interrupted, mh_stats)
+
+
+def _run_threads(setup, inits, seeds, kwargs, cores, bar):
+    """Compiled chains in ``cores`` threads (one BLAS thread each)."""
+    chains = len(seeds)
+    counts = [0] * chains
+    stop_event = threading.Event()
+    results = [None] * chains
+
+    def one(c):
+        def report(k):
+            counts[c] = k
+
+        return _run_chain_compiled(setup, inits[c], seeds[c], report=report,
+                                   stop=stop_event.is_set, **kwargs)
+
+    try:
+        from threadpoolctl import threadpool_limits
+
+        limits = threadpool_limits(1)  # the chains are the parallelism
+    except Exception:  # pragma: no cover - threadpoolctl ships with scikit-learn
+        limits = None
+    try:
+        with ThreadPoolExecutor(max_workers=cores) as pool:
+            futures = [pool.submit(one, c) for c in range(chains)]
+            pending = set(range(chains))
+            while pending:
+                try:
+                    for c in list(pending):
+                        if futures[c].done():
+                            results[c] = futures[c].result()
+                            pending.discard(c)
+                    bar.update(sum(counts))
+                    if pending:
+                        time.sleep(0.02)
+                except KeyboardInterrupt:
+                    stop_event.set()
+    finally:
+        if limits is not None:
+            limits.restore_original_limits()
+    return results
+
+
 # ------------------------------------------------------------------------------ driver
 def _initial_points(problem, init, theta_hat, chains, rng, linalg):
     p = problem.design.n_params
@@ -217,7 +395,7 @@ def _initial_points(problem, init, theta_hat, chains, rng, linalg):
 def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
            theta_hat=None, random_state=None, progressbar=True, cores=None,
            store_augmentation=False, linalg="auto", cg_tol=1e-12, overrelax=OVERRELAX,
-           theta_irls=None):
+           theta_irls=None, compiled="auto", mh="auto"):
     """Run Gibbs chains on ``exp(-J(theta))`` for one problem.
 
     Parameters
@@ -252,6 +430,20 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
     theta_irls : ndarray, optional
         Deprecated name of ``theta_hat`` (it names the algorithm, not the quantity);
         accepted with a ``FutureWarning`` until release 0.3.
+    mh : {"auto", False}, default="auto"
+        With the compiled sweep, end every sweep with an independence Metropolis-Hastings
+        move from a multivariate t (30 degrees of freedom) fitted to the Laplace
+        approximation at ``theta_hat`` (:func:`laplace_proposal`) -- exact (the chain still
+        targets ``exp(-J)``), and nearly independent draws when the posterior is close to
+        Gaussian. ``"auto"``: wherever ``J`` is twice differentiable at the mode.
+        The acceptance rate of each chain is ``SamplerResult.mh_accept``.
+    compiled : {"auto", False}, default="auto"
+        ``"auto"``: the compiled sweep (chains in threads) wherever it applies (dense
+        design, hinge / logistic / epsilon-insensitive loss, Cholesky back-end; see
+        :func:`compiled_setup`), the Python kernel (chains in processes) elsewhere.
+        ``False``: always the Python kernel. Both sample the same distribution (the
+        compiled Polya-Gamma draws use their own exact sampler, so the individual draws
+        differ).
 
     Returns
     -------
@@ -309,11 +501,33 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
                             np.random.default_rng(init_seed), linalg)
     kwargs = dict(tune=tune, draws=draws, thin=thin, linalg=linalg, cg_tol=cg_tol,
                   overrelax=overrelax, store_augmentation=store_augmentation)
+    for theta0 in inits:  # shape and finiteness, with the kernel's messages
+        gibbs.init(problem, theta0)
+    if compiled not in ("auto", False):
+        raise ValueError(f"compiled must be 'auto' or False, got {compiled!r}")
+    if mh not in ("auto", False):
+        raise ValueError(f"mh must be 'auto' or False, got {mh!r}")
+    setup = compiled_setup(problem, linalg) if compiled == "auto" else None
+    if setup is not None and mh == "auto":
+        setup["proposal"] = laplace_proposal(problem, theta_hat)
     total = chains * (tune + draws * thin)
     wall_start = time.perf_counter()
     with ProgressBar(total, enabled=progressbar,
                      description=f"Gibbs {problem.loss.name}, {chains} chain(s)") as bar:
-        if cores > 1 and chains > 1:
+        if setup is not None and cores > 1 and chains > 1:
+            results = _run_threads(setup, inits, chain_seeds, kwargs, min(cores, chains), bar)
+        elif setup is not None:
+            results = []
+            for c in range(chains):
+                def report(k, _base=c * (tune + draws * thin)):
+                    bar.update(_base + k)
+
+                res = _run_chain_compiled(setup, inits[c], chain_seeds[c], report=report,
+                                          **kwargs)
+                results.append(res)
+                if res.interrupted:
+                    break
+        elif cores > 1 and chains > 1:
             results = _run_parallel(problem, inits, chain_seeds, kwargs, min(cores, chains), bar)
         else:
             results = []
@@ -351,5 +565,8 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
         thin=thin,
         interrupted=interrupted,
         wall_time=time.perf_counter() - wall_start,
+        mh_accept=np.array([r.mh_stats[0] / r.mh_stats[1]
+                            if r.mh_stats is not None and r.mh_stats[1] else np.nan
+                            for r in results]),
     )
 

@@ -1,0 +1,343 @@
+"""The whole Gibbs sweep compiled, for dense designs (numba, ``nogil``; Gram products and
+Cholesky through BLAS / LAPACK).
+
+The same two conditional draws as :mod:`bayesdrop.samplers.gibbs` (MATH.md sections 3-4)
+with no Python between them:
+
+1. per example, the augmentation given the scores ``(m_n, s_n)`` -- inverse Gaussian
+   (hinge, epsilon-insensitive; Michael-Schucany-Haas, as
+   :func:`bayesdrop.samplers.augmentation.inverse_gaussian`) or Polya-Gamma
+   ``PG(h_n, psi_n)`` (logistic): ``floor(h_n)`` exact ``PG(1, z)`` draws by Devroye's
+   alternating-series method (:func:`pg1`; the algorithm of Polson, Scott & Windle 2013,
+   as in BayesLogit and ``polyagamma``'s ``devroye``) plus the fractional part of
+   :func:`bayesdrop.samplers.augmentation._pg_fraction_one`;
+2. the system weights ``(rho, t)``, ``A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho)``
+   (one BLAS ``gemm``), ``r = Xbar^T t``, ``A = L L^T`` (LAPACK) and the over-relaxed
+   Gaussian draw ``theta' = alpha theta + L^{-T}((1 - alpha) L^{-1} r + sqrt(1 - alpha^2) z)``;
+3. the new scores and, for kept sweeps, ``lp = -J(theta')``.
+
+:func:`run_sweeps` advances one chain by a block of sweeps from its state arrays; the
+driver (:mod:`bayesdrop.samplers.driver`) calls it block by block from one thread per
+chain (the GIL is released inside), reporting progress and polling for interrupts between
+blocks. Draws depend only on the chain's :class:`numpy.random.Generator`, so parallel and
+sequential chains give the same draws.
+
+Loss codes (of :mod:`bayesdrop.solvers._newton_dense`): 0 hinge ``(C, margin)``, 1 logistic
+``(h = 2C, -)``, 2 epsilon-insensitive ``(C, epsilon)``; each example's ``C`` (or ``h``) is
+multiplied by its sample weight ``sw[n]``. Variance kinds: 0 none, 1 ``V = scale * M``,
+2 ``V = scale`` everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ..solvers._newton_dense import _term
+from .augmentation import _ig_one, _pg_fraction_one
+
+__all__ = ["pg1", "polya_gamma_compiled", "run_sweeps"]
+
+#: Devroye's truncation point of the PG(1, z) sampler (Polson, Scott & Windle 2013)
+_TRUNC = 0.64
+_PI2_8 = math.pi * math.pi / 8.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _log_phi(x):
+    """``log Phi(x)``, the standard normal log-CDF (via ``erfc``)."""
+    v = 0.5 * math.erfc(-x / math.sqrt(2.0))
+    return math.log(v) if v > 0.0 else -np.inf
+
+
+@numba.njit(cache=True, nogil=True)
+def _a_coef(n, x):
+    """The n-th term of the alternating series of the J*(1) density at ``x``."""
+    k = (n + 0.5) * math.pi
+    if x > _TRUNC:
+        return k * math.exp(-0.5 * k * k * x)
+    if x <= 0.0:
+        return 0.0
+    return math.exp(-1.5 * (math.log(0.5 * math.pi) + math.log(x)) + math.log(k)
+                    - 2.0 * (n + 0.5) * (n + 0.5) / x)
+
+
+@numba.njit(cache=True, nogil=True)
+def _truncated_ig(z, rng):
+    """Inverse Gaussian ``IG(1/z, 1)`` truncated to ``(0, TRUNC)``."""
+    t = _TRUNC
+    if z < 1.0 / t:  # mean beyond the truncation point: from the truncated Levy law
+        while True:
+            e1 = rng.standard_exponential()
+            e2 = rng.standard_exponential()
+            while e1 * e1 > 2.0 * e2 / t:
+                e1 = rng.standard_exponential()
+                e2 = rng.standard_exponential()
+            x = t / ((1.0 + t * e1) * (1.0 + t * e1))
+            if rng.random() <= math.exp(-0.5 * z * z * x):
+                return x
+    mu = 1.0 / z
+    while True:
+        y = rng.standard_normal()
+        y = y * y
+        x = mu + 0.5 * mu * mu * y - 0.5 * mu * math.sqrt(4.0 * mu * y + (mu * y) ** 2)
+        if rng.random() > mu / (mu + x):
+            x = mu * mu / x
+        if x < t:
+            return x
+
+
+@numba.njit(cache=True, nogil=True)
+def pg1(z, rng):
+    """One exact draw of ``PG(1, z)`` (Devroye's method; ``PG(1, z) = J*(1, z/2) / 4``)."""
+    z = 0.5 * abs(z)
+    fz = _PI2_8 + 0.5 * z * z
+    t = _TRUNC
+    # probability of the exponential proposal on (t, inf) vs the truncated IG on (0, t)
+    rt = math.sqrt(1.0 / t)
+    x0 = math.log(fz) + fz * t
+    xb = x0 - z + _log_phi(rt * (t * z - 1.0))
+    xa = x0 + z + _log_phi(-rt * (t * z + 1.0))
+    p_exp = 1.0 / (1.0 + 4.0 / math.pi * (math.exp(xb) + math.exp(xa)))
+    while True:
+        if rng.random() < p_exp:
+            x = t + rng.standard_exponential() / fz
+        else:
+            x = _truncated_ig(z, rng)
+        s = _a_coef(0, x)
+        u = rng.random() * s
+        n = 0
+        while True:
+            n += 1
+            if n % 2 == 1:
+                s -= _a_coef(n, x)
+                if u <= s:
+                    return 0.25 * x
+            else:
+                s += _a_coef(n, x)
+                if u > s:
+                    break
+
+
+@numba.njit(cache=True, nogil=True)
+def _pg(h, z, rng):
+    """``PG(h, z)`` for real ``h > 0``: ``floor(h)`` exact ``PG(1, z)`` draws plus the
+    fractional part (exact in mean and variance, :func:`_pg_fraction_one`)."""
+    n = int(math.floor(h))
+    f = h - n
+    if f < 1e-12:
+        f = 0.0
+    elif f > 1.0 - 1e-12:
+        n += 1
+        f = 0.0
+    out = 0.0
+    for _ in range(n):
+        out += pg1(z, rng)
+    if f > 0.0:
+        out += _pg_fraction_one(f, z, rng)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _pg_fill(h, z, rng, out):
+    for i in range(z.shape[0]):
+        out[i] = _pg(h[i], z[i], rng)
+    return out
+
+
+def polya_gamma_compiled(h, z, random_state=None):
+    """``PG(h_i, z_i)`` from the compiled sampler of the Gibbs sweep (testing and reuse).
+
+    Examples
+    --------
+    >>> lam = polya_gamma_compiled(np.full(100_000, 2.0), np.zeros(100_000), 0)
+    >>> bool(abs(lam.mean() - 0.5) < 0.01)  # E PG(h, 0) = h / 4
+    True
+    """
+    from .._validation import check_random_state
+
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    h = np.ascontiguousarray(np.broadcast_to(np.asarray(h, dtype=np.float64), z.shape))
+    if not (np.all(np.isfinite(h)) and np.all(h > 0) and np.all(np.isfinite(z))):
+        raise ValueError("h must be finite and > 0 and z finite")
+    return _pg_fill(h.ravel(), z.ravel(), check_random_state(random_state),
+                    np.empty(z.size)).reshape(z.shape)
+
+
+@numba.njit(cache=True, nogil=True)
+def _scores(Xb, M, vkind, scale, D, theta, m, s):
+    """``m = Xbar theta`` and ``s = V (w * w)``."""
+    m[:] = Xb @ theta
+    if vkind == 0:
+        s[:] = 0.0
+    elif vkind == 1:
+        w2 = theta[:D] * theta[:D]
+        s[:] = scale * (M @ w2)
+    else:
+        s[:] = scale * np.sum(theta[:D] * theta[:D])
+
+
+@numba.njit(cache=True, nogil=True)
+def _log_target(code, p0, p1, D, y, sw, theta, m, s):
+    """``-J(theta)`` from the scores."""
+    total = 0.0
+    for d in range(D):
+        total += theta[d] * theta[d]
+    for i in range(m.shape[0]):
+        total += sw[i] * _term(code, p0, p1, m[i], s[i], y[i], False)[0]
+    return -total
+
+
+@numba.njit(cache=True, nogil=True)
+def _log_proposal(theta, mu, Lq, nu, work):
+    """Log density (up to a constant) of the multivariate t proposal with centre ``mu``,
+    precision ``Lq Lq^T`` and ``nu`` degrees of freedom."""
+    p = theta.shape[0]
+    for a in range(p):
+        work[a] = theta[a] - mu[a]
+    q = 0.0
+    for a in range(p):
+        acc = 0.0
+        for b in range(a, p):
+            acc += Lq[b, a] * work[b]
+        q += acc * acc
+    return -0.5 * (nu + p) * math.log1p(q / nu)
+
+
+@numba.njit(cache=True, nogil=True)
+def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
+               first_sweep, tune, thin, overrelax, rng, theta_out, lp_out, aug_sum, aug_out,
+               first_kept, mh, mu, Lq, nu, mh_stats):
+    """Advance one chain by ``n_sweeps`` sweeps (in place); returns the number kept.
+
+    ``theta``, ``m``, ``s`` are the chain's state (updated). Sweep ``k`` (counted from
+    ``first_sweep``) is kept when ``k >= tune`` and ``(k - tune + 1) % thin == 0``: its
+    ``theta`` and ``lp = -J`` go to row ``first_kept + j`` of ``theta_out`` / ``lp_out``,
+    its augmentation is added to ``aug_sum`` (and stored in ``aug_out`` if that has rows).
+
+    With ``mh``, every sweep ends with an independence Metropolis-Hastings move on
+    ``theta`` targeting ``exp(-J)``: the proposal is a multivariate t with ``nu`` degrees
+    of freedom, centre ``mu`` (the mode) and precision ``Lq Lq^T`` (the Laplace
+    approximation); accepted with probability
+    ``min(1, exp(-J(theta*)) q(theta) / (exp(-J(theta)) q(theta*)))``. The Gibbs half
+    leaves the joint law of ``(theta, augmentation)`` invariant and the MH half the marginal
+    ``exp(-J)``; the augmentation is drawn afresh from ``theta`` at the next sweep, so the
+    composition samples ``exp(-J)`` exactly. ``mh_stats`` counts ``(accepted, proposed)``.
+    """
+    n = Xb.shape[0]
+    p = Xb.shape[1]
+    n_aug = aug_sum.shape[0]
+    rho = np.empty(n)
+    t = np.empty(n)
+    a1 = np.empty(n)
+    a2 = np.empty(n)
+    W = np.empty((n, p))
+    z = np.empty(p)
+    v = np.empty(p)
+    prop = np.empty(p)
+    work = np.empty(p)
+    m2 = np.empty(n)
+    s2 = np.empty(n)
+    beta = math.sqrt(1.0 - overrelax * overrelax)
+    kept = 0
+    for k in range(n_sweeps):
+        sweep = first_sweep + k
+        # 1. augmentation and system weights
+        for i in range(n):
+            c = p0 * sw[i]
+            if code == 0:  # hinge, p1 = margin
+                zeta = p1 - y[i] * m[i]
+                root = math.sqrt(zeta * zeta + s[i])
+                u = _ig_one(1.0 / (c * root) if root > 0.0 else np.inf, rng)
+                a1[i] = u
+                rho[i] = c * c * u
+                t[i] = (c + p1 * rho[i]) * y[i]
+            elif code == 1:  # logistic, c = h_n
+                lam = _pg(c, math.sqrt(m[i] * m[i] + s[i]), rng)
+                a1[i] = lam
+                rho[i] = lam
+                t[i] = 0.5 * c * y[i]
+            else:  # epsilon-insensitive, p1 = epsilon
+                r = y[i] - m[i]
+                rp = math.sqrt((r - p1) * (r - p1) + s[i])
+                rm = math.sqrt((r + p1) * (r + p1) + s[i])
+                u = _ig_one(1.0 / (c * rp) if rp > 0.0 else np.inf, rng)
+                u2 = _ig_one(1.0 / (c * rm) if rm > 0.0 else np.inf, rng)
+                a1[i] = u
+                a2[i] = u2
+                rho[i] = c * c * (u + u2)
+                t[i] = c * c * (u * (y[i] - p1) + u2 * (y[i] + p1))
+        # 2. A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho), r = Xbar^T t
+        for i in range(n):
+            ri = rho[i]
+            for j in range(p):
+                W[i, j] = Xb[i, j] * ri
+        A = Xb.T @ W
+        if vkind == 1:
+            nd = scale * (M.T @ rho)
+            for d in range(D):
+                A[d, d] += 2.0 + nd[d]
+        else:
+            extra = scale * np.sum(rho) if vkind == 2 else 0.0
+            for d in range(D):
+                A[d, d] += 2.0 + extra
+        rhs = Xb.T @ t
+        L = np.linalg.cholesky(A)
+        # theta' = alpha theta + L^{-T} ((1 - alpha) L^{-1} r + sqrt(1 - alpha^2) z)
+        for a in range(p):
+            acc = rhs[a]
+            for b in range(a):
+                acc -= L[a, b] * v[b]
+            v[a] = acc / L[a, a]
+        for a in range(p):
+            v[a] = (1.0 - overrelax) * v[a] + beta * rng.standard_normal()
+        for a in range(p - 1, -1, -1):
+            acc = v[a]
+            for b in range(a + 1, p):
+                acc -= L[b, a] * z[b]
+            z[a] = acc / L[a, a]
+        for a in range(p):
+            theta[a] = overrelax * theta[a] + z[a]
+        # 3. new scores; the independence MH move; kept sweeps store theta, lp, augmentation
+        _scores(Xb, M, vkind, scale, D, theta, m, s)
+        lt = 0.0
+        if mh:
+            lt = _log_target(code, p0, p1, D, y, sw, theta, m, s)
+            for a in range(p):
+                v[a] = rng.standard_normal()
+            g = math.sqrt(2.0 * rng.standard_gamma(0.5 * nu) / nu)
+            for a in range(p - 1, -1, -1):  # Lq^T dz = v
+                acc = v[a]
+                for b in range(a + 1, p):
+                    acc -= Lq[b, a] * z[b]
+                z[a] = acc / Lq[a, a]
+            for a in range(p):
+                prop[a] = mu[a] + z[a] / g
+            _scores(Xb, M, vkind, scale, D, prop, m2, s2)
+            lt_prop = _log_target(code, p0, p1, D, y, sw, prop, m2, s2)
+            log_ratio = (lt_prop - _log_proposal(prop, mu, Lq, nu, work)) - (
+                lt - _log_proposal(theta, mu, Lq, nu, work))
+            mh_stats[1] += 1.0
+            if math.log(rng.random()) < log_ratio:
+                mh_stats[0] += 1.0
+                theta[:] = prop
+                m[:] = m2
+                s[:] = s2
+                lt = lt_prop
+        if sweep >= tune and (sweep - tune + 1) % thin == 0:
+            row = first_kept + kept
+            theta_out[row, :] = theta
+            lp_out[row] = lt if mh else _log_target(code, p0, p1, D, y, sw, theta, m, s)
+            for i in range(n):
+                aug_sum[0, i] += a1[i]
+                if n_aug == 2:
+                    aug_sum[1, i] += a2[i]
+            if aug_out.shape[0] > 0:
+                for i in range(n):
+                    aug_out[row, 0, i] = a1[i]
+                    if n_aug == 2:
+                        aug_out[row, 1, i] = a2[i]
+            kept += 1
+    return kept

@@ -1,0 +1,146 @@
+"""The compiled Gibbs sweep (samplers/_gibbs_dense.py): its exact Polya-Gamma sampler,
+its agreement in distribution with the Python kernel, threads == sequence, lp == -J."""
+
+import numpy as np
+import pytest
+from polyagamma import random_polyagamma
+from scipy import stats
+
+from bayesdrop import (
+    Dropout,
+    EpsilonInsensitiveLoss,
+    HingeLoss,
+    LogisticLoss,
+    Problem,
+)
+from bayesdrop._arviz import mcse
+from bayesdrop.samplers import sample
+from bayesdrop.samplers.augmentation import polya_gamma_moments
+from bayesdrop.samplers._gibbs_dense import polya_gamma_compiled
+from bayesdrop.samplers.driver import compiled_setup
+from bayesdrop.solvers import fit_problem
+
+
+@pytest.mark.parametrize("h", [1.0, 2.0, 2.7, 0.4])
+@pytest.mark.parametrize("z", [0.0, 0.5, 2.0, 10.0, 40.0])
+def test_compiled_polya_gamma_has_exact_moments(h, z):
+    n = 60_000
+    x = polya_gamma_compiled(np.full(n, h), np.full(n, z), random_state=7)
+    mean, var = polya_gamma_moments(h, z)
+    assert abs(x.mean() - mean) < 4 * np.sqrt(var / n)
+    se_var = np.sqrt(np.var((x - x.mean()) ** 2) / n)
+    assert abs(x.var() - var) < 4 * se_var
+
+
+@pytest.mark.parametrize("z", [0.0, 1.5, 6.0])
+def test_compiled_pg1_matches_polyagamma_devroye_in_law(z):
+    n = 40_000
+    ours = polya_gamma_compiled(np.ones(n), np.full(n, z), random_state=1)
+    ref = random_polyagamma(1, np.full(n, z), method="devroye",
+                            random_state=np.random.default_rng(2))
+    assert stats.ks_2samp(ours, ref).pvalue > 1e-3
+
+
+def _problem(loss, noise, weights=False, n=40):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(n, 2))
+    if isinstance(loss, EpsilonInsensitiveLoss):
+        y = X @ np.array([1.0, -0.5]) + 0.3 * rng.normal(size=n)
+    else:
+        y = np.where(X[:, 0] + 0.7 * rng.normal(size=n) > 0, 1.0, -1.0)
+    sw = rng.integers(1, 3, size=n).astype(float) if weights else None
+    return Problem.create(X, y, loss, noise, sample_weight=sw)
+
+
+CASES = [(HingeLoss(1.0), Dropout(0.3), False), (LogisticLoss(0.5), Dropout(0.3), True),
+         (LogisticLoss(1.3), "none", False), (EpsilonInsensitiveLoss(1.0, 0.2), Dropout(0.2), False),
+         (HingeLoss(0.7, margin=0.5), "gaussian", True)]
+
+
+@pytest.mark.parametrize("loss,noise,weights", CASES, ids=lambda v: str(v)[:20])
+def test_compiled_sweep_samples_the_python_kernels_distribution(loss, noise, weights):
+    problem = _problem(loss, noise, weights)
+    assert compiled_setup(problem) is not None
+    theta_hat = fit_problem(problem).theta
+    kw = dict(draws=3000, tune=200, chains=2, theta_hat=theta_hat, progressbar=False, cores=1)
+    a = sample(problem, random_state=1, **kw)
+    b = sample(problem, random_state=2, compiled=False, **kw)
+    for j in range(problem.design.n_params):
+        se = np.hypot(mcse(a.theta[..., j]), mcse(b.theta[..., j]))
+        assert abs(a.theta[..., j].mean() - b.theta[..., j].mean()) < 4 * se
+        np.testing.assert_allclose(a.theta[..., j].std(), b.theta[..., j].std(), rtol=0.1)
+    # lp is -J of the stored draw, exactly as the objective computes it
+    for c, d in [(0, 0), (1, 2999)]:
+        assert a.lp[c, d] == pytest.approx(-problem.objective(a.theta[c, d]), rel=1e-10)
+
+
+def test_threads_give_the_same_draws_as_a_sequence_and_keep_augmentation():
+    problem = _problem(LogisticLoss(1.0), Dropout(0.3))
+    theta_hat = fit_problem(problem).theta
+    kw = dict(draws=200, tune=50, chains=3, theta_hat=theta_hat, progressbar=False,
+              random_state=5, store_augmentation=True, thin=2)
+    a = sample(problem, cores=1, **kw)
+    b = sample(problem, cores=2, **kw)
+    np.testing.assert_array_equal(a.theta, b.theta)
+    np.testing.assert_array_equal(a.augmentation, b.augmentation)
+    np.testing.assert_allclose(a.augmentation_mean, a.augmentation.mean(axis=1))
+    assert a.theta.shape == (3, 200, 3) and np.all(np.isfinite(a.lp))
+
+
+def test_compiled_path_does_not_apply_where_it_cannot():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = np.sign(X[:, 0])
+    assert compiled_setup(Problem.create(sp.csr_matrix(X), y, HingeLoss(), "none")) is None
+    assert compiled_setup(Problem.create(X, y, HingeLoss(), "none"), "cg") is None
+    with pytest.raises(ValueError, match="compiled"):
+        sample(Problem.create(X, y, HingeLoss(), "none"), theta_hat=np.zeros(3),
+               compiled="yes", progressbar=False)
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_interrupt_keeps_the_compiled_draws_so_far(monkeypatch, cores):
+    from bayesdrop import _progress
+
+    problem = _problem(LogisticLoss(1.0), Dropout(0.3), n=200)
+    theta_hat = fit_problem(problem).theta
+    real, fired = _progress.ProgressBar.update, [False]
+
+    def update(self, k):
+        if k > 2000 and not fired[0]:
+            fired[0] = True
+            raise KeyboardInterrupt
+        return real(self, k)
+
+    monkeypatch.setattr(_progress.ProgressBar, "update", update)
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        res = sample(problem, draws=10**6, tune=10, chains=2, theta_hat=theta_hat,
+                     random_state=0, progressbar=False, cores=cores)
+    assert fired[0] and res.interrupted and 0 < res.theta.shape[1] < 10**6
+    assert np.all(np.isfinite(res.theta))
+
+
+@pytest.mark.parametrize("loss,noise", [(LogisticLoss(1.0), "none"), (HingeLoss(1.0), Dropout(0.3)),
+                                        (EpsilonInsensitiveLoss(1.0, 0.2), Dropout(0.2))],
+                         ids=["logistic", "hinge", "eps"])
+def test_independence_mh_move_keeps_the_target(loss, noise):
+    """Gibbs + independence MH vs the plain Python Gibbs kernel: same law (4 MCSE)."""
+    problem = _problem(loss, noise, n=60)
+    theta_hat = fit_problem(problem).theta
+    kw = dict(draws=3000, tune=200, chains=2, theta_hat=theta_hat, progressbar=False, cores=1)
+    a = sample(problem, random_state=3, **kw)
+    b = sample(problem, random_state=4, compiled=False, **kw)
+    assert np.all((a.mh_accept > 0.05) & (a.mh_accept < 1.0))
+    assert np.all(np.isnan(b.mh_accept))
+    for j in range(problem.design.n_params):
+        se = np.hypot(mcse(a.theta[..., j]), mcse(b.theta[..., j]))
+        assert abs(a.theta[..., j].mean() - b.theta[..., j].mean()) < 4 * se
+        np.testing.assert_allclose(a.theta[..., j].std(), b.theta[..., j].std(), rtol=0.1)
+        # tails: the 5% and 95% quantiles agree within 4 MCSE of a quantile
+        for q in (0.05, 0.95):
+            qa, qb = np.quantile(a.theta[..., j], q), np.quantile(b.theta[..., j], q)
+            se_q = np.hypot(mcse(a.theta[..., j], "quantile", prob=q),
+                            mcse(b.theta[..., j], "quantile", prob=q))
+            assert abs(qa - qb) < 4 * se_q
