@@ -40,6 +40,7 @@ from .model import (
     make_noise,
     objective,
 )
+from ._arviz import ConvergenceWarning
 from .posterior import sample_posterior
 from . import baselines, diagnostics, linalg, model, posterior, samplers, solvers, studies  # noqa: E402
 
@@ -62,6 +63,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.1.0"
 
 __all__ = [
+    "ConvergenceWarning",
     "MCFQuadraticClassifier",
     "MCFLogisticRegression",
     "WagerDropoutLogisticRegression",

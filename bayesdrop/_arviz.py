@@ -216,6 +216,77 @@ def with_posterior_predictive(idata, y_rep, example_index=None):
     return out
 
 
+class ConvergenceWarning(UserWarning):
+    """A posterior whose R-hat or effective sample size is outside ArviZ's guidelines."""
+
+
+#: thresholds of :func:`convergence_warning` (Vehtari et al. 2021, ArviZ's guidelines)
+RHAT_MAX = 1.01
+ESS_PER_CHAIN_MIN = 100
+#: parameters above which the check is skipped (its cost grows with their number)
+CONVERGENCE_MAX_PARAMS = 5000
+
+
+def convergence_warning(idata, var_names=("coef", "intercept"), stacklevel=3):
+    """Warn (:class:`ConvergenceWarning`) when some parameter has rank-normalised split
+    R-hat above 1.01 or bulk / tail ESS below 100 per chain, naming the parameters.
+
+    Returns the list of flagged parameter names (empty when all pass, or when the check
+    does not apply: one chain, or more than :data:`CONVERGENCE_MAX_PARAMS` parameters).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from bayesdrop import DropoutSVC
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     idata = DropoutSVC().sample_posterior(X, y, draws=30, tune=5, chains=2,
+    ...                                           random_state=0, progressbar=False)
+    >>> any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    True
+    """
+    post = idata.posterior
+    names = [v for v in var_names if v in post]
+    n_chains = post.sizes["chain"]
+    n_params = sum(int(np.prod([post.sizes[d] for d in post[v].dims[2:]])) for v in names)
+    if n_chains < 2 or n_params > CONVERGENCE_MAX_PARAMS or not names:
+        return []
+    az = _az()
+    rhat_ds = az.rhat(idata, var_names=names)
+    bulk = az.ess(idata, var_names=names, method="bulk")
+    tail = az.ess(idata, var_names=names, method="tail")
+    floor = ESS_PER_CHAIN_MIN * n_chains
+    flagged = []
+    for v in names:
+        r = np.atleast_1d(rhat_ds[v].values).ravel()
+        eb = np.atleast_1d(bulk[v].values).ravel()
+        et = np.atleast_1d(tail[v].values).ravel()
+        labels = _flat_labels(post[v])
+        for k, label in enumerate(labels):
+            if not (r[k] <= RHAT_MAX and eb[k] >= floor and et[k] >= floor):
+                flagged.append(f"{label} (r_hat {r[k]:.3f}, ess_bulk {eb[k]:.0f}, "
+                               f"ess_tail {et[k]:.0f})")
+    if flagged:
+        shown = "; ".join(flagged[:8]) + ("; ..." if len(flagged) > 8 else "")
+        warnings.warn(f"{len(flagged)} of {n_params} parameters miss R-hat <= {RHAT_MAX} or "
+                      f"ESS >= {ESS_PER_CHAIN_MIN} per chain ({floor} for {n_chains} "
+                      f"chains): {shown}. Draw more (draws=, tune=) or thin less.",
+                      ConvergenceWarning, stacklevel=stacklevel)
+    return flagged
+
+
+def _flat_labels(da):
+    """``name[coord, ...]`` of every element of a (chain, draw, ...) variable."""
+    dims = da.dims[2:]
+    if not dims:
+        return [da.name]
+    grids = np.meshgrid(*[da[d].values for d in dims], indexing="ij")
+    return [f"{da.name}[{', '.join(str(g.ravel()[k]) for g in grids)}]"
+            for k in range(grids[0].size)]
+
+
 def summary_stats(idata, var_names=None, hdi_prob=0.94):
     """``arviz.summary`` of the posterior (mean, sd, HDI, MCSE, ESS, R-hat)."""
     return _az().summary(idata, var_names=var_names, hdi_prob=hdi_prob, kind="all",

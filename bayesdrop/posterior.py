@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 from scipy.special import expit
 
-from ._arviz import to_inference_data
+from ._arviz import convergence_warning, to_inference_data
 from ._validation import as_float_design, check_random_state, check_scalar, seed_sequence
 from .model.losses import make_loss
 from .model.noise import make_noise
@@ -132,10 +132,13 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     if sample_weight is not None and problem.design.n_samples < y_obs.shape[0]:
         kept = np.flatnonzero(np.asarray(sample_weight, dtype=float) > 0)
     ll = maybe_log_likelihood([problem], [res.theta]) if log_likelihood else None
-    return to_inference_data([res], loss=loss_obj, noise=noise_obj,
-                             fit_intercept=fit_intercept, y=y_obs,
-                             feature_names=feature_names, log_likelihood=ll, kept=kept,
-                             attrs={"irls_theta": fit.theta, "irls_objective": fit.objective[-1]})
+    idata = to_inference_data([res], loss=loss_obj, noise=noise_obj,
+                              fit_intercept=fit_intercept, y=y_obs,
+                              feature_names=feature_names, log_likelihood=ll, kept=kept,
+                              attrs={"irls_theta": fit.theta,
+                                     "irls_objective": fit.objective[-1]})
+    convergence_warning(idata)
+    return idata
 
 
 #: largest ``draws x examples`` log-likelihood array built without being asked

@@ -291,3 +291,21 @@ def test_posterior_predictive_at_corrupted_inputs():
     assert np.mean(np.abs(freq - p) < 4 * se + 1e-3) > 0.98
     clean = expit(w * X[:, 0] + b).mean(axis=(0, 1))
     assert np.max(np.abs(clean - p)) > 0.1  # the corrupted law is a different law
+
+
+def test_convergence_warning_names_the_parameters(small_problem_data):
+    import warnings
+
+    from bayesdrop import ConvergenceWarning
+
+    X, y, _ = small_problem_data
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(5)])
+    clf = DropoutLogisticRegression(noise_level=0.2).fit(frame, y)
+    with pytest.warns(ConvergenceWarning, match=r"coef\[f\d\].*r_hat") as caught:
+        clf.sample_posterior(frame, y, draws=20, tune=5, chains=2, random_state=0,
+                             progressbar=False)
+    assert "per chain" in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf.sample_posterior(frame, y, draws=2000, tune=300, chains=2, random_state=0,
+                             progressbar=False)

@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
-from .._arviz import to_inference_data
+from .._arviz import convergence_warning, to_inference_data
 from .._validation import check_scalar
 from ..model.losses import EpsilonInsensitiveLoss, HingeLoss, LogisticLoss
 from ..model.noise import make_noise
@@ -230,12 +230,14 @@ class _DropoutLinearModel(LinearModel):
         ll = None
         if log_likelihood:
             ll = maybe_log_likelihood(problems, [r.theta for r in results])
-        return to_inference_data(results, loss=self.loss_, noise=self.noise_,
-                                 fit_intercept=self.fit_intercept, y=np.asarray(y),
-                                 feature_names=self._posterior_feature_names(),
-                                 class_names=class_names, attrs=attrs,
-                                 modes=thetas, mode_lp=[-res.objective[-1] for res in modes],
-                                 log_likelihood=ll, example_index=example_index, kept=kept)
+        idata = to_inference_data(results, loss=self.loss_, noise=self.noise_,
+                                  fit_intercept=self.fit_intercept, y=np.asarray(y),
+                                  feature_names=self._posterior_feature_names(),
+                                  class_names=class_names, attrs=attrs,
+                                  modes=thetas, mode_lp=[-res.objective[-1] for res in modes],
+                                  log_likelihood=ll, example_index=example_index, kept=kept)
+        convergence_warning(idata)
+        return idata
 
     def sample_posterior_predictive(self, X, idata, *, random_state=None, corrupted=False):
         """Posterior predictive draws of ``y`` at ``X``, added to a copy of ``idata``.
