@@ -40,6 +40,10 @@ from .augmentation import _ig_one, _pg_fraction_one
 
 __all__ = ["pg1", "polya_gamma_compiled", "run_sweeps"]
 
+#: rows per block of the weighted Gram product (the weighted block, rows x parameters,
+#: stays in the L2 cache)
+_GRAM_ROWS = 512
+
 #: Devroye's truncation point of the PG(1, z) sampler (Polson, Scott & Windle 2013)
 _TRUNC = 0.64
 _PI2_8 = math.pi * math.pi / 8.0
@@ -233,7 +237,7 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
     t = np.empty(n)
     a1 = np.empty(n)
     a2 = np.empty(n)
-    W = np.empty((n, p))
+    W = np.empty((min(n, _GRAM_ROWS), p))
     z = np.empty(p)
     v = np.empty(p)
     prop = np.empty(p)
@@ -269,12 +273,17 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
                 a2[i] = u2
                 rho[i] = c * c * (u + u2)
                 t[i] = c * c * (u * (y[i] - p1) + u2 * (y[i] + p1))
-        # 2. A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho), r = Xbar^T t
-        for i in range(n):
-            ri = rho[i]
-            for j in range(p):
-                W[i, j] = Xb[i, j] * ri
-        A = Xb.T @ W
+        # 2. A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho), r = Xbar^T t; the Gram
+        # product in row blocks so that the weighted block stays in cache
+        A = np.zeros((p, p))
+        for lo in range(0, n, _GRAM_ROWS):
+            hi = min(n, lo + _GRAM_ROWS)
+            Wb = W[: hi - lo]
+            for i in range(lo, hi):
+                ri = rho[i]
+                for j in range(p):
+                    Wb[i - lo, j] = Xb[i, j] * ri
+            A += Xb[lo:hi].T @ Wb
         if vkind == 1:
             nd = scale * (M.T @ rho)
             for d in range(D):

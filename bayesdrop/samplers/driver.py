@@ -183,22 +183,28 @@ def _run_parallel(problem, inits, seeds, kwargs, cores, bar):
     chains = len(seeds)
     counts = ctx.Array("q", chains, lock=False)
     stop_event = ctx.Event()
-    results = [None] * chains
     with ProcessPoolExecutor(max_workers=cores, mp_context=ctx, initializer=_worker_init,
                              initargs=(problem, kwargs, counts, stop_event)) as pool:
         futures = [pool.submit(_worker_chain, c, inits[c], seeds[c]) for c in range(chains)]
-        pending = set(range(chains))
-        while pending:
-            try:
-                for c in list(pending):
-                    if futures[c].done():
-                        results[c] = futures[c].result()
-                        pending.discard(c)
-                bar.update(sum(counts[:]))
-                if pending:
-                    time.sleep(0.05)
-            except KeyboardInterrupt:
-                stop_event.set()
+        return _collect(futures, counts, bar, stop_event, 0.05)
+
+
+def _collect(futures, counts, bar, stop_event, interval):
+    """Wait for the chains' futures, reporting ``sum(counts)`` to the progress bar; Ctrl-C
+    sets ``stop_event`` (the chains stop at their next check) and waiting goes on."""
+    results = [None] * len(futures)
+    pending = set(range(len(futures)))
+    while pending:
+        try:
+            for c in list(pending):
+                if futures[c].done():
+                    results[c] = futures[c].result()
+                    pending.discard(c)
+            bar.update(sum(counts[:]))
+            if pending:
+                time.sleep(interval)
+        except KeyboardInterrupt:
+            stop_event.set()
     return results
 
 
@@ -330,7 +336,6 @@ def _run_threads(setup, inits, seeds, kwargs, cores, bar):
     chains = len(seeds)
     counts = [0] * chains
     stop_event = threading.Event()
-    results = [None] * chains
 
     def one(c):
         def report(k):
@@ -348,22 +353,10 @@ def _run_threads(setup, inits, seeds, kwargs, cores, bar):
     try:
         with ThreadPoolExecutor(max_workers=cores) as pool:
             futures = [pool.submit(one, c) for c in range(chains)]
-            pending = set(range(chains))
-            while pending:
-                try:
-                    for c in list(pending):
-                        if futures[c].done():
-                            results[c] = futures[c].result()
-                            pending.discard(c)
-                    bar.update(sum(counts))
-                    if pending:
-                        time.sleep(0.02)
-                except KeyboardInterrupt:
-                    stop_event.set()
+            return _collect(futures, counts, bar, stop_event, 0.02)
     finally:
         if limits is not None:
             limits.restore_original_limits()
-    return results
 
 
 # ------------------------------------------------------------------------------ driver
