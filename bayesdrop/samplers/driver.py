@@ -17,6 +17,7 @@ draws do not depend on whether the chains run in parallel or in sequence.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing as mp
 import os
 import signal
@@ -507,32 +508,23 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
     wall_start = time.perf_counter()
     with ProgressBar(total, enabled=progressbar,
                      description=f"Gibbs {problem.loss.name}, {chains} chain(s)") as bar:
-        if setup is not None and cores > 1 and chains > 1:
-            results = _run_threads(setup, inits, chain_seeds, kwargs, min(cores, chains), bar)
-        elif setup is not None:
+        if cores > 1 and chains > 1:
+            if setup is not None:
+                results = _run_threads(setup, inits, chain_seeds, kwargs, min(cores, chains),
+                                       bar)
+            else:
+                results = _run_parallel(problem, inits, chain_seeds, kwargs,
+                                        min(cores, chains), bar)
+        else:  # in sequence, in this process; one kernel or the other
+            run = (functools.partial(_run_chain_compiled, setup) if setup is not None
+                   else functools.partial(_run_chain, problem))
             results = []
             for c in range(chains):
                 def report(k, _base=c * (tune + draws * thin)):
                     bar.update(_base + k)
 
-                res = _run_chain_compiled(setup, inits[c], chain_seeds[c], report=report,
-                                          **kwargs)
-                results.append(res)
-                if res.interrupted:
-                    break
-        elif cores > 1 and chains > 1:
-            results = _run_parallel(problem, inits, chain_seeds, kwargs, min(cores, chains), bar)
-        else:
-            results = []
-            done = [0]
-            for c in range(chains):
-                def report(k, _base=done[0]):
-                    bar.update(_base + k)
-
-                res = _run_chain(problem, inits[c], chain_seeds[c], report=report, **kwargs)
-                results.append(res)
-                done[0] += tune + draws * thin
-                if res.interrupted:
+                results.append(run(inits[c], chain_seeds[c], report=report, **kwargs))
+                if results[-1].interrupted:
                     break
     interrupted = any(r.interrupted for r in results) or len(results) < chains
     kept = min(r.n_kept for r in results)
