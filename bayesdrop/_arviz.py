@@ -56,8 +56,9 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
     loss : Loss
     noise : NoiseModel
     fit_intercept : bool
-    y : array-like of shape (n_samples,)
-        Observed targets as the user gave them (class labels or reals).
+    y : array-like of shape (n_samples,) or None
+        Observed targets as the user gave them (class labels or reals); None for rows
+        that stay on a cluster (no ``observed_data`` and no per-example groups).
     feature_names : sequence of str, optional
     class_names : sequence, optional
         Names of the one-vs-rest problems; None for a single (binary or regression)
@@ -90,8 +91,9 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
 
     multiclass = class_names is not None
     n_features = results[0].theta.shape[-1] - int(fit_intercept)
-    y = np.asarray(y)
-    n_samples = y.shape[0]
+    # y=None: rows that stay on a cluster (dask): no observed_data, no per-example groups
+    y = None if y is None else np.asarray(y)
+    n_samples = 0 if y is None else y.shape[0]
     if feature_names is None:
         feature_names = [f"x{j}" for j in range(n_features)]
     feature_names = [str(f) for f in feature_names]
@@ -133,16 +135,18 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
     sample_stats = xr.Dataset({"lp": (("chain", "draw", *cls), lp)},
                               coords={k: coords[k] for k in ("chain", "draw", *cls)})
     aug_mean = {}
-    for j, name in enumerate(names):
+    for j, name in enumerate(names if results[0].augmentation_mean is not None else ()):
         if multiclass:
             arr = np.stack([r.augmentation_mean[:, j] for r in results], axis=1)
         else:
             arr = results[0].augmentation_mean[:, j]
         aug_mean[name] = (("chain", *cls, "example"), full(arr))
     aug_coords = {k: coords[k] for k in ("chain", *cls, "example")}
-    if y.dtype.kind == "O":
-        y = y.astype(str)
-    observed = xr.Dataset({"y": (("example",), y)}, coords={"example": coords["example"]})
+    observed = None
+    if y is not None:
+        if y.dtype.kind == "O":
+            y = y.astype(str)
+        observed = xr.Dataset({"y": (("example",), y)}, coords={"example": coords["example"]})
 
     from . import __version__
 
@@ -171,8 +175,9 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
     groups = {
         "posterior": posterior,
         "sample_stats": sample_stats,
-        "observed_data": observed,
     }
+    if observed is not None:
+        groups["observed_data"] = observed
     if log_likelihood is not None:
         groups["log_likelihood"] = xr.Dataset(
             {"y": (("chain", "draw", "example"), full(np.asarray(log_likelihood), 0.0))},

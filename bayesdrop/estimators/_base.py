@@ -30,6 +30,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_sample_weight
+from ._dask import is_dask_array, map_rows
 
 __all__ = ["ACCEPT_SPARSE", "BinaryFit", "LinearModel", "OneVsRestClassifier",
            "set_classes", "class_index", "one_vs_rest_targets"]
@@ -146,7 +147,9 @@ class LinearModel(BaseEstimator):
 
         Parameters
         ----------
-        targets : ndarray of shape (n_samples, n_problems)
+        targets : ndarray of shape (n_samples, n_problems) or int
+            The target columns, or only their number (rows that stay on a cluster:
+            ``y_k`` is then None).
         fit_binary : callable ``(k, y_k, start) -> BinaryFit``
             ``start`` is None or ``(coef, intercept)`` (warm start).
         n_coef : int
@@ -156,7 +159,16 @@ class LinearModel(BaseEstimator):
         -------
         self
         """
-        n_problems = targets.shape[1]
+        if isinstance(targets, (int, np.integer)):
+            n_problems = int(targets)
+
+            def column(k):
+                return None
+        else:
+            n_problems = targets.shape[1]
+
+            def column(k):
+                return np.ascontiguousarray(targets[:, k])
         warm = self._warm_start_points(n_problems, n_coef)
         start_time = time.perf_counter()
         starts = [None if warm is None else (warm[0][k], float(warm[1][k]))
@@ -171,7 +183,7 @@ class LinearModel(BaseEstimator):
                              description=f"{type(self).__name__}.fit") as bar:
                 for k in range(n_problems):
                     t0 = time.perf_counter()
-                    fits.append(fit_binary(k, np.ascontiguousarray(targets[:, k]), starts[k]))
+                    fits.append(fit_binary(k, column(k), starts[k]))
                     bar.update(k + 1)
                     if verbose > 1:
                         f = fits[-1]
@@ -185,7 +197,7 @@ class LinearModel(BaseEstimator):
             from joblib import Parallel, delayed
 
             fits = Parallel(n_jobs=n_jobs, prefer="threads")(
-                delayed(fit_binary)(k, np.ascontiguousarray(targets[:, k]), starts[k])
+                delayed(fit_binary)(k, column(k), starts[k])
                 for k in range(n_problems))
         self.coef_ = np.array([f.coef for f in fits], dtype=float).reshape(n_problems, n_coef)
         self.intercept_ = np.array([f.intercept for f in fits], dtype=float)
@@ -207,6 +219,8 @@ class LinearModel(BaseEstimator):
 
     def _decision(self, X):
         """Scores ``X coef_^T + intercept_`` of shape (n_samples, n_problems)."""
+        if is_dask_array(X):
+            return map_rows(self._decision, X, np.atleast_2d(self.coef_).shape[0])
         X = self._validate_X(X)
         return np.asarray(X @ np.atleast_2d(self.coef_).T) + self.intercept_
 
@@ -266,11 +280,17 @@ class OneVsRestClassifier(ClassifierMixin, LinearModel):
         ndarray of shape (n_samples,) for two classes (score of ``classes_[1]``), else
         (n_samples, n_classes).
         """
+        if is_dask_array(X):  # lazy, chunk by chunk
+            k = np.atleast_2d(self.coef_).shape[0]
+            return map_rows(self.decision_function, X, None if k == 1 else k)
         scores = self._decision(X)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict(self, X):
         """Class with the largest score (one-vs-rest)."""
+        if is_dask_array(X):  # lazy, chunk by chunk
+            check_is_fitted(self)
+            return map_rows(self.predict, X, None, self.classes_.dtype)
         scores = self.decision_function(X)
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]

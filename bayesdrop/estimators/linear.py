@@ -26,6 +26,7 @@ from ..posterior import (maybe_log_likelihood, sample_problems, sigmoid_proba,
                          vote_fractions)
 from ..solvers import check_solver, fit_problem
 from ._base import ACCEPT_SPARSE, BinaryFit, LinearModel, OneVsRestClassifier
+from ._dask import fit_dask, is_dask_array, map_rows, sample_posterior_dask
 
 __all__ = ["DropoutSVC", "DropoutLogisticRegression", "DropoutSVR"]
 
@@ -208,6 +209,12 @@ class _DropoutLinearModel(LinearModel):
             the noise and its level, ``sampling_time`` (wall-clock seconds, tuning
             included) and the library version.
         """
+        if is_dask_array(X):
+            return sample_posterior_dask(self, X, y, sample_weight=sample_weight,
+                                         draws=draws, tune=tune, chains=chains, thin=thin,
+                                         random_state=random_state,
+                                         progressbar=progressbar, init=init,
+                                         overrelax=overrelax)
         if not hasattr(self, "coef_"):
             self.fit(X, y, sample_weight=sample_weight)
         example_index = getattr(X, "index", None)
@@ -305,6 +312,8 @@ class _DropoutClassifier(OneVsRestClassifier, _DropoutLinearModel):
         -------
         self
         """
+        if is_dask_array(X):
+            return fit_dask(self, X, y, sample_weight)
         noise = self._check_params()
         X, y_idx = self._validate_fit(X, y)
         weights = self._example_weights(y, sample_weight, X.shape[0])
@@ -462,10 +471,16 @@ class DropoutLogisticRegression(_DropoutClassifier):
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        if is_dask_array(X):  # lazy, chunk by chunk
+            check_is_fitted(self)
+            return map_rows(self.predict_proba, X, self.classes_.shape[0])
         return sigmoid_proba(self._decision(X))
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
+        if is_dask_array(X):
+            check_is_fitted(self)
+            return map_rows(self.predict_log_proba, X, self.classes_.shape[0])
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
 
@@ -543,11 +558,18 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
         -------
         self
         """
+        if is_dask_array(X):
+            fit_dask(self, X, y, sample_weight)
+            return self._single_problem()
         noise = self._check_params()
         X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE, dtype=np.float64,
                              y_numeric=True)
         weights = self._example_weights(y, sample_weight, X.shape[0])
         self._fit_problems(X, np.asarray(y, dtype=float)[:, None], noise, weights)
+        return self._single_problem()
+
+    def _single_problem(self):
+        """The fitted attributes of the one regression problem, unstacked."""
         self.coef_ = self.coef_[0]
         self.intercept_ = float(self.intercept_[0])
         self.n_iter_ = int(self.n_iter_[0])
@@ -580,8 +602,10 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
                                    random_state=random_state)
 
     def predict(self, X):
-        """Predictions ``w.x + b``."""
+        """Predictions ``w.x + b`` (a lazy dask array for a dask ``X``)."""
         check_is_fitted(self)
+        if is_dask_array(X):
+            return map_rows(self.predict, X)
         X = self._validate_X(X)
         return np.asarray(X @ self.coef_).ravel() + self.intercept_
 

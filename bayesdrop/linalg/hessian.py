@@ -106,8 +106,11 @@ def _check_design(design):
                          "the latent design is fitted by IRLS")
 
 
-def hessian_matrix(design, curv):
+def hessian_matrix(design, curv, penalty=True):
     """Dense Hessian ``H`` of shape (n_params, n_params) (see the module docstring).
+
+    With ``penalty=False`` the ``2 I'`` of the penalty is left out: the rows' share of
+    ``H``, which sums over row blocks (:mod:`bayesdrop.linalg.backend`).
 
     Examples
     --------
@@ -126,7 +129,8 @@ def hessian_matrix(design, curv):
     _check_design(design)
     D = design.n_features
     H = design.gram(curv.d_mm)
-    H[np.diag_indices_from(H)] += 2.0 * design.penalty_mask()
+    if penalty:
+        H[np.diag_indices_from(H)] += 2.0 * design.penalty_mask()
     H[np.arange(D), np.arange(D)] += curv.noise_diag
     if not design.variance.is_zero:
         two_w = 2.0 * curv.w

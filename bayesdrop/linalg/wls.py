@@ -104,8 +104,11 @@ def _diagonal_part(design, rho):
     return 2.0 * design.penalty_mask() + design.noise_diagonal(rho)
 
 
-def normal_matrix(design, rho):
+def normal_matrix(design, rho, penalty=True):
     """Dense ``A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho, 0)``.
+
+    With ``penalty=False`` the ``2 I'`` is left out: the rows' share of ``A``, which sums
+    over row blocks (:mod:`bayesdrop.linalg.backend`).
 
     Parameters
     ----------
@@ -128,7 +131,8 @@ def normal_matrix(design, rho):
     ((5, 5), True, 15.0)
     """
     A = design.gram(rho)
-    A[np.diag_indices_from(A)] += 2.0 * design.penalty_mask()
+    if penalty:
+        A[np.diag_indices_from(A)] += 2.0 * design.penalty_mask()
     return design.add_noise_term(A, rho)
 
 

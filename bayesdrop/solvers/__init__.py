@@ -23,7 +23,8 @@ from ..linalg.wls import LINALG
 from . import dual, irls, newton
 from .result import SolverResult
 
-__all__ = ["SOLVERS", "SolverResult", "check_solver", "choose_solver", "fit_problem"]
+__all__ = ["SOLVERS", "SolverResult", "check_solver", "choose_solver", "fit_problem",
+           "fit_rows"]
 
 #: optimisers of ``J`` an estimator can use
 SOLVERS = ("auto", "newton", "irls", "dual")
@@ -148,4 +149,45 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
         return first
     second = irls.fit(problem, first.theta, tol=tol, max_iter=max_iter - first.n_iter,
                       accelerate=accelerate, linalg=linalg, warn=warn)
+    return second.after(first.objective, first.n_iter, first.n_evals, start, "newton+irls")
+
+
+def fit_rows(rows, theta0=None, *, solver="auto", tol=1e-8, max_iter=1000, accelerate=True,
+             warn=True):
+    """Minimise ``J`` through a row back-end (:mod:`bayesdrop.linalg.backend`; the dask
+    path of the estimators).
+
+    ``solver="auto"`` is Newton (:func:`.newton.fit_rows`, one pass per step) where ``J``
+    is twice differentiable -- the logistic loss, and the hinge / epsilon-insensitive
+    losses when every example is noisy -- continued by IRLS if it has not converged
+    within :data:`AUTO_NEWTON_ITER` steps, and IRLS (:func:`.irls.fit_rows`, SQUAREM,
+    one pass per map) otherwise. ``"dual"`` needs the rows in memory.
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, Dropout
+    >>> from bayesdrop.linalg.backend import InMemoryRows
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(80, 3)); y = np.sign(X[:, 0] + rng.normal(size=80))
+    >>> problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.3))
+    >>> a, b = fit_rows(InMemoryRows(problem)), fit_problem(problem)
+    >>> a.solver, bool(np.allclose(a.theta, b.theta, atol=1e-7))
+    ('newton', True)
+    """
+    if solver not in ("auto", "newton", "irls"):
+        raise ValueError(f"solver must be 'auto', 'newton' or 'irls' for data in row "
+                         f"chunks (dask), got {solver!r}")
+    smooth = rows.loss.smooth or rows.every_row_noisy
+    if solver == "irls" or (solver == "auto" and not smooth):
+        return irls.fit_rows(rows, theta0, tol=tol, max_iter=max_iter,
+                             accelerate=accelerate, warn=warn)
+    if solver == "newton":
+        return newton.fit_rows(rows, theta0, tol=tol, max_iter=max_iter, warn=warn)
+    start = time.perf_counter()
+    first = newton.fit_rows(rows, theta0, tol=tol, max_iter=min(max_iter, AUTO_NEWTON_ITER),
+                            warn=warn and max_iter <= AUTO_NEWTON_ITER)
+    if first.converged or max_iter <= AUTO_NEWTON_ITER:
+        return first
+    second = irls.fit_rows(rows, first.theta, tol=tol, max_iter=max_iter - first.n_iter,
+                           accelerate=accelerate, warn=warn)
     return second.after(first.objective, first.n_iter, first.n_evals, start, "newton+irls")

@@ -33,6 +33,7 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
+import scipy.linalg as sla
 from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_scalar
@@ -395,3 +396,90 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, polis
     return SolverResult(state.theta, np.asarray(history), it, converged,
                         float(np.max(np.abs(grad), initial=0.0)), time.perf_counter() - start,
                         "irls", n_maps, wls.choose_linalg(problem.design, linalg))
+
+
+def _rows_map(rows, theta):
+    """``(J(theta), F(theta))`` through a row back-end: one pass."""
+    J, A, r = rows.irls(theta)
+    if not np.isfinite(J):
+        return J, theta
+    L = wls.cholesky_factor(A)
+    return J, sla.cho_solve((L, True), r, check_finite=False)
+
+
+def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, warn=True):
+    """IRLS through a row back-end (:mod:`bayesdrop.linalg.backend`): one pass per map.
+
+    The iteration, SQUAREM acceleration and stopping rule of :func:`fit` (without the
+    zero-noise active-set polish, which needs the rows themselves): each pass returns
+    ``J(theta)`` and the ``D x D`` system ``(A, r)`` at ``theta``, whose solution is the
+    next map. For the dask back-end this is the fallback where Newton does not apply (the
+    zero-noise hinge and epsilon-insensitive losses), and it converges linearly there.
+
+    Returns
+    -------
+    SolverResult
+        ``n_evals`` counts the passes over the data; ``grad_norm`` is NaN (``J`` may have
+        kinks at the result).
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, Dropout
+    >>> from bayesdrop.linalg.backend import InMemoryRows
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
+    >>> problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.3))
+    >>> a = fit_rows(InMemoryRows(problem), tol=1e-12)
+    >>> b = fit(problem, tol=1e-12)
+    >>> bool(abs(a.objective[-1] - b.objective[-1]) <= 1e-9 * b.objective[-1])
+    True
+    """
+    tol = check_scalar(tol, "tol", min_val=0.0, include_min=False)
+    max_iter = check_scalar(max_iter, "max_iter", min_val=1, integer=True)
+    start = time.perf_counter()
+    passes = getattr(rows, "n_passes", 0)
+    theta = np.zeros(rows.n_params) if theta0 is None else np.array(theta0, dtype=float)
+    if theta.shape != (rows.n_params,):
+        raise ValueError(f"theta0 must have shape ({rows.n_params},), got {theta.shape}")
+    J, nxt = _rows_map(rows, theta)
+    if not np.isfinite(J):
+        raise FloatingPointError("J is not finite at the starting point")
+    history = [J]
+    converged = False
+    param_tol = np.sqrt(tol)
+    it = 0
+    for it in range(1, max_iter + 1):
+        theta1 = nxt
+        J1, nxt1 = _rows_map(rows, theta1)
+        new, J_new, nxt_new = theta1, J1, nxt1
+        if accelerate:
+            theta2 = nxt1
+            J2, nxt2 = _rows_map(rows, theta2)
+            new, J_new, nxt_new = theta2, J2, nxt2
+            rr = theta1 - theta
+            v = theta2 - theta1 - rr
+            nr, nv = np.linalg.norm(rr), np.linalg.norm(v)
+            if nv > 0.0 and np.isfinite(nv) and nr > 0.0:
+                alpha = min(-nr / nv, -1.0)
+                theta_x = theta - 2.0 * alpha * rr + alpha * alpha * v
+                _, theta3 = _rows_map(rows, theta_x)
+                J3, nxt3 = _rows_map(rows, theta3)
+                if np.isfinite(J3) and J3 <= J2:
+                    new, J_new, nxt_new = theta3, J3, nxt3
+        if not np.isfinite(J_new):
+            raise FloatingPointError(f"IRLS produced a non-finite objective at iteration {it}")
+        history.append(J_new)
+        dJ = J - J_new
+        dtheta = np.max(np.abs(new - theta), initial=0.0)
+        scale = max(np.max(np.abs(new), initial=0.0), 1.0)
+        theta, J, nxt = new, J_new, nxt_new
+        if dJ <= tol * max(abs(J), 1.0) and dtheta <= param_tol * scale:
+            converged = True
+            break
+    if not converged and warn:
+        warnings.warn(f"IRLS did not converge in max_iter={max_iter} iterations "
+                      f"(tol={tol:g}); increase max_iter or tol", ConvergenceWarning,
+                      stacklevel=2)
+    return SolverResult(theta, np.asarray(history), it, converged, float("nan"),
+                        time.perf_counter() - start, "irls", getattr(rows, "n_passes", 0) - passes,
+                        "cholesky")

@@ -1,0 +1,170 @@
+"""The estimators on dask arrays: fit and sample on the cluster, predict lazily.
+
+``fit(X, y)`` with a row-chunked ``dask.array`` ``X`` builds one
+:class:`~bayesdrop.linalg.dask_backend.DaskRows` per binary problem (the one-vs-rest
+targets and class weights are computed inside the chunks, never on the client) and
+minimises ``J`` with :func:`bayesdrop.solvers.fit_rows`; ``sample_posterior`` runs
+:func:`bayesdrop.samplers.rows.sample_rows`. The prediction methods map themselves over
+the chunks and return dask arrays, as dask-ml's wrappers do.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..linalg.dask_backend import DaskRows, check_dask_design, is_dask_array
+
+__all__ = ["is_dask_array", "map_rows", "fit_dask", "sample_posterior_dask"]
+
+
+def map_rows(method, X, n_columns=None, dtype=np.float64):
+    """``method`` (an in-memory prediction method) applied chunk by chunk, lazily.
+
+    Returns a dask array of shape (n_samples,) (``n_columns=None``) or
+    (n_samples, n_columns) with ``X``'s row chunks.
+    """
+    check_dask_design(X)
+    if n_columns is None:
+        return X.map_blocks(method, dtype=dtype, drop_axis=1, chunks=(X.chunks[0],),
+                            meta=np.empty((0,), dtype=dtype))
+    return X.map_blocks(method, dtype=dtype, chunks=(X.chunks[0], (int(n_columns),)),
+                        meta=np.empty((0, 0), dtype=dtype))
+
+
+def _labels(y, n):
+    """``(classes, weighted counts)`` of a dask or in-memory label vector."""
+    import dask.array as da
+
+    if is_dask_array(y):
+        if y.ndim != 1 or y.shape[0] != n:
+            raise ValueError(f"y must have shape ({n},), got {y.shape}")
+        return np.asarray(da.unique(y).compute())
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y must have shape ({n},), got {y.shape}")
+    return np.unique(y)
+
+
+def _class_weights(estimator, X, y, sample_weight, classes):
+    """Label -> weight dict from ``class_weight`` (None: no class weights)."""
+    import dask.array as da
+
+    class_weight = getattr(estimator, "class_weight", None)
+    if class_weight is None:
+        return None
+    if isinstance(class_weight, dict):
+        return {c.item() if hasattr(c, "item") else c: float(class_weight.get(c, 1.0))
+                for c in classes}
+    if class_weight != "balanced":
+        raise ValueError("class_weight must be None, 'balanced' or a dict, got "
+                         f"{class_weight!r}")
+    yd = y if is_dask_array(y) else da.from_array(np.asarray(y), chunks=(X.chunks[0],))
+    if sample_weight is None:
+        w = 1.0
+    else:
+        w = sample_weight if is_dask_array(sample_weight) else da.from_array(
+            np.asarray(sample_weight, dtype=float), chunks=(X.chunks[0],))
+    counts = np.array(da.compute(*[da.sum(w * (yd == c)) for c in classes]), dtype=float)
+    per = counts.sum() / (len(classes) * counts)
+    return {c.item() if hasattr(c, "item") else c: float(v) for c, v in zip(classes, per)}
+
+
+def _rows(estimator, X, y, sample_weight, noise, loss, classes=None):
+    """The binary problems' row back-ends; a classifier fitted afresh (``classes=None``)
+    gets ``classes_`` from ``y``."""
+    n, D = check_dask_design(X)
+    if n == 0:
+        raise ValueError("X has 0 samples")
+    if D == 0:
+        raise ValueError("X has 0 features")
+    if not hasattr(estimator, "_targets"):  # regression: one problem, real targets
+        return [DaskRows(X, y, loss, noise, estimator.fit_intercept, sample_weight)]
+    if classes is None:
+        classes = _labels(y, n)
+        if classes.shape[0] < 2:
+            raise ValueError(f"y contains only one class ({classes[0]!r}); at least two "
+                             "classes are needed")
+        estimator.classes_ = classes
+    cw = _class_weights(estimator, X, y, sample_weight, classes)
+    positives = [classes[1]] if classes.shape[0] == 2 else list(classes)
+    return [DaskRows(X, y, loss, noise, estimator.fit_intercept, sample_weight,
+                     positive=c, class_weight=cw, labels=classes) for c in positives]
+
+
+def fit_dask(estimator, X, y, sample_weight=None):
+    """``estimator.fit`` on a dask ``X`` (see the module docstring); returns estimator."""
+    from ..solvers import fit_rows
+    from ._base import BinaryFit
+
+    noise = estimator._check_params()
+    loss = estimator._make_loss()
+    for attr in ("feature_names_in_",):
+        if hasattr(estimator, attr):
+            delattr(estimator, attr)
+    rows = _rows(estimator, X, y, sample_weight, noise, loss)
+    estimator.n_features_in_ = rows[0].n_features
+    solver, _ = estimator._solvers()
+    if solver == "dual":
+        raise ValueError("solver='dual' needs the data in memory; use 'auto', 'newton' or "
+                         "'irls' with a dask X")
+
+    def fit_binary(k, _, start):
+        r = rows[k]
+        theta0 = None if start is None else np.append(start[0], start[1])[: r.n_params]
+        res = fit_rows(r, theta0, solver=solver, tol=estimator.tol,
+                       max_iter=estimator.max_iter, accelerate=estimator.accelerate)
+        D = r.n_features
+        intercept = float(res.theta[D]) if r.fit_intercept else 0.0
+        return BinaryFit(res.theta[:D].copy(), intercept, res.n_iter, res.converged,
+                         res.objective, {"solver_": res.solver})
+
+    estimator.noise_ = noise
+    estimator.loss_ = loss
+    estimator.fit_problems(len(rows), fit_binary, rows[0].n_features)
+    return estimator
+
+
+def sample_posterior_dask(estimator, X, y, *, sample_weight=None, draws=1000, tune=500,
+                          chains=4, thin=1, random_state=None, progressbar=True,
+                          init="irls", overrelax=-0.5):
+    """``estimator.sample_posterior`` on a dask ``X``: the mode by
+    :func:`bayesdrop.solvers.fit_rows` from the fitted coefficients, then
+    :func:`bayesdrop.samplers.rows.sample_rows` per binary problem."""
+    from .._arviz import convergence_warning, to_inference_data
+    from .._validation import seed_sequence
+    from ..samplers.rows import sample_rows
+    from ..solvers import fit_rows
+
+    if not hasattr(estimator, "coef_"):
+        estimator.fit(X, y, sample_weight=sample_weight)
+    if X.shape[1] != estimator.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} is "
+                         f"expecting {estimator.n_features_in_} features as input")
+    classes = getattr(estimator, "classes_", None)
+    rows = _rows(estimator, X, y, sample_weight, estimator.noise_, estimator._make_loss(),
+                 classes)
+    solver, _ = estimator._solvers()
+    coef, intercept = np.atleast_2d(estimator.coef_), np.atleast_1d(estimator.intercept_)
+    seeds = seed_sequence(random_state).spawn(len(rows))
+    results, modes, mode_lp = [], [], []
+    for k, r in enumerate(rows):
+        theta0 = np.append(coef[k], intercept[k])[: r.n_params]
+        mode = fit_rows(r, theta0, solver="auto" if solver == "dual" else solver,
+                        tol=min(float(estimator.tol), 1e-8), max_iter=estimator.max_iter,
+                        warn=False)
+        modes.append(mode.theta)
+        mode_lp.append(-float(mode.objective[-1]))
+        results.append(sample_rows(r, mode.theta, draws=draws, tune=tune, chains=chains,
+                                   thin=thin, init=init, random_state=seeds[k],
+                                   progressbar=progressbar, overrelax=overrelax))
+    class_names = list(classes) if classes is not None and len(rows) > 1 else None
+    attrs = {"estimator": type(estimator).__name__, "backend": "dask",
+             "n_chunks": int(rows[0].n_chunks)}
+    if classes is not None:
+        attrs["classes"] = ",".join(str(c) for c in classes)
+    idata = to_inference_data(results, loss=estimator.loss_, noise=estimator.noise_,
+                              fit_intercept=estimator.fit_intercept, y=None,
+                              class_names=class_names, attrs=attrs, modes=modes,
+                              mode_lp=mode_lp)
+    convergence_warning(idata)
+    return idata

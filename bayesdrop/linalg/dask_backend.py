@@ -1,0 +1,251 @@
+"""The dask row back-end: every reduction computed chunk by chunk on the workers.
+
+A row-chunked ``dask.array`` design (dense numpy or ``scipy.sparse`` chunks; rows chunked,
+columns in one chunk) never comes to the client. Each reduction of
+:class:`bayesdrop.linalg.backend.RowBackend` -- ``J`` with its gradient and Hessian, the
+IRLS system, one Gibbs sweep's system -- is one task per row chunk, which builds that
+chunk's :class:`~bayesdrop.model.problem.Problem` (validating it: NaN, infinities,
+overflow and labels are found on the worker and reported with the chunk's rows) and
+returns ``D``-sized statistics; a tree of fan-in :data:`FAN_IN` sums them in chunk order
+and only the sum travels to the client. The sums are therefore the same bits for any
+number of workers, and a Gibbs sweep draws chunk ``b``'s augmentation variables from
+:func:`bayesdrop.linalg.backend.block_rng` (the chain's seed, the sweep, ``b``).
+
+Per pass the data are read once and ``O(n_chunks (D + 1)^2)`` floats move between
+processes. Persist ``X`` on the cluster (``X = X.persist()``) before fitting: otherwise
+every pass recomputes it from its source. ``y`` and the weights are persisted here.
+
+Dask is optional: this module imports it, :mod:`bayesdrop` does not.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .backend import RowBackend
+
+__all__ = ["DaskRows", "is_dask_array", "check_dask_design", "FAN_IN"]
+
+#: chunks summed per task of the reduction tree
+FAN_IN = 8
+
+
+def is_dask_array(X):
+    """Whether ``X`` is a ``dask.array.Array`` (without importing dask).
+
+    Examples
+    --------
+    >>> is_dask_array(np.ones(3))
+    False
+    """
+    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks") \
+        and hasattr(X, "to_delayed")
+
+
+def _require_dask():
+    try:
+        import dask  # noqa: F401
+        import dask.array  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - dask inputs imply dask
+        raise ImportError("dask inputs need dask: pip install 'bayesdrop[dask]'") from exc
+
+
+def check_dask_design(X, name="X"):
+    """Validate the shape and chunking of a dask design; return ``(n_samples,
+    n_features)``.
+
+    Raises
+    ------
+    ValueError
+        Not 2-D, unknown chunk sizes (``X.compute_chunk_sizes()`` fixes them), or columns
+        split over several chunks (``X.rechunk({1: -1})`` fixes that).
+    TypeError
+        A non-numeric dtype.
+    """
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-dimensional, got shape {X.shape}")
+    if any(isinstance(c, float) and np.isnan(c) for c in X.chunks[0]) or any(
+            isinstance(c, float) and np.isnan(c) for c in X.chunks[1]):
+        raise ValueError(f"{name} has unknown chunk sizes; call {name}.compute_chunk_sizes() "
+                         "first (e.g. after boolean indexing or a dataframe's .values)")
+    if len(X.chunks[1]) != 1:
+        raise ValueError(f"{name} is chunked along its columns ({len(X.chunks[1])} column "
+                         f"chunks); the rows may be chunked, the columns not: use "
+                         f"{name}.rechunk({{1: -1}})")
+    kind = np.dtype(X.dtype).kind
+    if kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}")
+    return int(X.shape[0]), int(X.shape[1])
+
+
+def aligned_vector(v, chunks, name, n):
+    """``v`` (dask or array-like, length ``n``) as a dask vector with row chunks
+    ``chunks``, persisted on the cluster."""
+    import dask.array as da
+
+    if is_dask_array(v):
+        if v.ndim != 1:
+            raise ValueError(f"{name} must be 1-dimensional, got shape {v.shape}")
+        if any(isinstance(c, float) and np.isnan(c) for c in v.chunks[0]):
+            raise ValueError(f"{name} has unknown chunk sizes; call "
+                             f"{name}.compute_chunk_sizes() first")
+        if v.shape[0] != n:
+            raise ValueError(f"{name} has {v.shape[0]} entries but X has {n} rows")
+        if v.chunks[0] != tuple(chunks):
+            v = v.rechunk((tuple(chunks),))
+        return v.persist()
+    v = np.asarray(v)
+    if v.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {v.shape}")
+    if v.shape[0] != n:
+        raise ValueError(f"{name} has {v.shape[0]} entries but X has {n} rows")
+    return da.from_array(v, chunks=(tuple(chunks),)).persist()
+
+
+def _blocks(v):
+    return list(v.to_delayed().ravel())
+
+
+class _Spec:
+    """What a worker needs to build a chunk's problem (pickled into each task)."""
+
+    def __init__(self, loss, noise, fit_intercept, positive=None, class_weight=None,
+                 labels=None):
+        self.loss, self.noise, self.fit_intercept = loss, noise, fit_intercept
+        self.positive, self.class_weight = positive, class_weight
+        self.labels = None if labels is None else np.asarray(labels)
+
+    def problem(self, Xc, yc, wc, block, offset):
+        from .._validation import check_sample_weight
+        from ..model.problem import Problem
+
+        n = Xc.shape[0]
+        where = f"chunk {block} of X (rows {offset} to {offset + n - 1})"
+        try:
+            yc = np.asarray(yc)
+            weights = None if wc is None else check_sample_weight(np.asarray(wc), n)
+            if self.labels is not None:
+                idx = np.clip(np.searchsorted(self.labels, yc), 0, len(self.labels) - 1)
+                if not np.all(self.labels[idx] == yc):
+                    raise ValueError("y contains labels not seen in fit: "
+                                     f"{sorted(set(yc[self.labels[idx] != yc].tolist()))}")
+            if self.class_weight is not None:
+                cw = self.class_weight
+                labels = yc.tolist()
+                unknown = {lab for lab in labels if lab not in cw}
+                if unknown:
+                    raise ValueError(f"y contains labels not seen in fit: {sorted(unknown)}")
+                per = np.array([cw[lab] for lab in labels], dtype=float)
+                weights = per if weights is None else weights * per
+            if self.positive is not None:
+                yc = np.where(yc == self.positive, 1.0, -1.0)
+            return Problem.create(Xc, yc, self.loss, self.noise, self.fit_intercept,
+                                  sample_weight=weights)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+
+
+def _apply(statistic, spec, Xc, yc, wc, block, offset, *args):
+    return statistic(spec.problem(Xc, yc, wc, block, offset), block, *args)
+
+
+def _sum(*parts):
+    from .backend import sum_terms
+
+    return sum_terms(parts)
+
+
+def _setup(problem, block):
+    """Rows kept (weight > 0) and whether every one of them is noisy."""
+    return float(problem.design.n_samples), float(problem.design.every_row_noisy)
+
+
+class DaskRows(RowBackend):
+    """Row back-end of a row-chunked dask design (see the module docstring).
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features)
+        Dense or ``scipy.sparse`` chunks; rows chunked, columns in one chunk.
+    y : dask.array.Array or array-like of shape (n_samples,)
+        Targets, or class labels with ``positive`` (then ``+1`` where ``y == positive``).
+    loss : Loss
+    noise : NoiseModel
+        Its variances must be row-wise (every built-in noise model's are).
+    fit_intercept : bool
+    sample_weight : dask.array.Array or array-like of shape (n_samples,), optional
+    positive : label, optional
+        One-vs-rest: the label of the ``+1`` class.
+    class_weight : dict, optional
+        Label -> weight, multiplied into the sample weights.
+    labels : ndarray, optional
+        The sorted class labels; any other label in ``y`` raises (in its chunk).
+
+    Attributes
+    ----------
+    n_samples : int
+        Rows with positive weight (counted on the workers).
+    n_passes : int
+        Reductions computed so far.
+    n_chunks : int
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> from bayesdrop import LogisticLoss, Dropout, Problem
+    >>> from bayesdrop.linalg.backend import InMemoryRows
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100, 3)); y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    >>> rows = DaskRows(da.from_array(X, chunks=(30, 3)), y, LogisticLoss(1.0), Dropout(0.3))
+    >>> rows.n_chunks, rows.n_samples
+    (4, 100)
+    >>> ref = InMemoryRows(Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3)))
+    >>> theta = np.array([0.3, -0.1, 0.2, 0.05])
+    >>> bool(np.allclose(rows.newton(theta)[2], ref.newton(theta)[2]))
+    True
+    """
+
+    def __init__(self, X, y, loss, noise, fit_intercept=True, sample_weight=None, *,
+                 positive=None, class_weight=None, labels=None):
+        _require_dask()
+        n, D = check_dask_design(X)
+        self.chunks = tuple(int(c) for c in X.chunks[0])
+        self.n_chunks = len(self.chunks)
+        self.offsets = np.concatenate([[0], np.cumsum(self.chunks)[:-1]]).astype(int)
+        self._x = _blocks(X)
+        self._y = _blocks(aligned_vector(y, self.chunks, "y", n))
+        self._w = [None] * self.n_chunks if sample_weight is None or isinstance(
+            sample_weight, numbers.Number) and sample_weight == 1 else _blocks(
+            aligned_vector(sample_weight, self.chunks, "sample_weight", n))
+        self.spec = _Spec(loss, noise, bool(fit_intercept), positive, class_weight, labels)
+        self.loss = loss
+        self.n_features = D
+        self.fit_intercept = bool(fit_intercept)
+        self.n_params = D + int(self.fit_intercept)
+        self.n_passes = 0
+        kept, noisy = self.reduce(_setup, per_block=True)
+        self.n_samples = int(round(sum(kept)))
+        if self.n_samples == 0:
+            raise ValueError("every example has sample weight 0")
+        self.every_row_noisy = bool(all(v == 1.0 for v in noisy))
+
+    def reduce(self, statistic, *args, per_block=False):
+        """Sum ``statistic(chunk_problem, b, *args)`` over the chunks ``b`` on the cluster
+        (the default dask scheduler: a ``distributed.Client`` if one is active) with a
+        fixed summation tree; ``per_block=True`` returns the list of chunk results."""
+        import dask
+        from dask import delayed
+
+        parts = [delayed(_apply, pure=False)(statistic, self.spec, x, y, w, b,
+                                              int(self.offsets[b]), *args)
+                 for b, (x, y, w) in enumerate(zip(self._x, self._y, self._w))]
+        self.n_passes += 1
+        if per_block:
+            out = dask.compute(*parts)
+            return tuple(zip(*out)) if isinstance(out[0], tuple) else out
+        while len(parts) > 1:
+            parts = [delayed(_sum, pure=False)(*parts[i:i + FAN_IN])
+                     for i in range(0, len(parts), FAN_IN)]
+        return dask.compute(parts[0])[0]
