@@ -7,7 +7,7 @@ IRLS system, one Gibbs sweep's system -- is one task per row chunk, which builds
 chunk's :class:`~bayesdrop.model.problem.Problem` (validating it: NaN, infinities,
 overflow and labels are found on the worker and reported with the chunk's rows) and
 returns ``D``-sized statistics; a tree of fan-in :data:`FAN_IN` sums them in chunk order
-and only the sum travels to the client. The sums are therefore the same bits for any
+and at most :data:`FAN_IN` partial sums travel to the client. The sums are therefore the same bits for any
 number of workers, and a Gibbs sweep draws chunk ``b``'s augmentation variables from
 :func:`bayesdrop.linalg.backend.block_rng` (the chain's seed, the sweep, ``b``).
 
@@ -124,8 +124,15 @@ class _Spec:
         n = Xc.shape[0]
         where = f"chunk {block} of X (rows {offset} to {offset + n - 1})"
         try:
-            yc = np.asarray(yc)
-            weights = None if wc is None else check_sample_weight(np.asarray(wc), n)
+            # chunks deserialised from another worker can sit at addresses that are not
+            # multiples of 8 bytes; numpy then skips BLAS and its SIMD loops and the sums
+            # round differently. Aligned copies make every chunk's statistics the same
+            # bits on every worker (the draws do not depend on where a chunk lands).
+            Xc = _aligned(Xc)
+            yc = np.require(np.asarray(yc), requirements=["C", "A"])
+            wc = None if wc is None else np.require(np.asarray(wc, dtype=np.float64),
+                                                    requirements=["C", "A"])
+            weights = None if wc is None else check_sample_weight(wc, n)
             if self.labels is not None:
                 idx = np.clip(np.searchsorted(self.labels, yc), 0, len(self.labels) - 1)
                 if not np.all(self.labels[idx] == yc):
@@ -147,6 +154,22 @@ class _Spec:
             raise ValueError(f"{where}: {exc}") from None
 
 
+def _aligned(Xc):
+    """``Xc`` (dense or sparse chunk) with its float data 8-byte aligned and contiguous."""
+    import scipy.sparse as sp
+
+    if sp.issparse(Xc):
+        Xc = sp.csr_matrix(Xc)
+        if not (Xc.data.flags.aligned and Xc.data.dtype == np.float64):
+            Xc = sp.csr_matrix((np.require(Xc.data, np.float64, ["C", "A"]),
+                                Xc.indices.copy(), Xc.indptr.copy()), shape=Xc.shape)
+        return Xc
+    Xc = np.asarray(Xc)
+    if Xc.dtype.kind not in "biuf":
+        return Xc  # as_float_design raises the error
+    return np.require(Xc, np.float64, ["C", "A"])
+
+
 def _apply(statistic, spec, Xc, yc, wc, block, offset, *args):
     return statistic(spec.problem(Xc, yc, wc, block, offset), block, *args)
 
@@ -160,6 +183,30 @@ def _sum(*parts):
 def _setup(problem, block):
     """Rows kept (weight > 0) and whether every one of them is noisy."""
     return float(problem.design.n_samples), float(problem.design.every_row_noisy)
+
+
+def _compute(parts):
+    """``dask.compute(*parts)``; a cluster failure becomes a RuntimeError that says so.
+
+    A worker lost mid-pass is handled by dask: its tasks run again elsewhere and lost
+    chunks are recomputed from their graph, so the pass returns the same sums. Only when
+    that is impossible (a chunk that was scattered, not computed, or a task that killed
+    its workers repeatedly) does the pass fail -- never with a partial sum.
+    """
+    import dask
+
+    try:
+        return dask.compute(*parts)
+    except (ValueError, TypeError, FloatingPointError, MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        if type(exc).__module__.split(".")[0] != "distributed":
+            raise
+        raise RuntimeError(
+            f"the dask cluster could not compute a pass over the chunks of X "
+            f"({type(exc).__name__}: {exc}); no result was returned. Workers may have been "
+            "lost with data that cannot be recomputed (e.g. scattered chunks); persist X "
+            "from a recomputable source, or retry") from exc
 
 
 class DaskRows(RowBackend):
@@ -215,10 +262,16 @@ class DaskRows(RowBackend):
         self.n_chunks = len(self.chunks)
         self.offsets = np.concatenate([[0], np.cumsum(self.chunks)[:-1]]).astype(int)
         self._x = _blocks(X)
-        self._y = _blocks(aligned_vector(y, self.chunks, "y", n))
-        self._w = [None] * self.n_chunks if sample_weight is None or isinstance(
-            sample_weight, numbers.Number) and sample_weight == 1 else _blocks(
-            aligned_vector(sample_weight, self.chunks, "sample_weight", n))
+        # the persisted vectors are held here: their chunks live as long as the back-end
+        self.y = aligned_vector(y, self.chunks, "y", n)
+        self._y = _blocks(self.y)
+        self.sample_weight = None
+        self._w = [None] * self.n_chunks
+        if not (sample_weight is None or isinstance(sample_weight, numbers.Number)
+                and sample_weight == 1):
+            self.sample_weight = aligned_vector(sample_weight, self.chunks,
+                                                "sample_weight", n)
+            self._w = _blocks(self.sample_weight)
         self.spec = _Spec(loss, noise, bool(fit_intercept), positive, class_weight, labels)
         self.loss = loss
         self.n_features = D
@@ -235,7 +288,6 @@ class DaskRows(RowBackend):
         """Sum ``statistic(chunk_problem, b, *args)`` over the chunks ``b`` on the cluster
         (the default dask scheduler: a ``distributed.Client`` if one is active) with a
         fixed summation tree; ``per_block=True`` returns the list of chunk results."""
-        import dask
         from dask import delayed
 
         parts = [delayed(_apply, pure=False)(statistic, self.spec, x, y, w, b,
@@ -243,9 +295,10 @@ class DaskRows(RowBackend):
                  for b, (x, y, w) in enumerate(zip(self._x, self._y, self._w))]
         self.n_passes += 1
         if per_block:
-            out = dask.compute(*parts)
+            out = _compute(parts)
             return tuple(zip(*out)) if isinstance(out[0], tuple) else out
-        while len(parts) > 1:
+        while len(parts) > FAN_IN:
             parts = [delayed(_sum, pure=False)(*parts[i:i + FAN_IN])
                      for i in range(0, len(parts), FAN_IN)]
-        return dask.compute(parts[0])[0]
+        # the last level on the client: at most FAN_IN results, one fewer round trip
+        return _sum(*_compute(parts))
