@@ -108,9 +108,12 @@ def as_float_design(X, name="X"):
         data = X
     if X.ndim != 2:
         raise ValueError(f"{name} must be 2-dimensional, got shape {X.shape}")
-    if not np.all(np.isfinite(data)):
-        raise ValueError(f"{name} contains NaN or infinity")
     if data.size:
+        # two allocation-free SIMD reductions; NaN propagates through max / min
+        hi, lo = float(np.max(data)), float(np.min(data))
+        if not (np.isfinite(hi) and np.isfinite(lo)):
+            raise ValueError(f"{name} contains NaN or infinity")
+    if data.size and max(hi, -lo) > MAX_ABS:
         flat = np.abs(data).ravel()
         k = int(np.argmax(flat))
         if flat[k] > MAX_ABS:

@@ -92,7 +92,11 @@ def _rows(estimator, X, y, sample_weight, noise, loss, classes=None):
 
 
 def fit_dask(estimator, X, y, sample_weight=None):
-    """``estimator.fit`` on a dask ``X`` (see the module docstring); returns estimator."""
+    """``estimator.fit`` on a dask ``X`` (see the module docstring); returns estimator.
+
+    Besides the usual fitted attributes it sets ``n_passes_`` (per binary problem): the
+    passes over the data the fit made (each reads every chunk once).
+    """
     from ..solvers import fit_rows
     from ._base import BinaryFit
 
@@ -116,7 +120,7 @@ def fit_dask(estimator, X, y, sample_weight=None):
         D = r.n_features
         intercept = float(res.theta[D]) if r.fit_intercept else 0.0
         return BinaryFit(res.theta[:D].copy(), intercept, res.n_iter, res.converged,
-                         res.objective, {"solver_": res.solver})
+                         res.objective, {"solver_": res.solver, "n_passes_": res.n_evals})
 
     estimator.noise_ = noise
     estimator.loss_ = loss

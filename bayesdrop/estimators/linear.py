@@ -134,6 +134,8 @@ class _DropoutLinearModel(LinearModel):
 
         self.noise_ = noise
         self.loss_ = loss
+        if hasattr(self, "n_passes_"):  # set by a fit on dask data only
+            del self.n_passes_
         return self.fit_problems(targets, fit_binary, X.shape[1])
 
     def _problems(self, X, y, sample_weight=None):
@@ -576,6 +578,8 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
         self.objective_ = self.objective_[0]
         self.converged_ = bool(self.converged_[0])
         self.solver_ = str(self.solver_[0])
+        if hasattr(self, "n_passes_"):
+            self.n_passes_ = int(np.ravel(self.n_passes_)[0])
         return self
 
     def _encode_targets(self, y, n_samples):

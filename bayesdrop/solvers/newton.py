@@ -330,7 +330,10 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
 
 #: step lengths (besides the full step) whose ``J`` a row back-end evaluates in the same
 #: pass as the next Hessian, so that a damped step costs no extra pass over the data
-ROW_TRIAL_STEPS = 0.5 ** np.arange(1, 13)
+ROW_TRIAL_STEPS = 0.5 ** np.arange(1, 5)
+#: further step lengths, tried in one more (objective-only) pass when none of
+#: :data:`ROW_TRIAL_STEPS` gives sufficient decrease
+ROW_SHORT_STEPS = 0.5 ** np.arange(5, 41)
 
 
 def _cholesky_direction(H, g):
@@ -350,9 +353,11 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=100, warn=True):
     every sum over rows comes from ``rows`` (:mod:`bayesdrop.linalg.backend`): one pass
     returns ``J``, the gradient and the ``D x D`` Hessian at the trial point
     ``theta + p`` together with ``J`` at ``theta + t p`` for ``t`` in
-    :data:`ROW_TRIAL_STEPS`. When the full step satisfies the Armijo condition (always
-    near the optimum) the next Newton system is already there; otherwise the longest
-    acceptable ``t`` is taken and one more pass computes the system at the new point.
+    :data:`ROW_TRIAL_STEPS` (1/2 to 1/16). When the full step satisfies the Armijo
+    condition (always near the optimum) the next Newton system is already there;
+    otherwise the longest acceptable ``t`` is taken (if none of these is, one
+    objective-only pass tries :data:`ROW_SHORT_STEPS`) and one more pass computes the
+    system at the new point.
     This is how the dask back-end fits: per step, the workers send back one
     ``(D + 1) x (D + 1)`` matrix per chunk and the client solves.
 
@@ -426,12 +431,17 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=100, warn=True):
         if J1 <= J - ARMIJO * decrement:
             theta, J, g, H = theta + step, J1, g1, H1
         else:
-            ok = np.flatnonzero(J_trial <= J - ARMIJO * ROW_TRIAL_STEPS * decrement)
+            steps = ROW_TRIAL_STEPS
+            ok = np.flatnonzero(J_trial <= J - ARMIJO * steps * decrement)
+            if ok.size == 0:  # shorter steps, all in one objective-only pass
+                steps = ROW_SHORT_STEPS[ROW_SHORT_STEPS >= MIN_STEP]
+                J_short = rows.objective(theta[None, :] + steps[:, None] * step[None, :])
+                ok = np.flatnonzero(J_short <= J - ARMIJO * steps * decrement)
             if ok.size == 0:  # no decrease at any tried length: rounding level reached
                 converged = decrement <= 2.0 * tol * max(abs(J), 1.0)
                 it -= 1
                 break
-            theta = theta + ROW_TRIAL_STEPS[ok[0]] * step
+            theta = theta + steps[ok[0]] * step
             J, g, H, _ = rows.newton(theta)
         history.append(J)
         if decrement <= 2.0 * tol * max(abs(J), 1.0):
