@@ -94,12 +94,35 @@ def check_scalar(value, name, *, min_val=None, max_val=None, include_min=True,
     return value
 
 
+def reject_dask(X, name="X", where="this function"):
+    """Raise a TypeError for a dask array: ``where`` would otherwise pull it into memory.
+
+    Only the dropout estimators (``fit``, ``predict``, ``decision_function``,
+    ``predict_proba``, ``sample_posterior``) and :func:`bayesdrop.posterior.sample_posterior`
+    compute on dask data; everything else refuses it rather than calling ``np.asarray`` on
+    a lazy, possibly huge array.
+
+    Examples
+    --------
+    >>> reject_dask(np.ones((2, 2)))  # anything else passes
+    """
+    if type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks"):
+        raise TypeError(
+            f"{name} is a dask array, which {where} would load into this process's memory. "
+            "DropoutSVC, DropoutLogisticRegression and DropoutSVR (fit, predict, "
+            "decision_function, predict_proba, sample_posterior) and "
+            "bayesdrop.sample_posterior compute on dask arrays chunk by chunk; elsewhere "
+            f"call {name}.compute() to load it deliberately")
+
+
 def as_float_design(X, name="X"):
     """Return ``X`` as float64 dense array or CSR matrix, without copying if possible.
 
     Raises a ValueError naming ``name`` for NaN/inf, entries above :data:`MAX_ABS` (naming
-    the feature) or a wrong number of dimensions.
+    the feature) or a wrong number of dimensions, and a TypeError for a dask array
+    (:func:`reject_dask`).
     """
+    reject_dask(X, name)
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64)
         data = X.data

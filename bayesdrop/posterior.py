@@ -78,7 +78,10 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
 
     Parameters
     ----------
-    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    X : ndarray, sparse matrix or dask array of shape (n_samples, n_features)
+        A row-chunked ``dask.array`` is sampled on its cluster
+        (:mod:`bayesdrop.samplers.rows`; ``cores``, ``store_augmentation``, ``linalg``
+        and ``log_likelihood`` do not apply, and there are no per-example groups).
     y : array-like of shape (n_samples,)
         Two classes for ``"hinge"`` and ``"logistic"`` (any two labels, as for the
         estimators: the larger one is the positive class ``+1``; ``{-1, +1}`` and
@@ -116,6 +119,12 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     """
     loss_obj = make_loss(loss, C=C, **loss_params)
     noise_obj = make_noise(noise, noise_level)
+    if type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks"):
+        return _sample_posterior_dask(X, y, loss_obj, noise_obj, fit_intercept,
+                                      sample_weight, feature_names,
+                                      dict(draws=draws, tune=tune, chains=chains, thin=thin,
+                                           init=init, random_state=random_state,
+                                           progressbar=progressbar, overrelax=overrelax))
     X = as_float_design(X)
     y_obs = np.asarray(y)
     if loss_obj.binary:
@@ -137,6 +146,37 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
                               feature_names=feature_names, log_likelihood=ll, kept=kept,
                               attrs={"irls_theta": fit.theta,
                                      "irls_objective": fit.objective[-1]})
+    convergence_warning(idata)
+    return idata
+
+
+def _sample_posterior_dask(X, y, loss, noise, fit_intercept, sample_weight, feature_names,
+                           kwargs):
+    """:func:`sample_posterior` on a row-chunked dask ``X``: the mode by
+    :func:`bayesdrop.solvers.fit_rows`, the draws by
+    :func:`bayesdrop.samplers.rows.sample_rows` (no per-example groups)."""
+    from .estimators._dask import _labels
+    from .linalg.dask_backend import DaskRows, check_dask_design
+    from .samplers.rows import sample_rows
+    from .solvers import fit_rows
+
+    n, _ = check_dask_design(X)
+    positive = labels = None
+    if loss.binary:
+        labels = _labels(y, n)
+        if labels.shape[0] != 2:
+            raise ValueError(f"y must have exactly two classes for the {loss.name} loss, got "
+                             f"{labels.shape[0]}")
+        positive = labels[1]
+    rows = DaskRows(X, y, loss, noise, fit_intercept, sample_weight, positive=positive,
+                    labels=labels)
+    fit = fit_rows(rows)
+    res = sample_rows(rows, fit.theta, **kwargs)
+    idata = to_inference_data([res], loss=loss, noise=noise, fit_intercept=fit_intercept,
+                              y=None, feature_names=feature_names,
+                              attrs={"irls_theta": fit.theta,
+                                     "irls_objective": fit.objective[-1], "backend": "dask",
+                                     "n_chunks": rows.n_chunks})
     convergence_warning(idata)
     return idata
 

@@ -249,3 +249,28 @@ def test_a_worker_lost_mid_fit_is_recovered(client):
     np.testing.assert_array_equal(got.coef_, ref.coef_)
     client.wait_for_workers(2, timeout=60)
     assert victim not in client.run(os.getpid).values()
+
+
+def test_functional_sample_posterior_on_the_cluster(client):
+    from bayesdrop import sample_posterior
+
+    X, y = _data(n=300, d=3, seed=8)
+    labels = np.where(y == 1, "yes", "no")
+    idata = sample_posterior(_dask(X, 100), da.from_array(labels, chunks=60), loss="hinge",
+                             noise_level=0.3, draws=20, tune=5, chains=2, random_state=0,
+                             progressbar=False)
+    ref = DropoutSVC(noise_level=0.3, tol=1e-10).fit(X, labels)
+    np.testing.assert_allclose(idata.posterior.attrs["irls_theta"][:3], ref.coef_[0],
+                               rtol=1e-6, atol=1e-8)
+    assert idata.posterior["coef"].shape == (2, 20, 3)
+
+
+def test_other_estimators_refuse_dask_instead_of_loading_it(client):
+    from bayesdrop.baselines import MCFLogisticRegression
+
+    X, y = _data(n=200, seed=9)
+    with pytest.raises(TypeError, match="X is a dask array.*compute"):
+        MCFLogisticRegression().fit(_dask(X), y)
+    est = DropoutLogisticRegression().fit(X, y)
+    with pytest.raises(TypeError, match="X is a dask array"):
+        est.predict_vote_fractions(_dask(X), None)

@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_sample_weight, check_random_state, check_scalar
+from .._validation import check_random_state, check_sample_weight, check_scalar, reject_dask
 from ..estimators._base import ACCEPT_SPARSE
 from ..model.noise import make_noise
 
@@ -78,6 +78,7 @@ class ExplicitCorruptionClassifier(ClassifierMixin, BaseEstimator):
         """
         M = check_scalar(self.n_copies, "n_copies", min_val=1, integer=True)
         noise = make_noise(self.noise, self.noise_level)
+        reject_dask(X, "X", f"{type(self).__name__}.fit")
         X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE, dtype=np.float64)
         check_classification_targets(y)
         if np.unique(y).shape[0] < 2:
@@ -104,6 +105,7 @@ class ExplicitCorruptionClassifier(ClassifierMixin, BaseEstimator):
 
     def _check(self, X):
         check_is_fitted(self)
+        reject_dask(X, "X", type(self).__name__)
         return validate_data(self, X, reset=False, accept_sparse=ACCEPT_SPARSE,
                              dtype=np.float64)
 

@@ -6,7 +6,7 @@ import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.utils.validation import validate_data
 
-from .._validation import check_scalar
+from .._validation import check_scalar, reject_dask
 from ..estimators._base import ACCEPT_SPARSE
 from ..model.design import Design
 from ..model.noise import make_noise
@@ -116,6 +116,7 @@ class WagerDropoutLogisticRegression(SmoothBinaryClassifier):
         n = float(sw.sum())
         unlabeled = None
         if X_unlabeled is not None:
+            reject_dask(X_unlabeled, "X_unlabeled", f"{type(self).__name__}.fit")
             Xu = validate_data(self, X_unlabeled, reset=False, accept_sparse=ACCEPT_SPARSE,
                                dtype=np.float64)
             unlabeled = Design(Xu, noise, fi)

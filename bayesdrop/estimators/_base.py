@@ -29,7 +29,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_sample_weight
+from .._validation import check_sample_weight, reject_dask
 from ._dask import is_dask_array, map_rows
 
 __all__ = ["ACCEPT_SPARSE", "BinaryFit", "LinearModel", "OneVsRestClassifier",
@@ -129,6 +129,7 @@ class LinearModel(BaseEstimator):
 
     def _validate_X(self, X, reset=False):
         check_is_fitted(self)
+        reject_dask(X, "X", f"{type(self).__name__} here")
         return validate_data(self, X, reset=reset, accept_sparse=ACCEPT_SPARSE,
                              dtype=np.float64)
 
@@ -236,6 +237,7 @@ class OneVsRestClassifier(ClassifierMixin, LinearModel):
     def _validate_fit(self, X, y):
         """Validated ``X`` (CSR if sparse) and the class index of each label; sets
         ``classes_`` and ``n_features_in_``."""
+        reject_dask(X, "X", f"{type(self).__name__}.fit")
         X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE, dtype=np.float64)
         y_idx = set_classes(self, y)
         if sp.issparse(X):
