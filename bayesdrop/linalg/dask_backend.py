@@ -139,12 +139,13 @@ class _Spec:
                     raise ValueError("y contains labels not seen in fit: "
                                      f"{sorted(set(yc[self.labels[idx] != yc].tolist()))}")
             if self.class_weight is not None:
-                cw = self.class_weight
-                labels = yc.tolist()
-                unknown = {lab for lab in labels if lab not in cw}
-                if unknown:
-                    raise ValueError(f"y contains labels not seen in fit: {sorted(unknown)}")
-                per = np.array([cw[lab] for lab in labels], dtype=float)
+                keys = np.array(sorted(self.class_weight))
+                values = np.array([self.class_weight[k] for k in keys], dtype=float)
+                idx = np.clip(np.searchsorted(keys, yc), 0, len(keys) - 1)
+                if not np.all(keys[idx] == yc):
+                    raise ValueError("y contains labels not seen in fit: "
+                                     f"{sorted(set(yc[keys[idx] != yc].tolist()))}")
+                per = values[idx]
                 weights = per if weights is None else weights * per
             if self.positive is not None:
                 yc = np.where(yc == self.positive, 1.0, -1.0)
