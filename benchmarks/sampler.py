@@ -126,7 +126,7 @@ def numpyro_model(code):
     return model
 
 
-def run_nuts(problem, theta_hat, seed):
+def run_nuts(problem, theta_hat, seed, dense_mass=False):
     import jax
     from numpyro.infer import MCMC, NUTS, init_to_value
 
@@ -136,7 +136,8 @@ def run_nuts(problem, theta_hat, seed):
     code = loss.name
     c = 2.0 * loss.C if code == "logistic" else loss.C
     margin = getattr(loss, "margin", 0.0)
-    kernel = NUTS(numpyro_model(code), init_strategy=init_to_value(values={"theta": theta_hat}))
+    kernel = NUTS(numpyro_model(code), init_strategy=init_to_value(values={"theta": theta_hat}),
+                  dense_mass=dense_mass)
     mcmc = MCMC(kernel, num_warmup=TUNE, num_samples=DRAWS, num_chains=CHAINS,
                 chain_method="parallel", progress_bar=False, jit_model_args=True)
     args = (X, V, problem.y, c, margin)
@@ -156,6 +157,11 @@ def main():
                         help="the five small problems only (no synthetic 10^4 x 50 row, "
                              "whose NUTS run takes about 20 minutes); results to "
                              "results/sampler_small.txt")
+    parser.add_argument("--synthetic-only", action="store_true",
+                        help="the synthetic 10^4 x 50 row only")
+    parser.add_argument("--dense-mass", action="store_true",
+                        help="NUTS with dense_mass=True (a full mass matrix adapted in "
+                             "warm-up) instead of NumPyro's default diagonal one")
     args = parser.parse_args()
     have_nuts = not args.no_nuts
     if have_nuts:
@@ -180,6 +186,10 @@ def main():
     todo = problems(args.quick)
     if args.small_only:
         todo = todo[:5]
+    if args.synthetic_only:
+        todo = todo[5:]
+    if args.dense_mass:
+        lines[0] += "; NUTS with dense_mass=True"
     for name, X, y, loss, noise in todo:
         problem = Problem.create(X, y, loss, noise, True)
         theta_hat = fit_problem(problem).theta
@@ -196,7 +206,7 @@ def main():
         cells = [name, f"{1e3 * sweep:.3f}", f"{1e3 * floor:.3f}", f"{sweep / floor:.2f}",
                  f"{ours_s:.2f}", f"{bulk:.0f}/{tail:.0f}", f"{min(bulk, tail) / ours_s:.0f}"]
         if have_nuts:
-            theta_n, nuts_s = run_nuts(problem, theta_hat, seed=3)
+            theta_n, nuts_s = run_nuts(problem, theta_hat, seed=3, dense_mass=args.dense_mass)
             nb, nt = min_ess(theta_n)
             ratio = (min(bulk, tail) / ours_s) / (min(nb, nt) / nuts_s)
             cells += [f"{nuts_s:.2f}", f"{nb:.0f}/{nt:.0f}", f"{min(nb, nt) / nuts_s:.0f}",
@@ -207,8 +217,10 @@ def main():
         print(lines[-1], flush=True)
     lines += ["", f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}"]
     if not args.quick:
+        stem = ("sampler_small" if args.small_only else "sampler_synthetic"
+                if args.synthetic_only else "sampler")
         out = Path(__file__).parent / "results" / (
-            "sampler_small.txt" if args.small_only else "sampler.txt")
+            stem + ("_dense_mass" if args.dense_mass else "") + ".txt")
         out.write_text("\n".join(lines) + "\n")
 
 
