@@ -107,8 +107,15 @@ def test_irls_fixed_point_is_the_newton_optimum(case):
     assert np.max(np.abs(grad)) <= 1e-7 * max(problem.objective(theta), 1.0)
 
 
+@pytest.mark.parametrize("blocked", [False, True], ids=["whole", "blocked"])
 @pytest.mark.parametrize("case", [c for c in CASES if c[1] != "none"], ids=_ids)
-def test_hessian_products_match_finite_differences(case):
+def test_hessian_products_match_finite_differences(case, blocked, monkeypatch):
+    """``blocked``: the dense Hessian by the cache-sized stacked blocks of
+    ``_dense_hessian_blocked`` (forced, with blocks of 7 rows so that the last is
+    partial), which large dense designs use."""
+    if blocked:
+        monkeypatch.setattr(hessian, "HESSIAN_BLOCKED_MIN", 0)
+        monkeypatch.setattr(hessian, "HESSIAN_BLOCK", 7)
     loss_name, noise_name, kind, intercept = case
     X, y = _data(kind, loss_name, seed=2)
     problem = Problem.create(X, y, LOSSES[loss_name](), NOISES[noise_name](), intercept)

@@ -106,6 +106,33 @@ def _check_design(design):
                          "the latent design is fitted by IRLS")
 
 
+#: rows per block of :func:`_dense_hessian_blocked` (measured best of 256-4096 at
+#: 10^6 x 20 and 2.5 x 10^5 x 64)
+HESSIAN_BLOCK = 2048
+#: the blocked product is used from this many stored entries ``N x D`` on
+HESSIAN_BLOCKED_MIN = 200_000
+
+
+def _dense_hessian_blocked(design, curv, X, M, scale):
+    """The rows' share of ``H`` for dense ``X`` and ``V = scale * M`` in one pass of
+    cache-sized blocks: with ``Z = [Xbar; Gbar]`` (the block's rows, then its ``G`` rows,
+    ``G = 2 scale M diag(w)``) and ``Y = [d_mm Xbar + d_ms Gbar; d_ms Xbar + d_ss Gbar]``
+    the block adds ``Z^T Y`` -- the three products of :func:`hessian_matrix` as one BLAS
+    ``gemm`` without ``N x D`` temporaries. The noise diagonal is not included."""
+    n, D = X.shape
+    p = design.n_params
+    B = min(HESSIAN_BLOCK, n)
+    g = 2.0 * scale * curv.w
+    Z, Y = np.empty((2 * B, p)), np.empty((2 * B, p))
+    H = np.zeros((p, p))
+    args = (X, M, g, design.fit_intercept, curv.d_mm, curv.d_ms, curv.d_ss)
+    for start in range(0, n, B):
+        nb = min(start + B, n) - start
+        kernels.dense_hessian_block(*args, start, nb, Z, Y)
+        H += Z[:2 * nb].T @ Y[:2 * nb]
+    return 0.5 * (H + H.T)
+
+
 def hessian_matrix(design, curv, penalty=True):
     """Dense Hessian ``H`` of shape (n_params, n_params) (see the module docstring).
 
@@ -128,6 +155,14 @@ def hessian_matrix(design, curv, penalty=True):
     """
     _check_design(design)
     D = design.n_features
+    compiled = design.row_kernel_arrays()
+    if (compiled is not None and compiled[0] == "dense" and not design.variance.is_zero
+            and design.n_samples * D >= HESSIAN_BLOCKED_MIN):
+        H = _dense_hessian_blocked(design, curv, *compiled[1], compiled[2])
+        if penalty:
+            H[np.diag_indices_from(H)] += 2.0 * design.penalty_mask()
+        H[np.arange(D), np.arange(D)] += curv.noise_diag
+        return H
     H = design.gram(curv.d_mm)
     if penalty:
         H[np.diag_indices_from(H)] += 2.0 * design.penalty_mask()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["csr_hvp", "dense_hvp", "csr_hdiag", "dense_hdiag"]
+__all__ = ["csr_hvp", "dense_hvp", "csr_hdiag", "dense_hdiag", "dense_hessian_block"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -124,3 +124,30 @@ def dense_hdiag(X, M, scale, fit_intercept, w, d_mm, d_ms, d_ss, noise_diag, out
         if fit_intercept:
             out[D] += d_mm[i]
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def dense_hessian_block(X, M, g, fit_intercept, d_mm, d_ms, d_ss, start, nb, Z, Y):
+    """Fill the stacked block of :func:`bayesdrop.linalg.hessian._dense_hessian_blocked`:
+    rows ``0..nb`` of ``Z`` are ``xbar_n``, rows ``nb..2nb`` are ``g * m_n`` (zero
+    intercept entry); ``Y`` holds ``d_mm xbar + d_ms gbar`` and ``d_ms xbar + d_ss gbar``
+    (one pass, no temporaries; the caller adds ``Z^T Y`` by BLAS)."""
+    D = X.shape[1]
+    for i in range(nb):
+        r = start + i
+        a = d_mm[r]
+        b = d_ms[r]
+        c = d_ss[r]
+        for j in range(D):
+            x = X[r, j]
+            gm = M[r, j] * g[j]
+            Z[i, j] = x
+            Z[nb + i, j] = gm
+            Y[i, j] = a * x + b * gm
+            Y[nb + i, j] = b * x + c * gm
+        if fit_intercept:
+            Z[i, D] = 1.0
+            Z[nb + i, D] = 0.0
+            Y[i, D] = a
+            Y[nb + i, D] = b
+    return Z
