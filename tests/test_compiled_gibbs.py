@@ -144,3 +144,86 @@ def test_independence_mh_move_keeps_the_target(loss, noise):
             se_q = np.hypot(mcse(a.theta[..., j], "quantile", prob=q),
                             mcse(b.theta[..., j], "quantile", prob=q))
             assert abs(qa - qb) < 4 * se_q
+
+
+# ---------------------------------------------------------------- the sparse (CSR) sweep
+def _sparse_noise_arrays(design):
+    V, X = design.variance, design.X
+    if V.is_zero:
+        return 0, 0.0, X.data
+    if V.is_constant:
+        return 2, V.scale, X.data
+    kind, arrays, scale = design.row_kernel_arrays()
+    return 1, scale, arrays[3]
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("noise", ["none", Dropout(0.4), "gaussian", "poisson"])
+def test_sparse_dual_draw_is_the_exact_gaussian_step(noise, fit_intercept):
+    """With the standard normals fixed, the matrix-free dual CG draw equals
+    ``alpha theta + A^{-1}((1 - alpha) r + sqrt(1 - alpha^2) eta)`` by dense algebra."""
+    import scipy.sparse as sp
+
+    from bayesdrop import Design
+    from bayesdrop.linalg.wls import normal_matrix, normal_rhs
+    from bayesdrop.samplers._gibbs_sparse import dual_draw, scores_csr
+
+    rng = np.random.default_rng(0)
+    n, D = 30, 80
+    X = sp.random(n, D, density=0.2, format="csr", random_state=1)
+    design = Design(X, noise, fit_intercept)
+    vkind, scale, mdata = _sparse_noise_arrays(design)
+    rho, t = rng.uniform(0.05, 3.0, n), rng.normal(size=n)
+    theta = rng.normal(size=design.n_params)
+    z1, z2, z3 = rng.normal(size=D), rng.normal(size=n), rng.normal(size=D)
+    alpha = -0.5
+    out = np.empty(design.n_params)
+    Xc = X.tocsc()
+    iters = dual_draw(X.indptr, X.indices, X.data, mdata, vkind, scale, D, fit_intercept,
+                      Xc.indptr, Xc.indices, Xc.data, rho, t, theta, alpha, z1, z2, z3,
+                      1e-12, out)
+    assert iters > 0
+    pad = np.zeros(design.n_params - D)
+    eta = (np.sqrt(2.0) * np.append(z1, pad) + design.rmatvec(np.sqrt(rho) * z2)
+           + np.sqrt(design.noise_diagonal(rho)) * np.append(z3, pad))
+    A = normal_matrix(design, rho)
+    ref = np.linalg.solve(A, (1 - alpha) * normal_rhs(design, t)
+                          + np.sqrt(1 - alpha ** 2) * eta) + alpha * theta
+    np.testing.assert_allclose(out, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
+    m, s = np.empty(n), np.empty(n)
+    scores_csr(X.indptr, X.indices, X.data, mdata, vkind, scale, D, fit_intercept, theta,
+               m, s)
+    m_ref, s_ref = design.scores(theta)
+    np.testing.assert_allclose(m, m_ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(s, s_ref, rtol=1e-12, atol=1e-12)
+
+
+SPARSE_CASES = [(LogisticLoss(1.0), Dropout(0.5), False), (HingeLoss(1.0), Dropout(0.3), True),
+                (EpsilonInsensitiveLoss(1.0, 0.2), "none", False)]
+
+
+@pytest.mark.parametrize("loss,noise,weights", SPARSE_CASES, ids=lambda v: str(v)[:20])
+def test_compiled_sparse_sweep_samples_the_python_kernels_distribution(loss, noise, weights,
+                                                                       monkeypatch):
+    """The CSR sweep (dual CG draw) against the Python kernel's Woodbury / CG draw; the
+    Cholesky limit is lowered so that a small sparse problem takes the sparse path."""
+    import scipy.sparse as sp
+
+    from bayesdrop.linalg import wls
+
+    monkeypatch.setattr(wls, "MAX_CHOLESKY_PARAMS", 2)
+    problem = _problem(loss, noise, weights)
+    X = sp.csr_matrix(problem.design.X)
+    problem = Problem.create(X, problem.y, problem.loss, noise)  # weights are in the loss
+    setup = compiled_setup(problem)
+    assert setup is not None and setup["kind"] == "csr"
+    theta_hat = fit_problem(problem, linalg="cg").theta
+    kw = dict(draws=3000, tune=200, chains=2, theta_hat=theta_hat, progressbar=False, cores=1)
+    a = sample(problem, random_state=1, **kw)
+    b = sample(problem, random_state=2, compiled=False, **kw)
+    for j in range(problem.design.n_params):
+        se = np.hypot(mcse(a.theta[..., j]), mcse(b.theta[..., j]))
+        assert abs(a.theta[..., j].mean() - b.theta[..., j].mean()) < 4 * se
+        np.testing.assert_allclose(a.theta[..., j].std(), b.theta[..., j].std(), rtol=0.1)
+    for c, d in [(0, 0), (1, 2999)]:
+        assert a.lp[c, d] == pytest.approx(-problem.objective(a.theta[c, d]), rel=1e-10)

@@ -184,6 +184,36 @@ def _scores(Xb, M, vkind, scale, D, theta, m, s):
 
 
 @numba.njit(cache=True, nogil=True)
+def _augment(code, p0, p1, y, sw, m, s, rng, a1, a2, rho, t):
+    """Draw every example's augmentation given its scores and write the system weights
+    ``(rho, t)`` (``a1``, ``a2``: the augmentation variables kept for the summaries)."""
+    for i in range(m.shape[0]):
+        c = p0 * sw[i]
+        if code == 0:  # hinge, p1 = margin
+            zeta = p1 - y[i] * m[i]
+            root = math.sqrt(zeta * zeta + s[i])
+            u = _ig_one(1.0 / (c * root) if root > 0.0 else np.inf, rng)
+            a1[i] = u
+            rho[i] = c * c * u
+            t[i] = (c + p1 * rho[i]) * y[i]
+        elif code == 1:  # logistic, c = h_n
+            lam = _pg(c, math.sqrt(m[i] * m[i] + s[i]), rng)
+            a1[i] = lam
+            rho[i] = lam
+            t[i] = 0.5 * c * y[i]
+        else:  # epsilon-insensitive, p1 = epsilon
+            r = y[i] - m[i]
+            rp = math.sqrt((r - p1) * (r - p1) + s[i])
+            rm = math.sqrt((r + p1) * (r + p1) + s[i])
+            u = _ig_one(1.0 / (c * rp) if rp > 0.0 else np.inf, rng)
+            u2 = _ig_one(1.0 / (c * rm) if rm > 0.0 else np.inf, rng)
+            a1[i] = u
+            a2[i] = u2
+            rho[i] = c * c * (u + u2)
+            t[i] = c * c * (u * (y[i] - p1) + u2 * (y[i] + p1))
+
+
+@numba.njit(cache=True, nogil=True)
 def _log_target(code, p0, p1, D, y, sw, theta, m, s):
     """``-J(theta)`` from the scores."""
     total = 0.0
@@ -249,30 +279,7 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
     for k in range(n_sweeps):
         sweep = first_sweep + k
         # 1. augmentation and system weights
-        for i in range(n):
-            c = p0 * sw[i]
-            if code == 0:  # hinge, p1 = margin
-                zeta = p1 - y[i] * m[i]
-                root = math.sqrt(zeta * zeta + s[i])
-                u = _ig_one(1.0 / (c * root) if root > 0.0 else np.inf, rng)
-                a1[i] = u
-                rho[i] = c * c * u
-                t[i] = (c + p1 * rho[i]) * y[i]
-            elif code == 1:  # logistic, c = h_n
-                lam = _pg(c, math.sqrt(m[i] * m[i] + s[i]), rng)
-                a1[i] = lam
-                rho[i] = lam
-                t[i] = 0.5 * c * y[i]
-            else:  # epsilon-insensitive, p1 = epsilon
-                r = y[i] - m[i]
-                rp = math.sqrt((r - p1) * (r - p1) + s[i])
-                rm = math.sqrt((r + p1) * (r + p1) + s[i])
-                u = _ig_one(1.0 / (c * rp) if rp > 0.0 else np.inf, rng)
-                u2 = _ig_one(1.0 / (c * rm) if rm > 0.0 else np.inf, rng)
-                a1[i] = u
-                a2[i] = u2
-                rho[i] = c * c * (u + u2)
-                t[i] = c * c * (u * (y[i] - p1) + u2 * (y[i] + p1))
+        _augment(code, p0, p1, y, sw, m, s, rng, a1, a2, rho, t)
         # 2. A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho), r = Xbar^T t; the Gram
         # product in row blocks so that the weighted block stays in cache
         A = np.zeros((p, p))
@@ -350,3 +357,7 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
                         aug_out[row, 1, i] = a2[i]
             kept += 1
     return kept
+
+
+#: the name :mod:`._gibbs_sparse` imports (``-J`` from the scores)
+_log_target_terms = _log_target

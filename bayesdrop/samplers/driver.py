@@ -216,25 +216,28 @@ _BLOCK_WORK = 4_000_000
 
 
 def compiled_setup(problem, linalg="auto"):
-    """The arrays of the compiled sweep (:mod:`._gibbs_dense`) for ``problem``, or None
-    when it does not apply (sparse or latent design, another loss, a back-end other than
-    Cholesky, more than :data:`bayesdrop.linalg.wls` 's Cholesky limit of parameters)."""
+    """The arrays of the compiled sweep for ``problem``, or None when it does not apply.
+
+    Dense designs (:mod:`._gibbs_dense`, ``kind="dense"``): a Cholesky back-end (at most
+    :data:`bayesdrop.linalg.wls.MAX_CHOLESKY_PARAMS` parameters). Sparse designs
+    (:mod:`._gibbs_sparse`, ``kind="csr"``): more parameters than that (where the Python
+    kernel would use the Woodbury or CG back-end) and noise variances stored like ``X``,
+    constant or absent. Both need a built-in loss (hinge, logistic, epsilon-insensitive)
+    and a linear (not latent) design.
+    """
     from ..model.design import Design
-    from ..model.losses import EpsilonInsensitiveLoss, HingeLoss, LogisticLoss
 
     design, loss = problem.design, problem.loss
-    if type(design) is not Design or design.sparse:
+    if type(design) is not Design:
         return None
+    if design.sparse:
+        return _csr_setup(problem, linalg)
     if linalg not in ("auto", "cholesky") or wls.choose_linalg(design, linalg) != "cholesky":
         return None
-    if type(loss) is HingeLoss:
-        code, p0, p1 = 0, loss.C, loss.margin
-    elif type(loss) is LogisticLoss:
-        code, p0, p1 = 1, 2.0 * loss.C, 0.0
-    elif type(loss) is EpsilonInsensitiveLoss:
-        code, p0, p1 = 2, loss.C, loss.epsilon
-    else:
+    code = _loss_code(loss)
+    if code is None:
         return None
+    code, p0, p1 = code
     n, D, p = design.n_samples, design.n_features, design.n_params
     Xb = np.empty((n, p))
     Xb[:, :D] = design.X
@@ -251,9 +254,57 @@ def compiled_setup(problem, linalg="auto"):
         M = np.ascontiguousarray(V.matrix.toarray() if hasattr(V.matrix, "toarray")
                                  else V.matrix, dtype=np.float64)
     sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights)
-    return dict(code=code, p0=float(p0), p1=float(p1), Xb=Xb, M=M, vkind=vkind,
-                scale=float(scale), D=D, y=np.ascontiguousarray(problem.y, dtype=np.float64),
-                sw=sw, n_aug=loss.n_augmentation)
+    return dict(kind="dense", code=code, p0=float(p0), p1=float(p1), Xb=Xb, M=M,
+                vkind=vkind, scale=float(scale), D=D,
+                y=np.ascontiguousarray(problem.y, dtype=np.float64), sw=sw,
+                n_aug=loss.n_augmentation)
+
+
+def _loss_code(loss):
+    """``(code, p0, p1)`` of a built-in loss for the compiled sweeps, or None."""
+    from ..model.losses import EpsilonInsensitiveLoss, HingeLoss, LogisticLoss
+
+    if type(loss) is HingeLoss:
+        return 0, float(loss.C), float(loss.margin)
+    if type(loss) is LogisticLoss:
+        return 1, 2.0 * float(loss.C), 0.0
+    if type(loss) is EpsilonInsensitiveLoss:
+        return 2, float(loss.C), float(loss.epsilon)
+    return None
+
+
+def _csr_setup(problem, linalg):
+    """The arrays of the compiled sparse sweep (see :func:`compiled_setup`), or None."""
+    design, loss = problem.design, problem.loss
+    if linalg not in ("auto", "woodbury", "cg"):
+        return None
+    if wls.choose_linalg(design, linalg) == "cholesky":
+        return None
+    code = _loss_code(loss)
+    if code is None:
+        return None
+    X, V = design.X, design.variance
+    arrays = design.row_kernel_arrays()
+    if V.is_zero:
+        vkind, scale, mdata = 0, 0.0, X.data
+    elif V.is_constant:
+        vkind, scale, mdata = 2, float(V.scale), X.data
+    elif arrays is not None and arrays[0] == "csr":
+        vkind, scale, mdata = 1, float(arrays[2]), arrays[1][3]
+    else:
+        return None
+    n = design.n_samples
+    sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights)
+    Xc = X.tocsc()
+    return dict(kind="csr", code=code[0], p0=code[1], p1=code[2], indptr=X.indptr,
+                cptr=Xc.indptr, cidx=Xc.indices,
+                cdata=np.ascontiguousarray(Xc.data, dtype=np.float64),
+                indices=X.indices, xdata=np.ascontiguousarray(X.data, dtype=np.float64),
+                mdata=np.ascontiguousarray(mdata, dtype=np.float64), vkind=vkind,
+                scale=scale, D=design.n_features, fit_intercept=design.fit_intercept,
+                n=n, p=design.n_params,
+                y=np.ascontiguousarray(problem.y, dtype=np.float64), sw=sw,
+                n_aug=loss.n_augmentation)
 
 
 #: degrees of freedom of the t proposal of the independence MH move
@@ -283,18 +334,32 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                         store_augmentation, report=None, stop=None, **_):
     """One chain of compiled sweeps, block by block (see :func:`_run_chain`)."""
     from ._gibbs_dense import _scores, run_sweeps
+    from ._gibbs_sparse import DUAL_TOL, run_sweeps_csr, scores_csr
 
     rng = np.random.default_rng(seed)
-    Xb, n_aug = setup["Xb"], setup["n_aug"]
-    n, p = Xb.shape
+    n_aug = setup["n_aug"]
+    csr = setup["kind"] == "csr"
     theta = np.array(theta0, dtype=np.float64)
-    m, s = np.empty(n), np.empty(n)
-    _scores(Xb, setup["M"], setup["vkind"], setup["scale"], setup["D"], theta, m, s)
+    if csr:
+        n, p = setup["n"], setup["p"]
+        csr_args = (setup["indptr"], setup["indices"], setup["xdata"], setup["mdata"],
+                    setup["vkind"], setup["scale"], setup["D"], setup["fit_intercept"])
+        m, s = np.empty(n), np.empty(n)
+        scores_csr(*csr_args, theta, m, s)
+        cg_stats = np.zeros(3)
+    else:
+        Xb = setup["Xb"]
+        n, p = Xb.shape
+        m, s = np.empty(n), np.empty(n)
+        _scores(Xb, setup["M"], setup["vkind"], setup["scale"], setup["D"], theta, m, s)
     theta_out = np.empty((draws, p))
     lp_out = np.empty(draws)
     aug_sum = np.zeros((n_aug, n))
     aug_out = np.empty((draws if store_augmentation else 0, n_aug, n))
-    block = int(np.clip(_BLOCK_WORK // max(n * p, 1), 1, 1000))
+    # sweeps per compiled call: about _BLOCK_WORK entries of work (a sparse sweep makes
+    # some 100 passes over the stored entries in its dual CG)
+    work = 100 * setup["xdata"].shape[0] if csr else n * p
+    block = int(np.clip(_BLOCK_WORK // max(work, 1), 1, 1000))
     proposal = setup.get("proposal")
     mh = proposal is not None
     mu, Lq = proposal if mh else (np.zeros(p), np.eye(p))
@@ -310,11 +375,22 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                 interrupted = True
                 break
             nb = min(block, (tune - done) if done < tune else (total - done))
-            kept += run_sweeps(setup["code"], setup["p0"], setup["p1"], Xb, setup["M"],
-                               setup["vkind"], setup["scale"], setup["D"], setup["y"],
-                               setup["sw"], theta, m, s, nb, done, tune, thin, overrelax, rng,
-                               theta_out, lp_out, aug_sum, aug_out, kept, mh, mu, Lq, MH_DF,
-                               mh_stats)
+            if csr:
+                kept += run_sweeps_csr(setup["code"], setup["p0"], setup["p1"], *csr_args,
+                                       setup["cptr"], setup["cidx"], setup["cdata"],
+                                       setup["y"], setup["sw"], theta, m, s, nb, done, tune,
+                                       thin, overrelax, rng, theta_out, lp_out, aug_sum,
+                                       aug_out, kept, DUAL_TOL, cg_stats)
+                if cg_stats[2]:
+                    raise FloatingPointError(
+                        "the dual conjugate-gradient solve of the sparse Gibbs sweep did "
+                        "not converge")
+            else:
+                kept += run_sweeps(setup["code"], setup["p0"], setup["p1"], Xb, setup["M"],
+                                   setup["vkind"], setup["scale"], setup["D"], setup["y"],
+                                   setup["sw"], theta, m, s, nb, done, tune, thin, overrelax,
+                                   rng, theta_out, lp_out, aug_sum, aug_out, kept, mh, mu, Lq,
+                                   MH_DF, mh_stats)
             done += nb
             if t_tune is None and done >= tune:
                 t_tune = time.perf_counter()
@@ -502,7 +578,7 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
     if mh not in ("auto", False):
         raise ValueError(f"mh must be 'auto' or False, got {mh!r}")
     setup = compiled_setup(problem, linalg) if compiled == "auto" else None
-    if setup is not None and mh == "auto":
+    if setup is not None and mh == "auto" and setup["kind"] == "dense":
         setup["proposal"] = laplace_proposal(problem, theta_hat)
     total = chains * (tune + draws * thin)
     wall_start = time.perf_counter()

@@ -1,0 +1,288 @@
+"""The whole Gibbs sweep compiled for sparse designs with many features (numba, ``nogil``;
+``O(nnz)`` passes, never a ``D x D`` or dense ``N x D`` matrix).
+
+The sweep of :mod:`bayesdrop.samplers._gibbs_dense` for CSR ``X`` (and ``V = scale * M``
+with ``M`` stored like ``X``: dropout, multiplicative and Poisson noise), for the regime
+``D > 2000`` where a ``D x D`` Cholesky factor is out of the question. The Gaussian draw
+``theta' = alpha theta + A^{-1} ((1 - alpha) r + sqrt(1 - alpha^2) eta)``,
+``eta ~ N(0, A)``, is computed exactly as :class:`bayesdrop.linalg.woodbury.WoodburyFactor`
+solves -- through the ``N x N`` dual system in ``mu``::
+
+    S mu - b 1 = X K r_w,   1^T mu = r_b,   S = diag(1/rho) + X K X^T,
+    w = K (r_w - X^T mu),   K = diag(1 / (2 + V^T rho))
+
+-- but with ``S`` applied matrix-free (two passes over the stored entries) and the two
+dual solves ``S^{-1} v`` and ``S^{-1} 1`` (the intercept's Schur complement) by one
+Jacobi-preconditioned conjugate-gradient loop that carries both right-hand sides, to a
+relative residual of :data:`DUAL_TOL`. ``S`` is well conditioned: after the diagonal
+scaling its eigenvalues lie in ``[1, 1 + max_n rho_n ||x_n||^2 / 2]``. The perturbation
+``eta = sqrt(2) I' z1 + Xbar^T (sqrt(rho) z2) + sqrt(V^T rho) z3`` has covariance ``A``
+(:func:`bayesdrop.linalg.wls.perturbation`), so the draw is exact up to the CG residual.
+
+:func:`run_sweeps_csr` has the signature of :func:`bayesdrop.samplers._gibbs_dense.run_sweeps`
+without the MH move (its ``D x D`` proposal factor would not fit).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ._gibbs_dense import _augment, _log_target_terms
+
+__all__ = ["run_sweeps_csr", "scores_csr", "dual_draw", "DUAL_TOL"]
+
+#: relative residual of the dual conjugate-gradient solves (per right-hand side)
+DUAL_TOL = 1e-11
+
+
+@numba.njit(cache=True, nogil=True)
+def scores_csr(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, theta, m, s):
+    """``m = X w + b`` and ``s = V (w * w)`` in one pass over the stored entries."""
+    b = theta[D] if fit_intercept else 0.0
+    w2 = 0.0
+    if vkind == 2:
+        for d in range(D):
+            w2 += theta[d] * theta[d]
+    for i in range(indptr.shape[0] - 1):
+        acc = b
+        acc_s = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            acc += xdata[k] * theta[j]
+            if vkind == 1:
+                acc_s += mdata[k] * theta[j] * theta[j]
+        m[i] = acc
+        s[i] = scale * acc_s if vkind == 1 else (scale * w2 if vkind == 2 else 0.0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _rmatvec(indptr, indices, xdata, a, out):
+    """``out = X^T a`` (``out`` of length D)."""
+    out[:] = 0.0
+    for i in range(indptr.shape[0] - 1):
+        ai = a[i]
+        if ai != 0.0:
+            for k in range(indptr[i], indptr[i + 1]):
+                out[indices[k]] += xdata[k] * ai
+
+
+@numba.njit(cache=True, nogil=True)
+def _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q, tmp):
+    """``Q[:, c] = S P[:, c]`` for the two columns ``c`` of ``P`` (``n x 2``, interleaved
+    so that one pass serves both): ``tmp = K X^T P`` by columns (the CSC copy ``cptr,
+    cidx, cdata``: a gather from the small ``P``), then ``Q = P / rho + X tmp`` by rows."""
+    n = indptr.shape[0] - 1
+    for j in range(cptr.shape[0] - 1):
+        a0 = 0.0
+        a1 = 0.0
+        for k in range(cptr[j], cptr[j + 1]):
+            i = cidx[k]
+            x = cdata[k]
+            a0 += x * P[i, 0]
+            a1 += x * P[i, 1]
+        tmp[j, 0] = kdiag[j] * a0
+        tmp[j, 1] = kdiag[j] * a1
+    for i in range(n):
+        a0 = inv_rho[i] * P[i, 0]
+        a1 = inv_rho[i] * P[i, 1]
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            x = xdata[k]
+            a0 += x * tmp[j, 0]
+            a1 += x * tmp[j, 1]
+        Q[i, 0] = a0
+        Q[i, 1] = a1
+
+
+@numba.njit(cache=True, nogil=True)
+def _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, tol, X_out):
+    """Solve ``S X_out[:, c] = B[:, c]`` for both columns (``n x 2``) by
+    Jacobi-preconditioned CG; returns the iterations used (``-1`` if not converged within
+    ``4 n + 100``)."""
+    n = indptr.shape[0] - 1
+    D = kdiag.shape[0]
+    diag = np.empty(n)
+    for i in range(n):
+        acc = inv_rho[i]
+        for k in range(indptr[i], indptr[i + 1]):
+            acc += xdata[k] * xdata[k] * kdiag[indices[k]]
+        diag[i] = acc
+    R = B.copy()
+    Z = np.empty((n, 2))
+    Pd = np.empty((n, 2))
+    Q = np.empty((n, 2))
+    tmp = np.empty((D, 2))
+    rz = np.zeros(2)
+    stop = np.zeros(2)
+    done = np.zeros(2, dtype=np.bool_)
+    X_out[:, :] = 0.0
+    for c in range(2):
+        nb = 0.0
+        for i in range(n):
+            Z[i, c] = R[i, c] / diag[i]
+            Pd[i, c] = Z[i, c]
+            rz[c] += R[i, c] * Z[i, c]
+            nb += B[i, c] * B[i, c]
+        stop[c] = tol * math.sqrt(nb)
+        done[c] = nb == 0.0
+    for it in range(1, 4 * n + 101):
+        _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, Pd, Q, tmp)
+        for c in range(2):
+            if done[c]:
+                continue
+            pq = 0.0
+            for i in range(n):
+                pq += Pd[i, c] * Q[i, c]
+            alpha = rz[c] / pq
+            rr = 0.0
+            for i in range(n):
+                X_out[i, c] += alpha * Pd[i, c]
+                R[i, c] -= alpha * Q[i, c]
+                rr += R[i, c] * R[i, c]
+            if math.sqrt(rr) <= stop[c]:
+                done[c] = True
+                for i in range(n):
+                    Pd[i, c] = 0.0  # a finished column adds nothing to later passes
+                continue
+            rz_new = 0.0
+            for i in range(n):
+                Z[i, c] = R[i, c] / diag[i]
+                rz_new += R[i, c] * Z[i, c]
+            beta = rz_new / rz[c]
+            rz[c] = rz_new
+            for i in range(n):
+                Pd[i, c] = Z[i, c] + beta * Pd[i, c]
+        if done[0] and done[1]:
+            return it
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, cptr, cidx,
+              cdata, rho, t, theta, overrelax, z1, z2, z3, tol, out):
+    """The over-relaxed Gaussian draw given the weights ``(rho, t)`` and the standard
+    normals ``z1`` (D), ``z2`` (N), ``z3`` (D) (see the module docstring); writes
+    ``out`` and returns the CG iterations (``-1``: not converged). ``cptr, cidx, cdata``:
+    ``X`` in CSC form."""
+    n = indptr.shape[0] - 1
+    p = D + (1 if fit_intercept else 0)
+    beta = math.sqrt(1.0 - overrelax * overrelax)
+    noise = np.zeros(D)
+    if vkind == 1:
+        _rmatvec(indptr, indices, mdata, rho, noise)
+        for d in range(D):
+            noise[d] *= scale
+    elif vkind == 2:
+        tot = 0.0
+        for i in range(n):
+            tot += rho[i]
+        for d in range(D):
+            noise[d] = scale * tot
+    kdiag = np.empty(D)
+    for d in range(D):
+        kdiag[d] = 1.0 / (2.0 + noise[d])
+    # r' = (1 - alpha) Xbar^T t + beta eta
+    a = np.empty(n)
+    for i in range(n):
+        a[i] = (1.0 - overrelax) * t[i] + beta * math.sqrt(rho[i]) * z2[i]
+    rw = np.empty(D)
+    _rmatvec(indptr, indices, xdata, a, rw)
+    rb = 0.0
+    for i in range(n):
+        rb += a[i]
+    for d in range(D):
+        rw[d] += beta * (math.sqrt(2.0) * z1[d] + math.sqrt(noise[d]) * z3[d])
+    # dual right-hand sides: v = X K r_w and 1
+    B = np.empty((n, 2))
+    inv_rho = np.empty(n)
+    for i in range(n):
+        acc = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            acc += xdata[k] * kdiag[j] * rw[j]
+        B[i, 0] = acc
+        B[i, 1] = 1.0 if fit_intercept else 0.0  # no intercept: no second solve
+        inv_rho[i] = 1.0 / max(rho[i], 1e-300)
+    sol = np.empty((n, 2))
+    iters = _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, tol,
+                         sol)
+    mu = np.empty(n)
+    for i in range(n):
+        mu[i] = sol[i, 0]
+    b = 0.0
+    if fit_intercept:
+        s1 = 0.0
+        smu = 0.0
+        for i in range(n):
+            s1 += sol[i, 1]
+            smu += mu[i]
+        b = (rb - smu) / s1
+        for i in range(n):
+            mu[i] += b * sol[i, 1]
+    xt = np.empty(D)
+    _rmatvec(indptr, indices, xdata, mu, xt)
+    for d in range(D):
+        out[d] = kdiag[d] * (rw[d] - xt[d]) + overrelax * theta[d]
+    if fit_intercept:
+        out[D] = b + overrelax * theta[D]
+    return iters
+
+
+@numba.njit(cache=True, nogil=True)
+def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
+                   fit_intercept, cptr, cidx, cdata, y, sw, theta, m, s, n_sweeps,
+                   first_sweep, tune, thin, overrelax, rng, theta_out, lp_out, aug_sum,
+                   aug_out, first_kept, tol, cg_stats):
+    """Advance one chain by ``n_sweeps`` sweeps (in place); returns the number kept (see
+    :func:`bayesdrop.samplers._gibbs_dense.run_sweeps`). ``cg_stats`` accumulates
+    ``(CG iterations, sweeps)``; a dual solve that does not converge sets
+    ``cg_stats[2] = 1`` and stops."""
+    n = indptr.shape[0] - 1
+    p = theta.shape[0]
+    n_aug = aug_sum.shape[0]
+    rho = np.empty(n)
+    t = np.empty(n)
+    a1 = np.empty(n)
+    a2 = np.empty(n)
+    z1 = np.empty(D)
+    z2 = np.empty(n)
+    z3 = np.empty(D)
+    new = np.empty(p)
+    kept = 0
+    for k in range(n_sweeps):
+        sweep = first_sweep + k
+        _augment(code, p0, p1, y, sw, m, s, rng, a1, a2, rho, t)
+        for d in range(D):
+            z1[d] = rng.standard_normal()
+        for i in range(n):
+            z2[i] = rng.standard_normal()
+        for d in range(D):
+            z3[d] = rng.standard_normal()
+        iters = dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept,
+                          cptr, cidx, cdata, rho, t, theta, overrelax, z1, z2, z3, tol, new)
+        if iters < 0:
+            cg_stats[2] = 1.0
+            return kept
+        cg_stats[0] += iters
+        cg_stats[1] += 1.0
+        theta[:] = new
+        scores_csr(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, theta,
+                   m, s)
+        if sweep >= tune and (sweep - tune + 1) % thin == 0:
+            row = first_kept + kept
+            theta_out[row, :] = theta
+            lp_out[row] = _log_target_terms(code, p0, p1, D, y, sw, theta, m, s)
+            for i in range(n):
+                aug_sum[0, i] += a1[i]
+                if n_aug == 2:
+                    aug_sum[1, i] += a2[i]
+            if aug_out.shape[0] > 0:
+                for i in range(n):
+                    aug_out[row, 0, i] = a1[i]
+                    if n_aug == 2:
+                        aug_out[row, 1, i] = a2[i]
+            kept += 1
+    return kept
