@@ -87,8 +87,10 @@ def _rows(estimator, X, y, sample_weight, noise, loss, classes=None):
         estimator.classes_ = classes
     cw = _class_weights(estimator, X, y, sample_weight, classes)
     positives = [classes[1]] if classes.shape[0] == 2 else list(classes)
-    return [DaskRows(X, y, loss, noise, estimator.fit_intercept, sample_weight,
-                     positive=c, class_weight=cw, labels=classes) for c in positives]
+    first = DaskRows(X, y, loss, noise, estimator.fit_intercept, sample_weight,
+                     positive=positives[0], class_weight=cw, labels=classes)
+    # one setup pass and one persisted y for all one-vs-rest problems
+    return [first] + [first.for_class(c) for c in positives[1:]]
 
 
 def fit_dask(estimator, X, y, sample_weight=None):

@@ -285,6 +285,29 @@ class DaskRows(RowBackend):
             raise ValueError("every example has sample weight 0")
         self.every_row_noisy = bool(all(v == 1.0 for v in noisy))
 
+    def for_class(self, positive):
+        """This back-end with ``+1`` for the label ``positive`` (one-vs-rest): the same
+        persisted ``y`` and weights and the same setup pass, a new pass counter.
+
+        Examples
+        --------
+        >>> import dask.array as da
+        >>> from bayesdrop import LogisticLoss, Dropout
+        >>> X = da.from_array(np.eye(4), chunks=(2, 4))
+        >>> rows = DaskRows(X, np.array([0, 1, 2, 1]), LogisticLoss(), Dropout(0.1),
+        ...                 positive=0, labels=np.array([0, 1, 2]))
+        >>> other = rows.for_class(2)
+        >>> other.spec.positive, rows.spec.positive, other.n_samples
+        (2, 0, 4)
+        """
+        import copy
+
+        twin = copy.copy(self)
+        twin.spec = copy.copy(self.spec)
+        twin.spec.positive = positive
+        twin.n_passes = 0
+        return twin
+
     def reduce(self, statistic, *args, per_block=False):
         """Sum ``statistic(chunk_problem, b, *args)`` over the chunks ``b`` on the cluster
         (the default dask scheduler: a ``distributed.Client`` if one is active) with a
