@@ -159,6 +159,13 @@ def test_posterior_on_the_cluster_matches_in_memory(client, loss):
         assert np.all(z < 4.0), z
         np.testing.assert_allclose(b["sd"], a["sd"], rtol=0.1)
     np.testing.assert_allclose(got.mode["coef"].values, est.coef_[0], rtol=1e-6, atol=1e-8)
+    # lp is -J of the stored draw (computed on the workers one pass later)
+    problem = Problem.create(X, np.where(y == 1, 1.0, -1.0), est.loss_, est.noise_)
+    for c, d in [(0, 0), (1, 399)]:
+        theta = np.append(got.posterior["coef"].values[c, d],
+                          got.posterior["intercept"].values[c, d])
+        assert got.sample_stats["lp"].values[c, d] == pytest.approx(
+            -problem.objective(theta), rel=1e-10)
 
 
 def test_bad_dask_input_gets_a_clear_error(client):

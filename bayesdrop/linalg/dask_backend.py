@@ -7,9 +7,10 @@ IRLS system, one Gibbs sweep's system -- is one task per row chunk, which builds
 chunk's :class:`~bayesdrop.model.problem.Problem` (validating it: NaN, infinities,
 overflow and labels are found on the worker and reported with the chunk's rows) and
 returns ``D``-sized statistics; a tree of fan-in :data:`FAN_IN` sums them in chunk order
-and at most :data:`FAN_IN` partial sums travel to the client. The sums are therefore the same bits for any
-number of workers, and a Gibbs sweep draws chunk ``b``'s augmentation variables from
-:func:`bayesdrop.linalg.backend.block_rng` (the chain's seed, the sweep, ``b``).
+and at most :data:`FAN_IN` partial sums travel to the client. The sums are therefore the
+same bits for any number of workers, and a Gibbs sweep draws chunk ``b``'s augmentation
+variables from :func:`bayesdrop.linalg.backend.block_rng` (the chain's seed, the sweep,
+``b``).
 
 Per pass the data are read once and ``O(n_chunks (D + 1)^2)`` floats move between
 processes. Persist ``X`` on the cluster (``X = X.persist()``) before fitting: otherwise

@@ -168,7 +168,6 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, cpt
     ``out`` and returns the CG iterations (``-1``: not converged). ``cptr, cidx, cdata``:
     ``X`` in CSC form."""
     n = indptr.shape[0] - 1
-    p = D + (1 if fit_intercept else 0)
     beta = math.sqrt(1.0 - overrelax * overrelax)
     noise = np.zeros(D)
     if vkind == 1:
