@@ -227,3 +227,26 @@ def test_compiled_sparse_sweep_samples_the_python_kernels_distribution(loss, noi
         np.testing.assert_allclose(a.theta[..., j].std(), b.theta[..., j].std(), rtol=0.1)
     for c, d in [(0, 0), (1, 2999)]:
         assert a.lp[c, d] == pytest.approx(-problem.objective(a.theta[c, d]), rel=1e-10)
+
+
+@pytest.mark.parametrize("compiled,cores", [("auto", 1), ("auto", 2), (False, 1), (False, 2)])
+def test_last_state_continues_the_chains_exactly(compiled, cores):
+    """Sampling 60 + 40 draws through ``last_state`` gives the draws of one run of 100
+    (compiled chains in threads and the Python kernel in processes alike)."""
+    from bayesdrop.samplers import LastState
+
+    problem = _problem(LogisticLoss(1.0), Dropout(0.3))
+    theta_hat = fit_problem(problem).theta
+    kw = dict(chains=2, theta_hat=theta_hat, progressbar=False, cores=cores,
+              compiled=compiled)
+    whole = sample(problem, draws=100, tune=30, random_state=4, **kw)
+    first = sample(problem, draws=60, tune=30, random_state=4, **kw)
+    assert isinstance(first.last_state, LastState)
+    np.testing.assert_array_equal(first.last_state.theta, first.theta[:, -1])
+    rest = sample(problem, draws=40, tune=0, init=first.last_state, **kw)
+    np.testing.assert_array_equal(np.concatenate([first.theta, rest.theta], axis=1),
+                                  whole.theta)
+    np.testing.assert_array_equal(np.concatenate([first.lp, rest.lp], axis=1), whole.lp)
+    with pytest.raises(ValueError, match="LastState"):
+        sample(problem, draws=5, tune=0, init=first.last_state, chains=3,
+               theta_hat=theta_hat, progressbar=False)

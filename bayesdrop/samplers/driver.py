@@ -38,6 +38,21 @@ from .gibbs import OVERRELAX
 __all__ = ["SamplerResult", "sample"]
 
 
+class LastState(NamedTuple):
+    """Where every chain stopped: pass it as ``init`` to :func:`sample` to continue.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (chains, n_params)
+        Each chain's current ``theta`` (its last sweep's, kept or not).
+    rng_states : tuple of dict
+        Each chain's ``numpy.random.Generator`` bit-generator state after its last sweep.
+    """
+
+    theta: np.ndarray
+    rng_states: tuple
+
+
 class SamplerResult(NamedTuple):
     """Output of :func:`sample` for one problem.
 
@@ -62,6 +77,9 @@ class SamplerResult(NamedTuple):
         Wall-clock seconds of the whole call (all chains, parallel or not).
     mh_accept : ndarray of shape (chains,)
         Acceptance rate of the independence MH move per chain (NaN without it).
+    last_state : LastState
+        Where the chains stopped (``sample(..., init=result.last_state, tune=0)`` goes
+        on from there, as NumPyro's ``MCMC.last_state``).
     """
 
     theta: np.ndarray
@@ -76,6 +94,7 @@ class SamplerResult(NamedTuple):
     interrupted: bool
     wall_time: float = float("nan")
     mh_accept: np.ndarray = None
+    last_state: LastState = None
 
 
 # ------------------------------------------------------------------------------ one chain
@@ -89,6 +108,8 @@ class _Chain(NamedTuple):
     draw_time: float
     interrupted: bool
     mh_stats: np.ndarray = None
+    theta_last: np.ndarray = None
+    rng_state: dict = None
 
 
 def _run_chain(problem, theta0, seed, *, tune, draws, thin, linalg, cg_tol, overrelax,
@@ -135,7 +156,8 @@ def _run_chain(problem, theta0, seed, *, tune, draws, thin, linalg, cg_tol, over
     aug_mean = aug_sum / max(kept, 1)
     return _Chain(theta_out[:kept], lp_out[:kept], aug_mean,
                   None if aug_out is None else aug_out[:kept], kept,
-                  t_tune - t0, t_end - t_tune, interrupted)
+                  t_tune - t0, t_end - t_tune, interrupted, None, state.theta.copy(),
+                  rng.bit_generator.state)
 
 
 # ----------------------------------------------------------------- parallel machinery
@@ -405,7 +427,8 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
         raise FloatingPointError("the compiled Gibbs sweep produced a non-finite draw")
     return _Chain(theta_out[:kept], lp_out[:kept], aug_sum / max(kept, 1),
                   aug_out[:kept] if store_augmentation else None, kept, t_tune - t0,
-                  t_end - t_tune, interrupted, mh_stats)
+                  t_end - t_tune, interrupted, mh_stats, theta.copy(),
+                  rng.bit_generator.state)
 
 
 def _run_threads(setup, inits, seeds, kwargs, cores, bar):
@@ -478,9 +501,15 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
     chains : int >= 1
     thin : int >= 1
         Keep every ``thin``-th sweep; a chain runs ``tune + draws * thin`` sweeps.
-    init : {"irls", "overdispersed"} or array of shape (n_params,) or (chains, n_params)
+    init : {"irls", "overdispersed"}, array of shape (n_params,) or (chains, n_params), \
+or LastState
         ``"irls"`` starts every chain at ``theta_hat``; ``"overdispersed"`` at
-        ``theta_hat + 3 eta`` with ``eta ~ N(0, A^{-1})`` of the IRLS system.
+        ``theta_hat + 3 eta`` with ``eta ~ N(0, A^{-1})`` of the IRLS system. A
+        :class:`LastState` (``result.last_state`` of an earlier call) continues those
+        chains: each starts from its ``theta`` with its random generator as it was left
+        (``random_state`` is then not used; pass ``tune=0`` and the same ``theta_hat``,
+        which the MH move's proposal is built from). A run continued this way gives the
+        same draws as one longer run.
     theta_hat : ndarray of shape (n_params,), optional
         The mode of ``exp(-J)``, i.e. ``argmin J`` whichever solver found it (needed by
         the two named ``init`` options).
@@ -565,10 +594,21 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
             f"the {problem.loss.name} loss has no augmentation: its posterior is Gaussian "
             "and needs no Gibbs sampler"
         )
-    ss = seed_sequence(random_state)
-    init_seed, *chain_seeds = ss.spawn(chains + 1)
-    inits = _initial_points(problem, init, theta_hat, chains,
-                            np.random.default_rng(init_seed), linalg)
+    if isinstance(init, LastState):  # continue: each chain from its theta and generator
+        if len(init.rng_states) != chains or np.shape(init.theta)[0] != chains:
+            raise ValueError(f"init (a LastState) holds {len(init.rng_states)} chains, but "
+                             f"chains={chains}")
+        chain_seeds = []
+        for state in init.rng_states:
+            gen = np.random.default_rng()
+            gen.bit_generator.state = state
+            chain_seeds.append(gen)
+        inits = np.array(init.theta, dtype=float)
+    else:
+        ss = seed_sequence(random_state)
+        init_seed, *chain_seeds = ss.spawn(chains + 1)
+        inits = _initial_points(problem, init, theta_hat, chains,
+                                np.random.default_rng(init_seed), linalg)
     kwargs = dict(tune=tune, draws=draws, thin=thin, linalg=linalg, cg_tol=cg_tol,
                   overrelax=overrelax, store_augmentation=store_augmentation)
     for theta0 in inits:  # shape and finiteness, with the kernel's messages
@@ -629,5 +669,7 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
         mh_accept=np.array([r.mh_stats[0] / r.mh_stats[1]
                             if r.mh_stats is not None and r.mh_stats[1] else np.nan
                             for r in results]),
+        last_state=LastState(np.stack([r.theta_last for r in results]),
+                             tuple(r.rng_state for r in results)),
     )
 
