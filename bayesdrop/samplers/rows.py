@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg as sla
@@ -28,7 +29,27 @@ from ..linalg.woodbury import cholesky_factor
 from .driver import SamplerResult
 from .gibbs import OVERRELAX
 
-__all__ = ["GibbsRowsState", "init", "step", "sample_rows"]
+__all__ = ["GibbsRowsState", "RowsLastState", "init", "step", "sample_rows"]
+
+
+class RowsLastState(NamedTuple):
+    """Where :func:`sample_rows` stopped; pass it as ``init`` to continue exactly.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (chains, n_params)
+    rng_states : tuple of dict
+        The chains' client-side generator states (the Gaussian draws).
+    entropies : tuple of int
+        The chains' seeds of the chunk draws (:func:`bayesdrop.linalg.backend.block_rng`).
+    sweep : int
+        Sweeps done; the next one draws with ``spawn_key=(sweep, b)``.
+    """
+
+    theta: np.ndarray
+    rng_states: tuple
+    entropies: tuple
+    sweep: int
 
 
 class GibbsRowsState:
@@ -115,9 +136,11 @@ def sample_rows(rows, theta_hat, *, draws=1000, tune=500, chains=4, thin=1, init
         The mode (``argmin J``).
     draws, tune, chains, thin : int
         As in :func:`bayesdrop.samplers.sample`: ``tune + draws * thin`` sweeps.
-    init : {"irls", "overdispersed"} or ndarray
+    init : {"irls", "overdispersed"}, ndarray or RowsLastState
         Start at ``theta_hat``, at ``theta_hat + 3 eta`` with ``eta ~ N(0, A^{-1})`` of
-        the IRLS system there (one extra pass), or at given points.
+        the IRLS system there (one extra pass), at given points, or where an earlier
+        call stopped (``result.last_state``; ``random_state`` is then not used, pass
+        ``tune=0``): the continued run gives the draws of one longer run.
     random_state : None, int, SeedSequence or Generator
         Chain ``c`` uses child ``c`` of one SeedSequence: its Gaussian draws come from
         ``default_rng(child)``, its chunks' augmentation draws from the seed
@@ -158,12 +181,27 @@ def sample_rows(rows, theta_hat, *, draws=1000, tune=500, chains=4, thin=1, init
     overrelax = check_scalar(overrelax, "overrelax", min_val=-1.0, max_val=1.0,
                              include_min=False, include_max=False)
     start = time.perf_counter()
-    children = seed_sequence(random_state).spawn(chains)
-    rngs = [np.random.default_rng(child) for child in children]
-    entropies = [int(child.generate_state(1)[0]) for child in children]
     theta_hat = np.asarray(theta_hat, dtype=float)
     p = rows.n_params
-    if isinstance(init, str):
+    first_sweep = 0
+    if isinstance(init, RowsLastState):
+        if len(init.rng_states) != chains:
+            raise ValueError(f"init (a RowsLastState) holds {len(init.rng_states)} chains, "
+                             f"but chains={chains}")
+        rngs = []
+        for state in init.rng_states:
+            gen = np.random.default_rng()
+            gen.bit_generator.state = state
+            rngs.append(gen)
+        entropies = list(init.entropies)
+        first_sweep = int(init.sweep)
+    else:
+        children = seed_sequence(random_state).spawn(chains)
+        rngs = [np.random.default_rng(child) for child in children]
+        entropies = [int(child.generate_state(1)[0]) for child in children]
+    if isinstance(init, RowsLastState):
+        thetas = np.array(init.theta, dtype=float)
+    elif isinstance(init, str):
         if init == "irls":
             thetas = np.tile(theta_hat, (chains, 1))
         elif init == "overdispersed":
@@ -182,6 +220,7 @@ def sample_rows(rows, theta_hat, *, draws=1000, tune=500, chains=4, thin=1, init
             raise ValueError(f"init array must have shape ({p},) or ({chains}, {p}), got "
                              f"{thetas.shape}")
     state = _init_state(rows, thetas)
+    state.sweep = first_sweep
     theta_init = state.theta.copy()
     total = tune + draws * thin
     kept = np.empty((chains, draws, p))
@@ -214,6 +253,8 @@ def sample_rows(rows, theta_hat, *, draws=1000, tune=500, chains=4, thin=1, init
     if tune == 0:
         tune_time = 0.0
     wall = time.perf_counter() - start
+    last = RowsLastState(state.theta.copy(), tuple(g.bit_generator.state for g in rngs),
+                         tuple(entropies), state.sweep)
     return SamplerResult(kept[:, :n_kept], lp[:, :n_kept], None, None, theta_init,
                          np.full(chains, tune_time), np.full(chains, wall - tune_time),
-                         tune, thin, interrupted, wall, np.full(chains, np.nan))
+                         tune, thin, interrupted, wall, np.full(chains, np.nan), last)
