@@ -3,7 +3,8 @@
 Same algorithm, formulas and stopping rule as :mod:`bayesdrop.solvers.newton` -- per
 example the terms of ``J`` and their first and second derivatives in ``(m, s)``
 (MATH.md section 3; the closed forms of :mod:`bayesdrop.model.losses`), the Hessian of
-:mod:`bayesdrop.linalg.hessian` assembled from three weighted Gram products, a Cholesky
+:mod:`bayesdrop.linalg.hessian` assembled block by block as one stacked Gram product
+(:func:`bayesdrop.linalg.kernels.dense_hessian_block` + BLAS, no ``N x D`` temporaries), a Cholesky
 solve and a backtracking Armijo line search -- with no Python between the steps, so that a
 small problem costs a few BLAS calls per step rather than dozens of numpy calls.
 The conformance suite runs it against L-BFGS-B on ``J`` like every other solver.
@@ -19,10 +20,15 @@ import math
 import numba
 import numpy as np
 
+from ..linalg.kernels import dense_hessian_block
 from ..model.losses import (ROOT_FLOOR, EpsilonInsensitiveLoss, HingeLoss, LogisticLoss,
                             SquaredLoss)
 
 __all__ = ["loss_code", "newton_dense"]
+
+#: rows per block of the Hessian's stacked Gram product (see
+#: :data:`bayesdrop.linalg.hessian.HESSIAN_BLOCK`)
+_HESSIAN_ROWS = 2048
 
 _PSI_SERIES = 1e-4
 _KAPPA_SERIES = 1e-2
@@ -169,16 +175,19 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     d_ss = np.empty(n)
     history = np.empty(max_iter + 1)
     grad = np.empty(p)
-    Xb = np.empty((n, p))
-    for i in range(n):
-        for d in range(D):
-            Xb[i, d] = X[i, d]
-        if fi:
-            Xb[i, D] = 1.0
+    B = min(_HESSIAN_ROWS, n)
+    Z = np.empty((2 * B, p))
+    Y = np.empty((2 * B, p))
     J = _objective(code, p0, p1, X, M, scale, fi, y, sw, theta, m, s)
     if irls_start:
         # at w = 0 every score variance is 0 and the Hessian singular: start from one IRLS
         # map (it never raises J, MM)
+        Xb = np.empty((n, p))
+        for i in range(n):
+            for d in range(D):
+                Xb[i, d] = X[i, d]
+            if fi:
+                Xb[i, D] = 1.0
         cand = _irls_map(code, p0, p1, Xb, M, scale, y, sw, m, s, p)
         J_c = _objective(code, p0, p1, X, M, scale, fi, y, sw, cand, m_c, s_c)
         if J_c <= J:
@@ -197,27 +206,24 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
             w = sw[i]
             d_m[i], d_s[i], d_mm[i], d_ms[i], d_ss[i] = w * dm, w * ds, w * dmm, w * dms, w * dss
         # gradient: Xbar^T d_m + (2 w + 2 scale (M^T d_s) w)
-        g = Xb.T @ d_m
+        g = _gradient(X, M, scale, fi, d_m, d_s, theta)
         nd = 2.0 * scale * (M.T @ d_s)
-        for d in range(D):
-            g[d] += 2.0 * theta[d] + nd[d] * theta[d]
         grad[:] = g
-        # Hessian
-        H = Xb.T @ (Xb * d_mm.reshape(n, 1))
+        # Hessian: the rows' share in cache-sized stacked blocks (one BLAS gemm per block,
+        # see bayesdrop.linalg.hessian._dense_hessian_blocked), then 2 I' + noise diagonal
+        H = np.zeros((p, p))
+        two_w = 2.0 * scale * theta[:D]
+        for start in range(0, n, B):
+            nb = min(start + B, n) - start
+            dense_hessian_block(X, M, two_w, fi, d_mm, d_ms, d_ss, start, nb, Z, Y)
+            H += Z[: 2 * nb].T @ Y[: 2 * nb]
+        for a in range(p):
+            for c in range(a + 1, p):
+                v = 0.5 * (H[a, c] + H[c, a])
+                H[a, c] = v
+                H[c, a] = v
         for d in range(D):
             H[d, d] += 2.0 + nd[d]
-        if scale != 0.0:
-            two_w = 2.0 * scale * theta[:D]
-            cross = Xb.T @ (M * d_ms.reshape(n, 1))
-            for a in range(p):
-                for c in range(D):
-                    v = cross[a, c] * two_w[c]
-                    H[a, c] += v
-                    H[c, a] += v
-            G = M.T @ (M * d_ss.reshape(n, 1))
-            for a in range(D):
-                for c in range(D):
-                    H[a, c] += G[a, c] * two_w[a] * two_w[c]
         # Cholesky (a relative ridge if H is singular to working precision)
         hmax = 1.0
         for a in range(p):
@@ -277,8 +283,20 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     for i in range(n):
         _, dm, ds, _, _, _ = _term(code, p0, p1, m[i], s[i], y[i], True)
         d_m[i], d_s[i] = sw[i] * dm, sw[i] * ds
-    g = Xb.T @ d_m
+    g = _gradient(X, M, scale, fi, d_m, d_s, theta)
+    return theta, history[: it + 1], it, status, g
+
+
+@numba.njit(cache=True, nogil=True)
+def _gradient(X, M, scale, fi, d_m, d_s, theta):
+    """``Xbar^T d_m + (2 w + 2 scale (M^T d_s) w)`` (no copy of ``X``)."""
+    D = X.shape[1]
+    p = D + (1 if fi else 0)
+    g = np.empty(p)
+    g[:D] = X.T @ d_m
+    if fi:
+        g[D] = np.sum(d_m)
     nd = 2.0 * scale * (M.T @ d_s)
     for d in range(D):
         g[d] += 2.0 * theta[d] + nd[d] * theta[d]
-    return theta, history[: it + 1], it, status, g
+    return g
