@@ -30,6 +30,8 @@ blocks in a fixed order, so the result does not depend on how many workers compu
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 from . import hessian as hess
@@ -186,7 +188,7 @@ def sum_terms(parts):
 
 
 # ------------------------------------------------------------------------- back-ends
-class RowBackend:
+class RowBackend(ABC):
     """The interface: :meth:`reduce` sums a per-block statistic over the blocks; the four
     reductions the algorithms call add the penalty's share on top.
 
@@ -197,9 +199,9 @@ class RowBackend:
     #: the linear models' noise covariance is diagonal (Newton's Hessian needs it)
     diagonal_noise = True
 
-    def reduce(self, statistic, *args):  # pragma: no cover - interface
+    @abstractmethod
+    def reduce(self, statistic, *args):
         """``sum over blocks b of statistic(block_problem_b, b, *args)``, in block order."""
-        raise NotImplementedError
 
     def penalty_mask(self):
         """Diagonal of ``I'`` (1 for weights, 0 for the intercept)."""

@@ -214,6 +214,22 @@ def _augment(code, p0, p1, y, sw, m, s, rng, a1, a2, rho, t):
 
 
 @numba.njit(cache=True, nogil=True)
+def _store_augmentation(row, a1, a2, aug_sum, aug_out):
+    """Add a kept sweep's augmentation to the running sums (and to row ``row`` of the
+    traces, if they are kept)."""
+    n_aug = aug_sum.shape[0]
+    for i in range(a1.shape[0]):
+        aug_sum[0, i] += a1[i]
+        if n_aug == 2:
+            aug_sum[1, i] += a2[i]
+    if aug_out.shape[0] > 0:
+        for i in range(a1.shape[0]):
+            aug_out[row, 0, i] = a1[i]
+            if n_aug == 2:
+                aug_out[row, 1, i] = a2[i]
+
+
+@numba.njit(cache=True, nogil=True)
 def _log_target(code, p0, p1, D, y, sw, theta, m, s):
     """``-J(theta)`` from the scores."""
     total = 0.0
@@ -262,7 +278,6 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
     """
     n = Xb.shape[0]
     p = Xb.shape[1]
-    n_aug = aug_sum.shape[0]
     rho = np.empty(n)
     t = np.empty(n)
     a1 = np.empty(n)
@@ -346,18 +361,6 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
             row = first_kept + kept
             theta_out[row, :] = theta
             lp_out[row] = lt if mh else _log_target(code, p0, p1, D, y, sw, theta, m, s)
-            for i in range(n):
-                aug_sum[0, i] += a1[i]
-                if n_aug == 2:
-                    aug_sum[1, i] += a2[i]
-            if aug_out.shape[0] > 0:
-                for i in range(n):
-                    aug_out[row, 0, i] = a1[i]
-                    if n_aug == 2:
-                        aug_out[row, 1, i] = a2[i]
+            _store_augmentation(row, a1, a2, aug_sum, aug_out)
             kept += 1
     return kept
-
-
-#: the name :mod:`._gibbs_sparse` imports (``-J`` from the scores)
-_log_target_terms = _log_target

@@ -30,7 +30,7 @@ import math
 import numba
 import numpy as np
 
-from ._gibbs_dense import _augment, _log_target_terms
+from ._gibbs_dense import _augment, _log_target, _store_augmentation
 
 __all__ = ["run_sweeps_csr", "scores_csr", "dual_draw", "DUAL_TOL"]
 
@@ -241,7 +241,6 @@ def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
     ``cg_stats[2] = 1`` and stops."""
     n = indptr.shape[0] - 1
     p = theta.shape[0]
-    n_aug = aug_sum.shape[0]
     rho = np.empty(n)
     t = np.empty(n)
     a1 = np.empty(n)
@@ -273,15 +272,7 @@ def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
         if sweep >= tune and (sweep - tune + 1) % thin == 0:
             row = first_kept + kept
             theta_out[row, :] = theta
-            lp_out[row] = _log_target_terms(code, p0, p1, D, y, sw, theta, m, s)
-            for i in range(n):
-                aug_sum[0, i] += a1[i]
-                if n_aug == 2:
-                    aug_sum[1, i] += a2[i]
-            if aug_out.shape[0] > 0:
-                for i in range(n):
-                    aug_out[row, 0, i] = a1[i]
-                    if n_aug == 2:
-                        aug_out[row, 1, i] = a2[i]
+            lp_out[row] = _log_target(code, p0, p1, D, y, sw, theta, m, s)
+            _store_augmentation(row, a1, a2, aug_sum, aug_out)
             kept += 1
     return kept

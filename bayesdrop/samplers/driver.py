@@ -53,6 +53,23 @@ class LastState(NamedTuple):
     rng_states: tuple
 
 
+def generators_from_states(states):
+    """``numpy.random.Generator`` objects resumed from saved bit-generator states.
+
+    Examples
+    --------
+    >>> g = np.random.default_rng(1); state = g.bit_generator.state; a = g.random()
+    >>> generators_from_states([state])[0].random() == a
+    True
+    """
+    gens = []
+    for state in states:
+        gen = np.random.default_rng()
+        gen.bit_generator.state = state
+        gens.append(gen)
+    return gens
+
+
 class SamplerResult(NamedTuple):
     """Output of :func:`sample` for one problem.
 
@@ -283,16 +300,15 @@ def compiled_setup(problem, linalg="auto"):
 
 
 def _loss_code(loss):
-    """``(code, p0, p1)`` of a built-in loss for the compiled sweeps, or None."""
-    from ..model.losses import EpsilonInsensitiveLoss, HingeLoss, LogisticLoss
+    """``(code, p0, p1)`` of a built-in loss for the compiled sweeps (the codes of
+    :func:`bayesdrop.solvers._newton_dense.loss_code`), or None (the squared loss has no
+    augmentation to sample)."""
+    from ..solvers._newton_dense import loss_code
 
-    if type(loss) is HingeLoss:
-        return 0, float(loss.C), float(loss.margin)
-    if type(loss) is LogisticLoss:
-        return 1, 2.0 * float(loss.C), 0.0
-    if type(loss) is EpsilonInsensitiveLoss:
-        return 2, float(loss.C), float(loss.epsilon)
-    return None
+    code = loss_code(loss)
+    if code is None or code[0] == 3:
+        return None
+    return code[0], float(code[1]), float(code[2])
 
 
 def _csr_setup(problem, linalg):
@@ -598,11 +614,7 @@ or LastState
         if len(init.rng_states) != chains or np.shape(init.theta)[0] != chains:
             raise ValueError(f"init (a LastState) holds {len(init.rng_states)} chains, but "
                              f"chains={chains}")
-        chain_seeds = []
-        for state in init.rng_states:
-            gen = np.random.default_rng()
-            gen.bit_generator.state = state
-            chain_seeds.append(gen)
+        chain_seeds = generators_from_states(init.rng_states)
         inits = np.array(init.theta, dtype=float)
     else:
         ss = seed_sequence(random_state)

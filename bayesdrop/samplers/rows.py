@@ -26,7 +26,7 @@ import scipy.linalg as sla
 from .._progress import ProgressBar
 from .._validation import check_scalar, seed_sequence
 from ..linalg.woodbury import cholesky_factor
-from .driver import SamplerResult
+from .driver import SamplerResult, generators_from_states
 from .gibbs import OVERRELAX
 
 __all__ = ["GibbsRowsState", "RowsLastState", "init", "step", "sample_rows"]
@@ -188,11 +188,7 @@ def sample_rows(rows, theta_hat, *, draws=1000, tune=500, chains=4, thin=1, init
         if len(init.rng_states) != chains:
             raise ValueError(f"init (a RowsLastState) holds {len(init.rng_states)} chains, "
                              f"but chains={chains}")
-        rngs = []
-        for state in init.rng_states:
-            gen = np.random.default_rng()
-            gen.bit_generator.state = state
-            rngs.append(gen)
+        rngs = generators_from_states(init.rng_states)
         entropies = list(init.entropies)
         first_sweep = int(init.sweep)
     else:
