@@ -27,8 +27,8 @@ import numpy as np
 
 from . import kernels
 
-__all__ = ["Curvature", "curvature", "hessian_matrix", "hessian_vector_product",
-           "hessian_diagonal"]
+__all__ = ["Curvature", "curvature", "hessian_matrix", "hessian_operator",
+           "hessian_vector_product", "hessian_diagonal"]
 
 
 class Curvature(NamedTuple):
@@ -88,16 +88,36 @@ def curvature(problem, theta, m=None, s=None):
     return J, grad, Curvature(w, d_m, d_s, np.maximum(d_mm, 0.0), d_ms, d_ss, noise_diag)
 
 
-def _compiled(design, curv, compiled, z=None):
-    """``H z`` (or the diagonal, ``z=None``) by the compiled row passes."""
+def _compiled_diagonal(design, curv, compiled):
+    """The diagonal of ``H`` by the compiled row pass."""
     kind, arrays, scale = compiled
     out = np.empty(design.n_params)
-    args = (*arrays, scale, design.fit_intercept, curv.w, curv.d_mm, curv.d_ms, curv.d_ss,
-            curv.noise_diag)
-    if z is None:
-        return (kernels.csr_hdiag if kind == "csr" else kernels.dense_hdiag)(*args, out)
-    z = np.ascontiguousarray(z, dtype=np.float64)
-    return (kernels.csr_hvp if kind == "csr" else kernels.dense_hvp)(*args, z, out)
+    return (kernels.csr_hdiag if kind == "csr" else kernels.dense_hdiag)(
+        *arrays, scale, design.fit_intercept, curv.w, curv.d_mm, curv.d_ms, curv.d_ss,
+        curv.noise_diag, out)
+
+
+def _compiled_operator(design, curv, compiled):
+    """``z -> H z`` by the compiled row passes (per-Hessian set-up done once)."""
+    kind, arrays, scale = compiled
+    fi = design.fit_intercept
+    if kind == "csr":
+        indptr, indices, xdata, mdata = arrays
+        gdata = kernels.csr_noise_entries(indices, mdata, float(scale), curv.w,
+                                          np.empty(mdata.shape[0]))
+        diag = 2.0 + curv.noise_diag
+
+        def apply(z):
+            z = np.ascontiguousarray(z, dtype=np.float64)
+            return kernels.csr_hvp(indptr, indices, xdata, gdata, fi, curv.d_mm, curv.d_ms,
+                                   curv.d_ss, diag, z, np.empty(design.n_params))
+        return apply
+
+    def apply(z):
+        z = np.ascontiguousarray(z, dtype=np.float64)
+        return kernels.dense_hvp(*arrays, scale, fi, curv.w, curv.d_mm, curv.d_ms,
+                                 curv.d_ss, curv.noise_diag, z, np.empty(design.n_params))
+    return apply
 
 
 def _check_design(design):
@@ -177,7 +197,8 @@ def hessian_matrix(design, curv, penalty=True):
 
 
 def hessian_vector_product(design, curv, z):
-    """``H z`` without forming ``H``: ``O(nnz)`` through ``Xbar``, ``Xbar^T``, ``V``, ``V^T``.
+    """``H z`` without forming ``H``: ``O(nnz)`` through ``Xbar``, ``Xbar^T``, ``V``, ``V^T``
+    (one product; :func:`hessian_operator` for many products with the same ``H``).
 
     Examples
     --------
@@ -191,10 +212,35 @@ def hessian_vector_product(design, curv, z):
     >>> bool(np.allclose(hessian_vector_product(problem.design, curv, z), H @ z))
     True
     """
+    return hessian_operator(design, curv)(z)
+
+
+def hessian_operator(design, curv):
+    """The function ``z -> H z`` (see :func:`hessian_vector_product`), with what does not
+    depend on ``z`` computed once: CG applies one Hessian many times.
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, LogisticLoss, Dropout
+    >>> import scipy.sparse as sp
+    >>> rng = np.random.default_rng(2)
+    >>> X = sp.random(40, 6, density=0.4, random_state=2, format="csr")
+    >>> y = np.sign(rng.normal(size=40))
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.4))
+    >>> curv = curvature(problem, rng.normal(size=7))[2]
+    >>> hvp, H = hessian_operator(problem.design, curv), hessian_matrix(problem.design, curv)
+    >>> z = rng.normal(size=7)
+    >>> bool(np.allclose(hvp(z), H @ z, rtol=1e-12, atol=1e-12))
+    True
+    """
     _check_design(design)
     compiled = design.row_kernel_arrays()
     if compiled is not None:
-        return _compiled(design, curv, compiled, z)
+        return _compiled_operator(design, curv, compiled)
+    return lambda z: _generic_hvp(design, curv, z)
+
+
+def _generic_hvp(design, curv, z):
     D = design.n_features
     xz = design.matvec(z)
     z_w = z[:D]
@@ -217,7 +263,7 @@ def hessian_diagonal(design, curv):
     _check_design(design)
     compiled = design.row_kernel_arrays()
     if compiled is not None:
-        return _compiled(design, curv, compiled)
+        return _compiled_diagonal(design, curv, compiled)
     D = design.n_features
     diag = 2.0 * design.penalty_mask() + design.gram_diagonal(curv.d_mm)
     V = design.variance

@@ -6,7 +6,9 @@ For a design whose noise variances are ``V = scale * M`` with ``M`` stored like 
 stored entries, with no temporary ``N x D`` array and no scipy call per product:
 
 * :func:`csr_hvp` / :func:`dense_hvp` -- the Hessian-vector product of
-  :func:`bayesdrop.linalg.hessian.hessian_vector_product` in two fused passes;
+  :func:`bayesdrop.linalg.hessian.hessian_vector_product` in two fused passes (for CSR
+  the entries of ``G = 2 V diag(w)`` are computed once per Hessian by
+  :func:`csr_noise_entries`, not once per product);
 * :func:`csr_hdiag` / :func:`dense_hdiag` -- the Hessian's diagonal (the CG preconditioner).
 
 The loops run in row order on one thread, so results are the same bits on every machine
@@ -19,40 +21,47 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["csr_hvp", "dense_hvp", "csr_hdiag", "dense_hdiag", "dense_hessian_block"]
+__all__ = ["csr_noise_entries", "csr_hvp", "dense_hvp", "csr_hdiag", "dense_hdiag", "dense_hessian_block"]
 
 
 @numba.njit(cache=True, nogil=True)
-def csr_hvp(indptr, indices, xdata, mdata, scale, fit_intercept, w, d_mm, d_ms, d_ss,
-            noise_diag, z, out):
-    """``out = H z`` for CSR ``X`` and ``M`` sharing ``indptr`` / ``indices``.
+def csr_noise_entries(indices, mdata, scale, w, out):
+    """``out[k] = 2 scale m_k w_j`` for every stored entry ``k`` (column ``j``): the entries
+    of ``G = 2 V diag(w)``, fixed while CG applies one Hessian many times."""
+    two_s = 2.0 * scale
+    for k in range(indices.shape[0]):
+        out[k] = two_s * mdata[k] * w[indices[k]]
+    return out
 
-    ``noise_diag = 2 V^T d_s`` (length ``D``). Per row ``n``: ``xz = xbar_n . z``,
-    ``gz = 2 scale sum_d m_nd w_d z_d``; then ``out += xbar_n (d_mm xz + d_ms gz) +
-    2 scale (m_n * w) (d_ms xz + d_ss gz)``.
+
+@numba.njit(cache=True, nogil=True)
+def csr_hvp(indptr, indices, xdata, gdata, fit_intercept, d_mm, d_ms, d_ss, diag, z, out):
+    """``out = H z`` for CSR ``X`` and ``G = 2 V diag(w)`` sharing ``indptr`` / ``indices``
+    (``gdata`` from :func:`csr_noise_entries`).
+
+    ``diag = 2 + 2 V^T d_s`` (length ``D``). Per row ``n``: ``xz = xbar_n . z``,
+    ``gz = g_n . z``; then ``out += xbar_n (d_mm xz + d_ms gz) + g_n (d_ms xz + d_ss gz)``.
     """
-    D = w.shape[0]
+    D = diag.shape[0]
     zb = z[D] if fit_intercept else 0.0
     for d in range(D):
-        out[d] = (2.0 + noise_diag[d]) * z[d]
-    if fit_intercept:
-        out[D] = 0.0
-    two_s = 2.0 * scale
+        out[d] = diag[d] * z[d]
+    total_b = 0.0
     for i in range(indptr.shape[0] - 1):
+        lo, hi = indptr[i], indptr[i + 1]
         xz = zb
         gz = 0.0
-        for k in range(indptr[i], indptr[i + 1]):
-            j = indices[k]
-            xz += xdata[k] * z[j]
-            gz += mdata[k] * w[j] * z[j]
-        gz *= two_s
+        for k in range(lo, hi):
+            zj = z[indices[k]]
+            xz += xdata[k] * zj
+            gz += gdata[k] * zj
         a = d_mm[i] * xz + d_ms[i] * gz
-        b = two_s * (d_ms[i] * xz + d_ss[i] * gz)
-        for k in range(indptr[i], indptr[i + 1]):
-            j = indices[k]
-            out[j] += xdata[k] * a + mdata[k] * w[j] * b
-        if fit_intercept:
-            out[D] += a
+        b = d_ms[i] * xz + d_ss[i] * gz
+        for k in range(lo, hi):
+            out[indices[k]] += xdata[k] * a + gdata[k] * b
+        total_b += a
+    if fit_intercept:
+        out[D] = total_b
     return out
 
 

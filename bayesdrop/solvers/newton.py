@@ -115,9 +115,10 @@ def _direction_cg(design, curv, g, rtol, maxiter):
     d = z.copy()
     rz = r @ z
     stop = rtol * np.linalg.norm(g)
+    hvp = hess.hessian_operator(design, curv)
     k = 0
     for k in range(1, maxiter + 1):
-        Hd = hess.hessian_vector_product(design, curv, d)
+        Hd = hvp(d)
         dHd = d @ Hd
         if dHd <= 0.0:  # pragma: no cover - H is positive definite
             break
