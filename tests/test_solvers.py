@@ -259,6 +259,27 @@ def test_compiled_row_passes_equal_the_generic_products(kind, noise):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.max(np.abs(b)))
 
 
+@pytest.mark.parametrize("intercept", [True, False])
+def test_compiled_sparse_cg_equals_the_python_loop_and_solves_the_system(intercept):
+    """The compiled PCG of a CSR Hessian: the same iterates as the Python loop on the
+    generic products, and at a tight tolerance the dense solution ``-H^{-1} g``."""
+    X, y = _data("sparse", "logistic", seed=9)
+    problem = Problem.create(X, y, LogisticLoss(0.7), Dropout(0.4), intercept)
+    design = problem.design
+    rng = np.random.default_rng(10)
+    _, g, curv = hessian.curvature(problem, rng.normal(size=design.n_params))
+    H = hessian.hessian_matrix(design, curv)
+    for rtol in (0.3, 1e-3, 1e-12):
+        p, k = newton._direction_cg(design, curv, g, rtol, 500)
+        assert np.linalg.norm(H @ p + g) <= rtol * np.linalg.norm(g) * (1 + 1e-9)
+        saved, design._row_kernel = design.row_kernel_arrays(), None
+        p_py, k_py = newton._direction_cg(design, curv, g, rtol, 500)  # Python loop, scipy
+        design._row_kernel = saved
+        assert k == k_py
+        np.testing.assert_allclose(p, p_py, rtol=1e-8, atol=1e-10 * np.max(np.abs(p_py)))
+    np.testing.assert_allclose(p, -np.linalg.solve(H, g), rtol=1e-8, atol=1e-10)
+
+
 @pytest.mark.parametrize("case", [c for c in CASES if c[2] == "dense"], ids=_ids)
 def test_compiled_newton_takes_the_same_steps(case):
     """The compiled dense loop and the Python loop are one algorithm: same iterates."""

@@ -111,6 +111,11 @@ def _compiled_operator(design, curv, compiled):
             z = np.ascontiguousarray(z, dtype=np.float64)
             return kernels.csr_hvp(indptr, indices, xdata, gdata, fi, curv.d_mm, curv.d_ms,
                                    curv.d_ss, diag, z, np.empty(design.n_params))
+
+        def solve(g, inv_precond, rtol, maxiter):
+            return kernels.csr_pcg(indptr, indices, xdata, gdata, fi, curv.d_mm, curv.d_ms,
+                                   curv.d_ss, diag, inv_precond, g, float(rtol), int(maxiter))
+        apply.solve = solve  # the whole preconditioned CG loop compiled
         return apply
 
     def apply(z):
@@ -217,7 +222,9 @@ def hessian_vector_product(design, curv, z):
 
 def hessian_operator(design, curv):
     """The function ``z -> H z`` (see :func:`hessian_vector_product`), with what does not
-    depend on ``z`` computed once: CG applies one Hessian many times.
+    depend on ``z`` computed once: CG applies one Hessian many times. For CSR designs with
+    compiled row passes it also has ``.solve(g, inv_precond, rtol, maxiter)``, the whole
+    preconditioned CG loop on ``H p = -g`` compiled (:func:`bayesdrop.linalg.kernels.csr_pcg`).
 
     Examples
     --------

@@ -18,10 +18,12 @@ check the kernels against them).
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 
-__all__ = ["csr_noise_entries", "csr_hvp", "dense_hvp", "csr_hdiag", "dense_hdiag", "dense_hessian_block"]
+__all__ = ["csr_noise_entries", "csr_hvp", "csr_pcg", "dense_hvp", "csr_hdiag", "dense_hdiag", "dense_hessian_block"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -63,6 +65,60 @@ def csr_hvp(indptr, indices, xdata, gdata, fit_intercept, d_mm, d_ms, d_ss, diag
     if fit_intercept:
         out[D] = total_b
     return out
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _dot(a, b):
+    acc = 0.0
+    for i in range(a.shape[0]):
+        acc += a[i] * b[i]
+    return acc
+
+
+@numba.njit(cache=True, nogil=True)
+def csr_pcg(indptr, indices, xdata, gdata, fit_intercept, d_mm, d_ms, d_ss, diag, inv_precond,
+            g, rtol, maxiter):
+    """Preconditioned CG on ``H p = -g`` (``H`` applied by :func:`csr_hvp`, preconditioner
+    ``diag(inv_precond)``) until ``||H p + g|| <= rtol ||g||`` or ``maxiter`` products.
+
+    The same iteration as the Python loop of :func:`bayesdrop.solvers.newton._direction_cg`
+    without Python between the products, and without BLAS (numba's ``np.dot`` would call
+    scipy's BLAS, whose idle threads then compete with numpy's for the cores).
+    Returns ``(p, iterations)``.
+    """
+    n_p = g.shape[0]
+    p = np.zeros(n_p)
+    r = np.empty(n_p)
+    z = np.empty(n_p)
+    d = np.empty(n_p)
+    Hd = np.empty(n_p)
+    for i in range(n_p):
+        r[i] = -g[i]
+        z[i] = inv_precond[i] * r[i]
+        d[i] = z[i]
+    rz = _dot(r, z)
+    stop = rtol * math.sqrt(_dot(g, g))
+    k = 0
+    while k < maxiter:
+        k += 1
+        csr_hvp(indptr, indices, xdata, gdata, fit_intercept, d_mm, d_ms, d_ss, diag, d, Hd)
+        dHd = _dot(d, Hd)
+        if dHd <= 0.0:
+            break
+        alpha = rz / dHd
+        for i in range(n_p):
+            p[i] += alpha * d[i]
+            r[i] -= alpha * Hd[i]
+        if math.sqrt(_dot(r, r)) <= stop:
+            break
+        for i in range(n_p):
+            z[i] = inv_precond[i] * r[i]
+        rz_new = _dot(r, z)
+        beta = rz_new / rz
+        for i in range(n_p):
+            d[i] = z[i] + beta * d[i]
+        rz = rz_new
+    return p, k
 
 
 @numba.njit(cache=True, nogil=True)

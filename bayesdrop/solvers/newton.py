@@ -109,13 +109,15 @@ def _direction_cg(design, curv, g, rtol, maxiter):
     """Preconditioned CG on ``H p = -g`` to ``||H p + g|| <= rtol ||g||``."""
     diag = hess.hessian_diagonal(design, curv)
     inv_diag = 1.0 / np.maximum(diag, RIDGE * max(float(np.max(diag)), 1.0))
+    hvp = hess.hessian_operator(design, curv)
+    if hasattr(hvp, "solve"):  # the same loop, compiled
+        return hvp.solve(np.ascontiguousarray(g, dtype=np.float64), inv_diag, rtol, maxiter)
     p = np.zeros_like(g)
     r = -g.copy()
     z = inv_diag * r
     d = z.copy()
     rz = r @ z
     stop = rtol * np.linalg.norm(g)
-    hvp = hess.hessian_operator(design, curv)
     k = 0
     for k in range(1, maxiter + 1):
         Hd = hvp(d)
