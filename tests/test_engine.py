@@ -128,3 +128,32 @@ def test_importing_bayesdrop_imports_no_deprecated_module():
     import subprocess
 
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_single_blas_pool_limits_only_the_second_blas_build():
+    """numpy's BLAS keeps its threads; any other BLAS build runs on one thread inside the
+    block, and every pool is restored afterwards."""
+    import os
+
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from bayesdrop._threads import single_blas_pool
+
+    numpy_dir = os.path.dirname(np.__file__)
+    with threadpool_limits(2, user_api="blas"):
+        before = {i["filepath"]: i["num_threads"] for i in threadpool_info()
+                  if i["user_api"] == "blas"}
+        with single_blas_pool():
+            inside = {i["filepath"]: i["num_threads"] for i in threadpool_info()
+                      if i["user_api"] == "blas"}
+        after = {i["filepath"]: i["num_threads"] for i in threadpool_info()
+                 if i["user_api"] == "blas"}
+    assert after == before
+    ours = [p for p in before if p.startswith(numpy_dir)]
+    others = [p for p in before if not p.startswith(numpy_dir)]
+    for p in ours:
+        assert inside[p] == before[p]
+    if ours and others:  # pip wheels: numpy.libs and scipy.libs
+        assert all(inside[p] == 1 for p in others)
+    else:  # one shared BLAS: nothing is limited
+        assert inside == before

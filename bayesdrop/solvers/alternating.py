@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
 
+from .._threads import with_single_blas_pool
 from .._validation import as_float_design, check_random_state
 from ..model.latent import LatentDesign, latent_objective, noise_entries
 from ..model.noise import make_noise
@@ -52,6 +53,7 @@ class LatentResult(NamedTuple):
     entries: tuple
 
 
+@with_single_blas_pool
 def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_intercept=True,
                alpha0=None, theta0=None, random_state=None, max_iter=50, w_iter=100,
                alpha_iter=20, tol=1e-6, init_scale=2.0, clean_start=5):

@@ -27,6 +27,7 @@ import time
 import numba
 import numpy as np
 
+from .._threads import with_single_blas_pool
 from ..model.losses import HingeLoss
 from .result import SolverResult
 
@@ -194,6 +195,7 @@ def _certify(problem, theta, history, it, start):
                         "dual", it, "cholesky")
 
 
+@with_single_blas_pool
 def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO_TOL,
         smo_max_iter=None):
     """Minimise the zero-noise hinge ``J`` by SMO on the dual plus the exact polish.

@@ -36,6 +36,7 @@ import numpy as np
 import scipy.linalg as sla
 from sklearn.exceptions import ConvergenceWarning
 
+from .._threads import with_single_blas_pool
 from .._validation import check_scalar
 from ..linalg import wls
 from .result import SolverResult
@@ -312,6 +313,7 @@ def _mm_step(problem, state, accelerate, kw):
     return IRLSState(theta2, J2), IRLSInfo(3, False, info)
 
 
+@with_single_blas_pool
 def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, polish=True,
         linalg="auto", cg_tol=None, warn=True):
     """Run IRLS to convergence.
@@ -407,6 +409,7 @@ def _rows_map(rows, theta):
     return J, sla.cho_solve((L, True), r, check_finite=False)
 
 
+@with_single_blas_pool
 def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, warn=True):
     """IRLS through a row back-end (:mod:`bayesdrop.linalg.backend`): one pass per map.
 

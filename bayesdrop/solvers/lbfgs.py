@@ -9,9 +9,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 
+from .._threads import with_single_blas_pool
+
 __all__ = ["minimize_lbfgs"]
 
 
+@with_single_blas_pool
 def minimize_lbfgs(fun, theta0, tol, max_iter, scale):
     """Minimise ``fun(theta) -> (value, grad)`` by L-BFGS-B; return the scipy result.
 

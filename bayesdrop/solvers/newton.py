@@ -32,6 +32,7 @@ import numpy as np
 import scipy.linalg as sla
 from sklearn.exceptions import ConvergenceWarning
 
+from .._threads import with_single_blas_pool
 from .._validation import check_scalar
 from ..linalg import hessian as hess
 from ..linalg.wls import MAX_CHOLESKY_PARAMS
@@ -144,17 +145,23 @@ def _irls_start(problem, linalg):
     return theta if problem.objective(theta) <= problem.objective(zero) else zero
 
 
-#: ``compiled="auto"`` runs the compiled dense loop up to this many entries ``N x D``;
-#: above it the Gram products dominate and numpy's threaded BLAS calls are faster
-#: (measured: breast cancer 569 x 30 twice as fast compiled, 10000 x 50 1.6x slower)
+#: ``compiled="auto"`` runs the compiled dense loop up to this many entries ``N x D``, or
+#: for at most :data:`MAX_COMPILED_PARAMS` parameters at any ``N``. Beyond both the
+#: Hessian's Gram products dominate and numpy's threaded BLAS is faster than the compiled
+#: loop's (scipy's BLAS, one thread under :func:`bayesdrop._threads.single_blas_pool`).
+#: Measured on 2 cores: breast cancer 569 x 30 twice as fast compiled; 5e4 x 20 1.4-1.9x
+#: and 1e6 x 20 1.25x faster compiled; 1e4 x 50 equal; 2.5e5 x 64 0.75-1.2x.
 MAX_COMPILED_ENTRIES = 100_000
+#: see :data:`MAX_COMPILED_ENTRIES`
+MAX_COMPILED_PARAMS = 32
 
 
 def _dense_arrays(design, compiled="auto"):
     """``(X, M, scale)`` for the compiled dense loop, or None."""
     if design.sparse:
         return None
-    if compiled == "auto" and design.n_samples * design.n_features > MAX_COMPILED_ENTRIES:
+    if (compiled == "auto" and design.n_samples * design.n_features > MAX_COMPILED_ENTRIES
+            and design.n_params > MAX_COMPILED_PARAMS):
         return None
     compiled = design.row_kernel_arrays()
     if compiled is not None:
@@ -191,6 +198,7 @@ def _result(theta, history, it, converged, g, start, n_evals, linalg, warn, max_
                         "newton", n_evals, linalg)
 
 
+@with_single_blas_pool
 def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=True,
         cg_maxiter=None, compiled="auto"):
     """Minimise ``J`` by Newton's method with a backtracking line search.
@@ -218,7 +226,8 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     compiled : {"auto", True, False}
         With ``linalg="cholesky"`` and a dense design, run the whole loop compiled
         (:mod:`bayesdrop.solvers._newton_dense`: the same steps without Python between
-        them). ``"auto"``: up to :data:`MAX_COMPILED_ENTRIES` entries in ``X``.
+        them). ``"auto"``: up to :data:`MAX_COMPILED_ENTRIES` entries in ``X`` or up to
+        :data:`MAX_COMPILED_PARAMS` parameters.
 
     Returns
     -------
@@ -349,6 +358,7 @@ def _cholesky_direction(H, g):
     return -sla.cho_solve(c, g, check_finite=False)
 
 
+@with_single_blas_pool
 def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=100, warn=True):
     """Newton's method through a row back-end: one pass over the data per step.
 
