@@ -8,19 +8,24 @@ from scipy.special import expit
 from sklearn.datasets import load_iris, make_moons
 
 from bayesdrop import (
+    Dropout,
     DropoutLatentLogisticRegression,
     DropoutLatentSVC,
     DropoutLogisticRegression,
     DropoutSVC,
-    Dropout,
     HingeLoss,
     LogisticLoss,
     NoNoise,
     Problem,
     diagnostics,
 )
-from bayesdrop.solvers import irls
-from bayesdrop.model.latent import LatentDesign, latent_objective, noise_entries
+from bayesdrop.model.latent import (
+    LatentDesign,
+    latent_gradients,
+    latent_objective,
+    noise_entries,
+)
+from bayesdrop.solvers import alternating, irls, lbfgs
 from bayesdrop.solvers.alternating import fit_latent
 
 
@@ -52,6 +57,75 @@ def test_alpha_gradient_matches_finite_differences(loss, sparse):
             jm, _ = latent_objective(X, entries, y, loss, theta, a, 0.7)
             num[i, k] = (jp - jm) / (2 * h)
     assert np.max(np.abs(num - grad)) <= 1e-6 * np.max(np.abs(grad))
+
+
+@pytest.mark.parametrize("loss", [HingeLoss(0.7), LogisticLoss(1.3)], ids=repr)
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("intercept", [True, False])
+def test_theta_gradient_matches_explicit_J(loss, sparse, intercept):
+    """dJ/d(w, b) of latent_gradients against central differences of the explicit
+    per-example J (independent code); its J and alpha-gradient equal latent_objective's."""
+    X, y = _data(sparse, seed=2)
+    entries = noise_entries(X, Dropout(0.3))
+    v = 0.3 / 0.7 * (X.toarray() if sparse else X) ** 2
+    rng = np.random.default_rng(3)
+    alpha, theta = rng.normal(size=(6, 4)), rng.normal(size=5 if intercept else 4)
+    J, g_theta, g_alpha = latent_gradients(X, entries, y, loss, theta, alpha, 0.7, intercept)
+    J_ref, g_alpha_ref = latent_objective(X, entries, y, loss, theta, alpha, 0.7, intercept)
+    assert J == J_ref and np.array_equal(g_alpha, g_alpha_ref)
+
+    def explicit(t):
+        full = t if intercept else np.append(t, 0.0)
+        return _explicit_J(X, v, y, loss, full, alpha) + 0.7 * np.sum(alpha[:-1] ** 2)
+
+    assert explicit(theta) == pytest.approx(J, rel=1e-12)
+    h = 1e-6
+    num = np.array([(explicit(theta + h * e) - explicit(theta - h * e)) / (2 * h)
+                    for e in np.eye(theta.size)])
+    np.testing.assert_allclose(g_theta, num, rtol=1e-6, atol=1e-6 * np.max(np.abs(num)))
+
+
+@pytest.mark.parametrize("loss", [HingeLoss(0.7), LogisticLoss(1.3)], ids=repr)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_joint_lbfgs_reaches_a_stationary_point_as_low_as_the_alternation(loss, sparse):
+    """L-BFGS in all parameters: monotone history, a stationary point of J (gradient
+    small against its start), and J no higher than the alternating solver's (+0.1%)."""
+    X, y = make_moons(120, noise=0.15, random_state=4)
+    X = np.hstack([X, np.zeros((120, 1))])  # an all-zero feature (no noise there)
+    if sparse:
+        X = sp.csr_matrix(X)
+    kw = dict(n_hidden=6, alpha_penalty=0.05, random_state=0, tol=1e-9)
+    yb = np.where(y == 1, 1.0, -1.0)
+    res = lbfgs.fit_latent(X, yb, loss, Dropout(0.2), max_iter=20_000, **kw)
+    alt = alternating.fit_latent(X, yb, loss, Dropout(0.2), max_iter=300, **kw)
+    assert res.converged
+    assert np.all(np.diff(res.objective) <= 0.0)
+    J, g_theta, g_alpha = latent_gradients(X, res.entries, yb, loss, res.theta, res.alpha,
+                                           0.05)
+    assert J == pytest.approx(res.objective[-1], rel=1e-12)
+    _, g0_theta, g0_alpha = latent_gradients(
+        X, res.entries, yb, loss, np.zeros_like(res.theta), res.alpha, 0.05)
+    g_norm = np.linalg.norm(np.r_[g_theta, g_alpha.ravel()])
+    assert g_norm <= 1e-3 * np.linalg.norm(np.r_[g0_theta, g0_alpha.ravel()])
+    assert res.objective[-1] <= alt.objective[-1] * (1 + 1e-3)
+
+
+def test_latent_solver_choice():
+    """auto: L-BFGS where J is smooth, else the alternation; lbfgs refused where J has
+    kinks; both reach a good fit."""
+    X, y = make_moons(100, noise=0.1, random_state=0)
+    kw = dict(n_hidden=6, random_state=0)
+    auto = DropoutLatentSVC(noise_level=0.1, **kw).fit(X, y)
+    alt = DropoutLatentSVC(noise_level=0.1, solver="alternating", **kw).fit(X, y)
+    assert auto.n_iter_[0] > alt.n_iter_[0]  # L-BFGS iterations, not alternations
+    assert auto.score(X, y) > 0.95 and alt.score(X, y) > 0.95
+    assert auto.objective_[0][-1] <= alt.objective_[0][-1] * (1 + 1e-3)
+    clean = DropoutLatentSVC(noise="none", **kw).fit(X, y)  # zero noise: alternating
+    assert clean.n_iter_[0] <= 50
+    with pytest.raises(ValueError, match="smooth J"):
+        DropoutLatentSVC(noise="none", solver="lbfgs").fit(X, y)
+    with pytest.raises(ValueError, match="solver must be"):
+        DropoutLatentLogisticRegression(solver="newton").fit(X, y)
 
 
 def _explicit_J(X, v, y, loss, theta, alpha):

@@ -1,8 +1,9 @@
 """scikit-learn estimators of the one-hidden-layer (latent) models.
 
 Thin layers over the one-vs-rest engine (:mod:`bayesdrop.estimators._base`); each binary
-problem is fitted by the alternating solver :func:`bayesdrop.solvers.alternating.fit_latent`
-on the latent design of :mod:`bayesdrop.model.latent`.
+problem is fitted by L-BFGS in all parameters (:func:`bayesdrop.solvers.lbfgs.fit_latent`)
+or by the alternating solver (:func:`bayesdrop.solvers.alternating.fit_latent`) on the
+latent design of :mod:`bayesdrop.model.latent`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..model.losses import HingeLoss, LogisticLoss
 from ..model.noise import make_noise
 from ..model.problem import Problem, drop_zero_weights
 from ..posterior import sigmoid_proba
+from ..solvers import lbfgs
 from ..solvers.alternating import fit_latent
 from ._base import BinaryFit
 from .linear import _NOISE_DOC, _DropoutClassifier
@@ -28,14 +30,22 @@ _LATENT_DOC = """
         Number ``K`` of sigmoid hidden units (per one-vs-rest problem).
     alpha_penalty : float, default=0.01
         Weight of ``||alpha||_F^2`` (hidden weights; hidden biases are not penalised).
-    max_iter : int, default=50
-        Alternations of the ``w``-step (IRLS) and the ``alpha``-step (L-BFGS).
+    solver : {{"auto", "lbfgs", "alternating"}}, default="auto"
+        The optimiser. ``"lbfgs"``: L-BFGS-B in all parameters at once
+        (:func:`bayesdrop.solvers.lbfgs.fit_latent`; ``J`` must be smooth: the logistic
+        loss, or the hinge loss under noise). ``"alternating"``: IRLS ``w``-steps and
+        L-BFGS ``alpha``-steps in turn (:func:`bayesdrop.solvers.alternating.fit_latent`).
+        ``"auto"``: ``"lbfgs"`` where it applies (measured on digits: 2.4-4x faster, to
+        as low or a lower ``J``), else ``"alternating"``.
+    max_iter : int or None, default=None
+        L-BFGS iterations (default 5000), or alternations (default 50).
     w_iter : int, default=100
-        IRLS iterations per ``w``-step.
+        IRLS iterations per ``w``-step (the alternation; the first ``w``-step of L-BFGS).
     alpha_iter : int, default=20
-        L-BFGS iterations per ``alpha``-step.
+        L-BFGS iterations per ``alpha``-step (the alternation).
     tol : float, default=1e-6
-        Stop when an alternation lowers ``J`` by less than ``tol * max(|J|, 1)``.
+        Stop when an alternation, or 20 L-BFGS iterations, lower ``J`` by less than
+        ``tol * max(|J|, 1)``.
     fit_intercept : bool, default=True
     random_state : None, int or numpy.random.Generator
         Initial hidden weights ``N(0, 1/D)``.
@@ -45,14 +55,31 @@ _LATENT_DOC = """
 class _DropoutLatentClassifier(_DropoutClassifier):
     """Shared code of the one-hidden-layer classifiers (:mod:`bayesdrop.model.latent`)."""
 
-    solver = "irls"
     linalg = "cholesky"
+
+    def _solvers(self):
+        """The output layer given the hidden layer (posterior mode) is fitted by IRLS."""
+        return "irls", "cholesky"
+
+    def _latent_solver(self, noise):
+        """``"lbfgs"`` or ``"alternating"`` (see the ``solver`` parameter)."""
+        if self.solver not in ("auto", "lbfgs", "alternating"):
+            raise ValueError("solver must be 'auto', 'lbfgs' or 'alternating', got "
+                             f"{self.solver!r}")
+        smooth = self._make_loss().smooth or noise.level > 0
+        if self.solver == "lbfgs" and not smooth:
+            raise ValueError("solver='lbfgs' needs a smooth J: the logistic loss, or the "
+                             "hinge loss under noise; use solver='alternating'")
+        if self.solver == "auto":
+            return "lbfgs" if smooth else "alternating"
+        return self.solver
 
     def _check_params(self):
         check_scalar(self.C, "C", min_val=0.0, include_min=False)
         check_scalar(self.n_hidden, "n_hidden", min_val=1, integer=True)
         check_scalar(self.alpha_penalty, "alpha_penalty", min_val=0.0)
-        check_scalar(self.max_iter, "max_iter", min_val=1, integer=True)
+        if self.max_iter is not None:
+            check_scalar(self.max_iter, "max_iter", min_val=1, integer=True)
         check_scalar(self.w_iter, "w_iter", min_val=1, integer=True)
         check_scalar(self.alpha_iter, "alpha_iter", min_val=1, integer=True)
         check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
@@ -65,12 +92,19 @@ class _DropoutLatentClassifier(_DropoutClassifier):
         rng = check_random_state(self.random_state)
         K = self.n_hidden
 
+        solver = self._latent_solver(noise)
+
         def fit_binary(k, yk, start):
             y = loss.check_target(yk, X.shape[0])
-            res = fit_latent(X, y, loss, noise, n_hidden=K, alpha_penalty=self.alpha_penalty,
-                             fit_intercept=self.fit_intercept, random_state=rng,
-                             max_iter=self.max_iter, w_iter=self.w_iter,
-                             alpha_iter=self.alpha_iter, tol=self.tol)
+            kw = {"n_hidden": K, "alpha_penalty": self.alpha_penalty,
+                  "fit_intercept": self.fit_intercept, "random_state": rng,
+                  "w_iter": self.w_iter, "tol": self.tol}
+            if solver == "lbfgs":
+                res = lbfgs.fit_latent(X, y, loss, noise, max_iter=self.max_iter or 5000,
+                                       **kw)
+            else:
+                res = fit_latent(X, y, loss, noise, max_iter=self.max_iter or 50,
+                                 alpha_iter=self.alpha_iter, **kw)
             intercept = res.theta[K] if self.fit_intercept else 0.0
             return BinaryFit(res.theta[:K], intercept, res.n_iter, res.converged,
                              res.objective, {"hidden_weights_": res.alpha[:-1],
@@ -154,7 +188,8 @@ class DropoutLatentSVC(_DropoutLatentClassifier):
 
         J = ||w||^2 + alpha_penalty ||alpha||_F^2 + C sum_n (E zeta_n + sqrt(E zeta_n^2))
 
-    by alternating IRLS in ``(w, b)`` and L-BFGS in ``alpha`` (:mod:`bayesdrop.model.latent`).
+    by L-BFGS in all parameters under noise, or by alternating IRLS in ``(w, b)`` and
+    L-BFGS in ``alpha`` (``solver``; :mod:`bayesdrop.model.latent`).
 
     Parameters
     ----------
@@ -180,14 +215,15 @@ class DropoutLatentSVC(_DropoutLatentClassifier):
     """
 
     def __init__(self, C=1.0, *, noise="dropout", noise_level=None, margin=1.0,
-                 n_hidden=20, alpha_penalty=0.01, max_iter=50, w_iter=100, alpha_iter=20,
-                 tol=1e-6, fit_intercept=True, random_state=None):
+                 n_hidden=20, alpha_penalty=0.01, solver="auto", max_iter=None, w_iter=100,
+                 alpha_iter=20, tol=1e-6, fit_intercept=True, random_state=None):
         self.C = C
         self.noise = noise
         self.noise_level = noise_level
         self.margin = margin
         self.n_hidden = n_hidden
         self.alpha_penalty = alpha_penalty
+        self.solver = solver
         self.max_iter = max_iter
         self.w_iter = w_iter
         self.alpha_iter = alpha_iter
@@ -222,13 +258,14 @@ class DropoutLatentLogisticRegression(_DropoutLatentClassifier):
     """
 
     def __init__(self, C=1.0, *, noise="dropout", noise_level=None, n_hidden=20,
-                 alpha_penalty=0.01, max_iter=50, w_iter=100, alpha_iter=20, tol=1e-6,
-                 fit_intercept=True, random_state=None):
+                 alpha_penalty=0.01, solver="auto", max_iter=None, w_iter=100, alpha_iter=20,
+                 tol=1e-6, fit_intercept=True, random_state=None):
         self.C = C
         self.noise = noise
         self.noise_level = noise_level
         self.n_hidden = n_hidden
         self.alpha_penalty = alpha_penalty
+        self.solver = solver
         self.max_iter = max_iter
         self.w_iter = w_iter
         self.alpha_iter = alpha_iter

@@ -23,7 +23,7 @@ from ..model.noise import make_noise
 from ..model.problem import Problem
 from . import irls
 
-__all__ = ["LatentResult", "fit_latent"]
+__all__ = ["LatentResult", "fit_latent", "initial_alpha"]
 
 
 class LatentResult(NamedTuple):
@@ -51,6 +51,21 @@ class LatentResult(NamedTuple):
     converged: bool
     time: float
     entries: tuple
+
+
+def initial_alpha(X, loss, n_hidden, rng, init_scale=2.0, alpha0=None):
+    """The starting hidden layer: ``alpha0``, or ``N(0, (init_scale / rms)^2)`` weights with
+    ``rms`` the root mean square of ``||x_n||`` (weighted as the loss weighs the examples)
+    and zero biases -- pre-activations with sd about ``init_scale``, hidden features that
+    vary (a near-constant layer makes ``w = 0`` a stationary point)."""
+    if alpha0 is not None:
+        return np.array(alpha0, dtype=float)
+    d = X.shape[1]
+    sq = X.multiply(X).sum(axis=1) if sp.issparse(X) else np.sum(X * X, axis=1)
+    rms = float(np.sqrt(np.average(np.asarray(sq).ravel(), weights=loss.weights))) or 1.0
+    alpha = np.zeros((d + 1, n_hidden))
+    alpha[:-1] = rng.normal(scale=init_scale / rms, size=(d, n_hidden))
+    return alpha
 
 
 @with_single_blas_pool
@@ -107,18 +122,8 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
     X = as_float_design(X)
     noise = make_noise(noise) if not hasattr(noise, "variance") else noise
     entries = noise_entries(X, noise)
-    n, d = X.shape
     rng = check_random_state(random_state)
-    if alpha0 is None:
-        # pre-activations with sd about init_scale: hidden features that vary
-        # (a near-constant layer makes w = 0 a stationary point of the alternation)
-        sq = X.multiply(X).sum(axis=1) if sp.issparse(X) else np.sum(X * X, axis=1)
-        # (weighted as the loss weighs the examples, so that weights == copies)
-        rms = float(np.sqrt(np.average(np.asarray(sq).ravel(), weights=loss.weights))) or 1.0
-        alpha = np.zeros((d + 1, n_hidden))
-        alpha[:-1] = rng.normal(scale=init_scale / rms, size=(d, n_hidden))
-    else:
-        alpha = np.array(alpha0, dtype=float)
+    alpha = initial_alpha(X, loss, n_hidden, rng, init_scale, alpha0)
     theta = theta0
     start = time.perf_counter()
     if clean_start and alpha0 is None and entries[2].size:

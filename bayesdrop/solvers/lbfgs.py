@@ -1,17 +1,26 @@
 """L-BFGS-B on a smooth objective, with scikit-learn's scaling of the tolerance.
 
 Used by the baselines whose objectives are smooth but not of the augmented form (MCF,
-Wager's penalty, t-logistic regression) and by the latent ``alpha``-step.
+Wager's penalty, t-logistic regression), by the latent ``alpha``-step of the alternation,
+and (:func:`fit_latent`) for the latent objective in all its parameters at once.
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 from scipy.optimize import minimize
 
 from .._threads import with_single_blas_pool
+from .._validation import as_float_design, check_random_state
+from ..model.latent import LatentDesign, latent_gradients, noise_entries
+from ..model.noise import make_noise
+from ..model.problem import Problem
+from . import irls
+from .alternating import LatentResult, initial_alpha
 
-__all__ = ["minimize_lbfgs"]
+__all__ = ["LATENT_WINDOW", "fit_latent", "minimize_lbfgs"]
 
 
 @with_single_blas_pool
@@ -39,3 +48,113 @@ def minimize_lbfgs(fun, theta0, tol, max_iter, scale):
                             "ftol": 64 * np.finfo(float).eps, "maxcor": 20, "maxls": 50})
     res.fun = float(res.fun) * scale
     return res
+
+
+#: L-BFGS iterations per window of :func:`fit_latent`'s stopping rule (about the work of
+#: one alternation of :func:`bayesdrop.solvers.alternating.fit_latent`)
+LATENT_WINDOW = 20
+
+
+@with_single_blas_pool
+def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_intercept=True,
+               alpha0=None, theta0=None, random_state=None, max_iter=5000, tol=1e-6,
+               init_scale=2.0, w_iter=100, clean_start=5):
+    """The latent (one-hidden-layer) objective by L-BFGS-B in all parameters at once.
+
+    ``J(w, b, alpha)`` (MATH.md section 6) is smooth wherever every score variance is
+    positive -- the logistic loss always, the hinge loss under noise -- and L-BFGS moves
+    the output weights and the hidden layer together, with the analytic gradients of
+    :func:`bayesdrop.model.latent.latent_gradients` (five ``N x D x K`` products per
+    evaluation). It starts from the hidden layer of
+    :func:`bayesdrop.solvers.alternating.initial_alpha` and the output weights of one
+    IRLS ``w``-step on it (or ``theta0``; see also ``clean_start``), and stops when the last
+    :data:`LATENT_WINDOW` iterations lowered ``J`` by less than ``tol * max(|J|, 1)`` in
+    total (or after ``max_iter`` iterations).
+
+    Parameters
+    ----------
+    X, y, loss, noise, n_hidden, alpha_penalty, fit_intercept, alpha0, theta0,
+    random_state, init_scale
+        As for :func:`bayesdrop.solvers.alternating.fit_latent`.
+    max_iter : int
+        L-BFGS iterations.
+    tol : float
+    w_iter : int
+        IRLS iterations of the starting ``w``-step.
+    clean_start : int
+        With noise and neither ``alpha0`` nor ``theta0``: start from this many
+        alternations on clean data, as :func:`bayesdrop.solvers.alternating.fit_latent`
+        does (from a random hidden layer under noise the first ``w``-step can give
+        ``w = 0``, a stationary point for the hinge loss).
+
+    Returns
+    -------
+    bayesdrop.solvers.alternating.LatentResult
+        ``objective`` holds ``J`` at the start and after every iteration (non-increasing).
+
+    Examples
+    --------
+    >>> from bayesdrop import LogisticLoss, Dropout
+    >>> from bayesdrop.solvers import alternating
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(120, 2)); y = np.sign(X[:, 0] * X[:, 1])  # XOR-like
+    >>> kw = dict(n_hidden=4, alpha_penalty=0.1, random_state=0)
+    >>> res = fit_latent(X, y, LogisticLoss(1.0), Dropout(0.1), **kw)
+    >>> bool(np.all(np.diff(res.objective) <= 0)), res.converged
+    (True, True)
+    >>> alt = alternating.fit_latent(X, y, LogisticLoss(1.0), Dropout(0.1), **kw)
+    >>> bool(res.objective[-1] <= alt.objective[-1] * (1 + 1e-3))  # as low a J
+    True
+    """
+    X = as_float_design(X)
+    noise = make_noise(noise) if not hasattr(noise, "variance") else noise
+    entries = noise_entries(X, noise)
+    rng = check_random_state(random_state)
+    alpha = initial_alpha(X, loss, n_hidden, rng, init_scale, alpha0)
+    start = time.perf_counter()
+    if clean_start and alpha0 is None and theta0 is None and entries[2].size:
+        # as in the alternation: from a random hidden layer under noise the first w-step
+        # can give w = 0 (for the hinge loss a stationary point); start from a few
+        # alternations on clean data
+        from .alternating import fit_latent as alternate
+
+        pre = alternate(X, y, loss, make_noise("none"), n_hidden=n_hidden,
+                        alpha_penalty=alpha_penalty, fit_intercept=fit_intercept,
+                        alpha0=alpha, max_iter=clean_start, w_iter=w_iter, tol=tol,
+                        clean_start=0)
+        alpha, theta0 = pre.alpha, pre.theta
+    if theta0 is None:
+        problem = Problem(LatentDesign(X, entries, alpha, fit_intercept), loss, y)
+        theta0 = irls.fit(problem, None, tol=1e-10, max_iter=w_iter, warn=False).theta
+    theta0 = np.asarray(theta0, dtype=float)
+    n_theta = theta0.shape[0]
+    shape = alpha.shape
+    pen = float(alpha_penalty)
+
+    def fun(z):
+        J, g_theta, g_alpha = latent_gradients(X, entries, y, loss, z[:n_theta],
+                                               z[n_theta:].reshape(shape), pen,
+                                               fit_intercept)
+        return J, np.concatenate([g_theta, g_alpha.ravel()])
+
+    z0 = np.concatenate([theta0, alpha.ravel()])
+    history = [fun(z0)[0]]
+    state = {"converged": False}
+
+    def callback(intermediate_result):
+        history.append(float(intermediate_result.fun))
+        if len(history) > LATENT_WINDOW:
+            J = history[-1]
+            if history[-1 - LATENT_WINDOW] - J <= tol * max(abs(J), 1.0):
+                state["converged"] = True
+                raise StopIteration
+
+    res = minimize(fun, z0, jac=True, method="L-BFGS-B", callback=callback,
+                   options={"maxiter": int(max_iter), "ftol": 64 * np.finfo(float).eps,
+                            "gtol": 0.0, "maxcor": 20, "maxls": 50})
+    converged = state["converged"] or bool(res.success)
+    z = res.x
+    return LatentResult(theta=z[:n_theta].copy(), alpha=z[n_theta:].reshape(shape).copy(),
+                        objective=np.array(history), n_iter=int(res.nit),
+                        converged=converged, time=time.perf_counter() - start,
+                        entries=entries)
