@@ -133,8 +133,12 @@ def _equality_qp(design, on_kink, target, slope):
     g = -design.rmatvec(np.where(on_kink, 0.0, slope))
     g_w = g[: design.n_features]
     XE = design.X[idx]
-    G = XE @ XE.T
-    G = (G.toarray() if hasattr(G, "toarray") else np.asarray(G)) / 2.0
+    full = getattr(design, "_row_gram", None)  # X X^T, if the dual solver formed it
+    if full is not None:
+        G = full[np.ix_(idx, idx)] / 2.0
+    else:
+        G = XE @ XE.T
+        G = (G.toarray() if hasattr(G, "toarray") else np.asarray(G)) / 2.0
     rhs = target[idx] - np.asarray(XE @ g_w).ravel() / 2.0
     k = idx.size
     if design.fit_intercept:
@@ -150,7 +154,7 @@ def _equality_qp(design, on_kink, target, slope):
     return theta, beta
 
 
-def active_set_polish(problem, theta):
+def active_set_polish(problem, theta, on_kink=None):
     """Exact minimiser of a piecewise linear-quadratic ``J`` from the IRLS active set.
 
     At zero noise the hinge and epsilon-insensitive terms are piecewise linear in the
@@ -183,7 +187,10 @@ def active_set_polish(problem, theta):
     dist = np.abs(m[:, None] - pos)
     kink_j = np.argmin(dist, axis=1)
     d_min = dist[rows, kink_j]
-    on_kink = d_min <= POLISH_TAU * scale
+    if on_kink is None:
+        on_kink = d_min <= POLISH_TAU * scale
+    else:  # a start set given (the dual's free support vectors)
+        on_kink = np.array(on_kink, dtype=bool, copy=True)
     if np.count_nonzero(on_kink) > design.n_params:  # keep the closest n_params
         on_kink[:] = False
         on_kink[np.argsort(d_min)[: design.n_params]] = True
