@@ -236,7 +236,7 @@ def _log_target(code, p0, p1, D, y, sw, theta, m, s):
     for d in range(D):
         total += theta[d] * theta[d]
     for i in range(m.shape[0]):
-        total += sw[i] * _term(code, p0, p1, m[i], s[i], y[i], False)[0]
+        total += sw[i] * _term(code, p0, p1, m[i], s[i], y[i], 0)[0]
     return -total
 
 

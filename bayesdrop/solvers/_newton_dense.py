@@ -61,7 +61,9 @@ def _root_terms(a, s, C):
 
 @numba.njit(cache=True, nogil=True)
 def _term(code, p0, p1, m, s, y, derivs):
-    """Value of one example's term; with ``derivs`` the five derivatives as well."""
+    """One example's term: ``derivs`` 0 its value; 1 its first derivatives in ``(m, s)``;
+    2 the first and second ones (the value then only for the hinge, epsilon-insensitive
+    and squared losses: the callers take it from the objective pass)."""
     if code == 0:  # hinge: C (zeta + sqrt(zeta^2 + s)), zeta = l - y m
         zeta = p1 - y * m
         v, dm, ds, dmm, dms, dss = _root_terms(zeta, s, p0)
@@ -71,24 +73,29 @@ def _term(code, p0, p1, m, s, y, derivs):
     if code == 1:  # logistic, h = p0
         h = p0
         psi = math.sqrt(m * m + s)
-        denom = psi + abs(m)
-        excess = s / denom if denom > 0.0 else 0.0
-        value = h * (0.5 * excess + math.log1p(math.exp(-psi)) + max(-y * m, 0.0))
         if not derivs:
+            denom = psi + abs(m)
+            excess = s / denom if denom > 0.0 else 0.0
+            value = h * (0.5 * excess + math.log1p(math.exp(-psi)) + max(-y * m, 0.0))
             return value, 0.0, 0.0, 0.0, 0.0, 0.0
+        # derivatives only (the callers have the value): one tanh
+        th = math.tanh(0.5 * psi)
         if psi < _PSI_SERIES:
             lam = h / 4.0 * (1.0 - psi * psi / 12.0)
         else:
-            lam = h / (2.0 * psi) * math.tanh(0.5 * psi)
+            lam = h / (2.0 * psi) * th
+        if derivs == 1:
+            return 0.0, lam * m - 0.5 * h * y, 0.5 * lam, 0.0, 0.0, 0.0
         if psi < _KAPPA_SERIES:
             p2 = psi * psi
             kappa = 0.25 * h * (-1.0 / 6.0 + p2 / 30.0 - 17.0 * p2 * p2 / 3360.0)
         else:
-            x = 0.5 * psi
-            ch = math.cosh(x)
-            kappa = 0.5 * h * (0.5 / (ch * ch) / (psi * psi) - math.tanh(x) / (psi * psi * psi))
+            # 1 / cosh^2(psi/2) = (1 - th)(1 + th): its rounding error is below 1e-15 of
+            # kappa wherever the term matters
+            kappa = 0.5 * h * (0.5 * (1.0 - th) * (1.0 + th) / (psi * psi)
+                               - th / (psi * psi * psi))
         dmm = max(lam + m * m * kappa, 0.0)
-        return value, lam * m - 0.5 * h * y, 0.5 * lam, dmm, 0.5 * m * kappa, 0.25 * kappa
+        return 0.0, lam * m - 0.5 * h * y, 0.5 * lam, dmm, 0.5 * m * kappa, 0.25 * kappa
     if code == 2:  # epsilon-insensitive: C (sqrt(e+) + sqrt(e-) - 2 eps)
         r = y - m
         vp, dmp, dsp, dmmp, dmsp, dssp = _root_terms(r - p1, s, p0)
@@ -117,7 +124,7 @@ def _objective(code, p0, p1, X, M, scale, fi, y, sw, theta, m, s):
         si *= scale
         m[i] = mi
         s[i] = si
-        total += sw[i] * _term(code, p0, p1, mi, si, y[i], False)[0]
+        total += sw[i] * _term(code, p0, p1, mi, si, y[i], 0)[0]
     return total
 
 
@@ -159,7 +166,7 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     ``irls_start``: first move by one IRLS map (hinge and epsilon-insensitive losses from
     zero). Returns ``(theta, history, n_iter, status, grad)``; ``status`` 1 converged, 0 not,
     2 the line search could not decrease ``J`` (rounding level reached), -1 a non-finite
-    direction.
+    direction, -2 ``J`` not finite at ``theta0``.
     """
     n, D = X.shape
     p = D + (1 if fi else 0)
@@ -179,6 +186,9 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     Z = np.empty((2 * B, p))
     Y = np.empty((2 * B, p))
     J = _objective(code, p0, p1, X, M, scale, fi, y, sw, theta, m, s)
+    if not np.isfinite(J):
+        history[0] = J
+        return theta, history[:1], 0, -2, np.full(p, np.nan)
     if irls_start:
         # at w = 0 every score variance is 0 and the Hessian singular: start from one IRLS
         # map (it never raises J, MM)
@@ -202,7 +212,7 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
         it += 1
         # derivatives at theta (m, s are current)
         for i in range(n):
-            _, dm, ds, dmm, dms, dss = _term(code, p0, p1, m[i], s[i], y[i], True)
+            _, dm, ds, dmm, dms, dss = _term(code, p0, p1, m[i], s[i], y[i], 2)
             w = sw[i]
             d_m[i], d_s[i], d_mm[i], d_ms[i], d_ss[i] = w * dm, w * ds, w * dmm, w * dms, w * dss
         # gradient: Xbar^T d_m + (2 w + 2 scale (M^T d_s) w)
@@ -281,7 +291,7 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
             break
     # gradient at the final point
     for i in range(n):
-        _, dm, ds, _, _, _ = _term(code, p0, p1, m[i], s[i], y[i], True)
+        _, dm, ds, _, _, _ = _term(code, p0, p1, m[i], s[i], y[i], 1)
         d_m[i], d_s[i] = sw[i] * dm, sw[i] * ds
     g = _gradient(X, M, scale, fi, d_m, d_s, theta)
     return theta, history[: it + 1], it, status, g

@@ -91,6 +91,40 @@ def choose_linalg(design, linalg="auto"):
     return "cholesky" if design.n_params <= MAX_CHOLESKY_PARAMS else "cg"
 
 
+#: Newton from zeros on at least this many examples (a dense or sparse ``Design``) starts
+#: from the optimum of every :data:`SUBSAMPLE_STEP`-th example, each weighted
+#: ``SUBSAMPLE_STEP`` -- recursively, so 10^7 rows go through 1.25 x 10^6 and 1.6 x 10^5.
+#: From there one or two full steps remain (measured at 10^6 x 20: 5 steps -> 2, the
+#: starting point within 3e-5 of the optimal J).
+SUBSAMPLE_MIN_ROWS = 200_000
+#: see :data:`SUBSAMPLE_MIN_ROWS`
+SUBSAMPLE_STEP = 8
+
+
+def _subsample_applies(problem):
+    from ..model.design import Design
+
+    design = problem.design
+    return type(design) is Design and design.n_samples >= SUBSAMPLE_MIN_ROWS
+
+
+def _subsample(problem, step):
+    """Every ``step``-th example, its term of ``J`` weighted ``step`` times its weight."""
+    from ..model.design import Design
+    from ..model.noise import FeatureVariance
+    from ..model.problem import Problem
+
+    design, loss, y = problem
+    rows = slice(0, None, step)
+    X = design.X[rows]
+    V = design.variance
+    M = None if V.matrix is None else V.matrix[rows]
+    sub = Design(X, FeatureVariance(M, V.scale, X.shape), design.fit_intercept)
+    n = X.shape[0]
+    weights = np.full(n, float(step)) if loss.weights is None else step * loss.weights[rows]
+    return Problem(sub, loss.weighted(weights), y[rows])
+
+
 #: relative ridge added to a Hessian that is singular to working precision (the intercept
 #: direction when every example sits on a kink of its piecewise-linear term)
 RIDGE = 1e-10
@@ -184,6 +218,8 @@ def _fit_compiled(problem, theta, code, arrays, tol, max_iter, irls_start):
         np.ones(design.n_samples) if problem.loss.weights is None else problem.loss.weights,
         theta, float(tol), int(max_iter),
         ARMIJO, MIN_STEP, RIDGE, irls_start)
+    if status == -2:
+        raise FloatingPointError("J is not finite at the starting point")
     if status == -1:
         raise FloatingPointError("the Newton direction is not finite")
     return theta, history, it, status == 1, grad
@@ -210,7 +246,8 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     theta0 : ndarray of shape (n_params,), optional
         Starting point (warm start). By default zeros, or for the hinge and
         epsilon-insensitive losses one IRLS map from zero (at ``w = 0`` their terms sit on
-        their kinks, where ``H`` is singular).
+        their kinks, where ``H`` is singular); from :data:`SUBSAMPLE_MIN_ROWS` examples on,
+        the optimum of a subsample (``n_iter`` then counts the steps on all the data).
     tol : float > 0
         Stop after the step whose Newton decrement satisfies
         ``lambda^2 / 2 <= tol * max(|J|, 1)``.
@@ -269,6 +306,13 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
             compiled_run = code, arrays
         elif compiled is True:
             raise ValueError("compiled=True needs a dense design and a built-in loss")
+    sub_iter = 0
+    if theta0 is None and _subsample_applies(problem):
+        # many rows: start from the optimum of every SUBSAMPLE_STEP-th example (weighted
+        # SUBSAMPLE_STEP, the same J in expectation); Newton then needs 1-2 full steps
+        sub = fit(_subsample(problem, SUBSAMPLE_STEP), tol=tol, max_iter=max_iter,
+                  linalg=linalg, warn=False, cg_maxiter=cg_maxiter, compiled=compiled)
+        theta0, sub_iter = sub.theta, sub.n_iter
     if theta0 is None:
         theta = np.zeros(p_dim)
         if not loss.smooth and compiled_run is None:
@@ -282,8 +326,6 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         raise ValueError(f"theta0 must have shape ({p_dim},), got {theta.shape}")
     if compiled_run is not None:
         code, arrays = compiled_run
-        if not np.isfinite(problem.objective(theta)):
-            raise FloatingPointError("J is not finite at the starting point")
         irls_start = theta0 is None and not loss.smooth
         theta, history, it, converged, g = _fit_compiled(problem, theta, code, arrays,
                                                          tol, max_iter, irls_start)
