@@ -19,6 +19,7 @@ from bayesdrop import (AdditiveGaussian, DropoutLogisticRegression, DropoutSVC, 
                        Dropout, EpsilonInsensitiveLoss, HingeLoss, LogisticLoss, NoNoise,
                        Poisson, Problem, SquaredLoss)
 from bayesdrop.linalg import hessian
+from bayesdrop.model.problem import subsample_rows
 from bayesdrop.solvers import fit_problem, irls, newton
 
 from .conftest import sparse_counts
@@ -381,7 +382,7 @@ def test_subsample_start_reaches_the_same_optimum(kind, loss_name, noise, monkey
     y = np.tile(y, 4)
     w = np.random.default_rng(12).uniform(0.5, 2.0, size=y.size)
     problem = Problem.create(X, y, LOSSES[loss_name](), NOISES[noise](), True, w)
-    sub = newton._subsample(problem, 8)
+    sub = subsample_rows(problem, 8)
     ref_sub = Problem.create(X[::8], y[::8], LOSSES[loss_name](), NOISES[noise](), True,
                              8 * w[::8])
     theta = np.random.default_rng(13).normal(size=problem.design.n_params)

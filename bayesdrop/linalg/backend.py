@@ -203,6 +203,12 @@ class RowBackend(ABC):
     def reduce(self, statistic, *args):
         """``sum over blocks b of statistic(block_problem_b, b, *args)``, in block order."""
 
+    @abstractmethod
+    def subsample(self, step):
+        """A back-end over every ``step``-th row (of each block), weighted ``step``
+        (:func:`bayesdrop.model.problem.subsample_rows`): Newton's starting point on tall
+        data. Its passes are passes over the same blocks."""
+
     def penalty_mask(self):
         """Diagonal of ``I'`` (1 for weights, 0 for the intercept)."""
         mask = np.ones(self.n_params)
@@ -297,3 +303,8 @@ class InMemoryRows(RowBackend):
         """``statistic(problem, 0, *args)`` (one block; counted as one pass)."""
         self.n_passes += 1
         return statistic(self.problem, 0, *args)
+
+    def subsample(self, step):
+        from ..model.problem import subsample_rows
+
+        return InMemoryRows(subsample_rows(self.problem, step))

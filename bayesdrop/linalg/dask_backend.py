@@ -117,6 +117,7 @@ class _Spec:
         self.loss, self.noise, self.fit_intercept = loss, noise, fit_intercept
         self.positive, self.class_weight = positive, class_weight
         self.labels = None if labels is None else np.asarray(labels)
+        self.step = 1  # > 1: every step-th row of the chunk, weighted step (subsample)
 
     def problem(self, Xc, yc, wc, block, offset):
         from .._validation import check_sample_weight
@@ -150,8 +151,13 @@ class _Spec:
                 weights = per if weights is None else weights * per
             if self.positive is not None:
                 yc = np.where(yc == self.positive, 1.0, -1.0)
-            return Problem.create(Xc, yc, self.loss, self.noise, self.fit_intercept,
-                                  sample_weight=weights)
+            problem = Problem.create(Xc, yc, self.loss, self.noise, self.fit_intercept,
+                                     sample_weight=weights)
+            if self.step > 1:
+                from ..model.problem import subsample_rows
+
+                problem = subsample_rows(problem, self.step)
+            return problem
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
 
@@ -309,6 +315,36 @@ class DaskRows(RowBackend):
         twin.n_passes = 0
         return twin
 
+    def subsample(self, step):
+        """This back-end on every ``step``-th row of each chunk, weighted ``step``: the
+        same persisted chunks, sliced inside the tasks (no new arrays); its passes count
+        into this back-end's :attr:`n_passes`.
+
+        Examples
+        --------
+        >>> import dask.array as da
+        >>> from bayesdrop import LogisticLoss, Dropout, Problem
+        >>> from bayesdrop.model.problem import subsample_rows
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(100, 2)); y = np.where(X[:, 0] > 0, 1.0, -1.0)
+        >>> rows = DaskRows(da.from_array(X, chunks=(50, 2)), y, LogisticLoss(), Dropout(0.2))
+        >>> sub = rows.subsample(5)  # chunk rows 0, 5, ..., 45 of each chunk of 50
+        >>> ref = subsample_rows(Problem.create(X, y, LogisticLoss(), Dropout(0.2)), 5)
+        >>> theta = np.array([0.4, -0.2, 0.1])
+        >>> bool(np.isclose(sub.objective(theta[None])[0], ref.objective(theta)))
+        True
+        >>> rows.n_passes  # the setup pass and the subsample's pass
+        2
+        """
+        import copy
+
+        twin = copy.copy(self)
+        twin.spec = copy.copy(self.spec)
+        twin.spec.step = self.spec.step * int(step)
+        twin.n_samples = max(self.n_samples // int(step), 1)
+        twin.parent = self
+        return twin
+
     def reduce(self, statistic, *args, per_block=False):
         """Sum ``statistic(chunk_problem, b, *args)`` over the chunks ``b`` on the cluster
         (the default dask scheduler: a ``distributed.Client`` if one is active) with a
@@ -319,6 +355,10 @@ class DaskRows(RowBackend):
                                               int(self.offsets[b]), *args)
                  for b, (x, y, w) in enumerate(zip(self._x, self._y, self._w))]
         self.n_passes += 1
+        parent = getattr(self, "parent", None)
+        while parent is not None:  # a subsample's pass is a pass over the same chunks
+            parent.n_passes += 1
+            parent = getattr(parent, "parent", None)
         if per_block:
             out = _compute(parts)
             return tuple(zip(*out)) if isinstance(out[0], tuple) else out

@@ -36,6 +36,7 @@ from .._threads import with_single_blas_pool
 from .._validation import check_scalar
 from ..linalg import hessian as hess
 from ..linalg.wls import MAX_CHOLESKY_PARAMS
+from ..model.problem import subsample_rows
 from .result import SolverResult
 
 __all__ = ["LINALG", "applicable", "choose_linalg", "fit"]
@@ -106,23 +107,6 @@ def _subsample_applies(problem):
 
     design = problem.design
     return type(design) is Design and design.n_samples >= SUBSAMPLE_MIN_ROWS
-
-
-def _subsample(problem, step):
-    """Every ``step``-th example, its term of ``J`` weighted ``step`` times its weight."""
-    from ..model.design import Design
-    from ..model.noise import FeatureVariance
-    from ..model.problem import Problem
-
-    design, loss, y = problem
-    rows = slice(0, None, step)
-    X = design.X[rows]
-    V = design.variance
-    M = None if V.matrix is None else V.matrix[rows]
-    sub = Design(X, FeatureVariance(M, V.scale, X.shape), design.fit_intercept)
-    n = X.shape[0]
-    weights = np.full(n, float(step)) if loss.weights is None else step * loss.weights[rows]
-    return Problem(sub, loss.weighted(weights), y[rows])
 
 
 #: relative ridge added to a Hessian that is singular to working precision (the intercept
@@ -310,7 +294,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     if theta0 is None and _subsample_applies(problem):
         # many rows: start from the optimum of every SUBSAMPLE_STEP-th example (weighted
         # SUBSAMPLE_STEP, the same J in expectation); Newton then needs 1-2 full steps
-        sub = fit(_subsample(problem, SUBSAMPLE_STEP), tol=tol, max_iter=max_iter,
+        sub = fit(subsample_rows(problem, SUBSAMPLE_STEP), tol=tol, max_iter=max_iter,
                   linalg=linalg, warn=False, cg_maxiter=cg_maxiter, compiled=compiled)
         theta0, sub_iter = sub.theta, sub.n_iter
     if theta0 is None:
@@ -414,7 +398,10 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=100, warn=True):
     objective-only pass tries :data:`ROW_SHORT_STEPS`) and one more pass computes the
     system at the new point.
     This is how the dask back-end fits: per step, the workers send back one
-    ``(D + 1) x (D + 1)`` matrix per chunk and the client solves.
+    ``(D + 1) x (D + 1)`` matrix per chunk and the client solves. From
+    :data:`SUBSAMPLE_MIN_ROWS` rows on it starts, like :func:`fit`, from the optimum of
+    every :data:`SUBSAMPLE_STEP`-th row of each block (``RowBackend.subsample``; those
+    passes read the same blocks and are counted in ``n_evals``).
 
     Parameters
     ----------
@@ -454,6 +441,11 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=100, warn=True):
     start = time.perf_counter()
     p_dim = rows.n_params
     passes = rows.n_passes if hasattr(rows, "n_passes") else 0
+    if theta0 is None and rows.n_samples >= SUBSAMPLE_MIN_ROWS:
+        # as in fit: start from the optimum of every SUBSAMPLE_STEP-th row of each block
+        # (its passes touch 1 / SUBSAMPLE_STEP of the rows)
+        theta0 = fit_rows(rows.subsample(SUBSAMPLE_STEP), tol=tol, max_iter=max_iter,
+                          warn=False).theta
     if theta0 is None:
         theta = np.zeros(p_dim)
         if not loss.smooth:  # one IRLS map off the kinks at w = 0 (see :func:`fit`)
