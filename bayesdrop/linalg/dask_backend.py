@@ -151,13 +151,14 @@ class _Spec:
                 weights = per if weights is None else weights * per
             if self.positive is not None:
                 yc = np.where(yc == self.positive, 1.0, -1.0)
-            problem = Problem.create(Xc, yc, self.loss, self.noise, self.fit_intercept,
-                                     sample_weight=weights)
-            if self.step > 1:
-                from ..model.problem import subsample_rows
-
-                problem = subsample_rows(problem, self.step)
-            return problem
+            if self.step > 1:  # every step-th row, weighted step (subsample_rows), sliced
+                # before the problem is built: its validation and variances cost 1 / step
+                rows = slice(0, None, self.step)
+                Xc, yc = _aligned(Xc[rows]), yc[rows]
+                weights = np.full(Xc.shape[0], float(self.step)) if weights is None \
+                    else self.step * weights[rows]
+            return Problem.create(Xc, yc, self.loss, self.noise, self.fit_intercept,
+                                  sample_weight=weights)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
 
