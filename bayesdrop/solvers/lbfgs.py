@@ -19,6 +19,7 @@ from ..model.noise import make_noise
 from ..model.problem import Problem
 from . import irls
 from .alternating import LatentResult, initial_alpha
+from .alternating import fit_latent as alternate
 
 __all__ = ["LATENT_WINDOW", "fit_latent", "minimize_lbfgs"]
 
@@ -116,8 +117,6 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
         # as in the alternation: from a random hidden layer under noise the first w-step
         # can give w = 0 (for the hinge loss a stationary point); start from a few
         # alternations on clean data
-        from .alternating import fit_latent as alternate
-
         pre = alternate(X, y, loss, make_noise("none"), n_hidden=n_hidden,
                         alpha_penalty=alpha_penalty, fit_intercept=fit_intercept,
                         alpha0=alpha, max_iter=clean_start, w_iter=w_iter, tol=tol,
