@@ -53,7 +53,11 @@ def main():
     parser.add_argument("--quick", action="store_true", help="K=10 only, q in {0, 0.3}")
     parser.add_argument("--fashion-train", type=int, default=3000)
     parser.add_argument("--data", nargs="+", default=["digits", "fashion"])
-    parser.add_argument("--max-iter", type=int, default=10, help="alternations")
+    parser.add_argument("--solver", default="alternating",
+                        help="the latent optimiser: alternating (the recorded results), "
+                             "lbfgs or auto")
+    parser.add_argument("--max-iter", type=int, default=None,
+                        help="alternations (default 10) or L-BFGS iterations (default 5000)")
     parser.add_argument("--K", type=int, nargs="+", help="hidden units (default 10 20 40)")
     parser.add_argument("--q", type=float, nargs="+", help="dropout rates (default 0 .2 .3)")
     parser.add_argument("--no-linear", action="store_true", help="latent models only")
@@ -76,8 +80,9 @@ def main():
                 print(f"{name:22s} {'lin-' + label:8s} {q:4.1f} {'-':>3s} {err:6.3f} "
                       f"{rows[-1][-1]:7.1f}", flush=True)
             for K in Ks:
-                kw = dict(C=1.0, n_hidden=K, alpha_penalty=0.01, max_iter=args.max_iter,
-                          w_iter=30, random_state=0, **noise)
+                max_iter = args.max_iter or (10 if args.solver == "alternating" else None)
+                kw = dict(C=1.0, n_hidden=K, alpha_penalty=0.01, solver=args.solver,
+                          max_iter=max_iter, w_iter=30, random_state=0, **noise)
                 for label, est in [("SVC", DropoutLatentSVC(**kw)),
                                    ("LR", DropoutLatentLogisticRegression(**kw))]:
                     t = time.perf_counter()
