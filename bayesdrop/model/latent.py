@@ -229,7 +229,8 @@ def latent_objective(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
     return J, grad
 
 
-def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_intercept=True):
+def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_intercept=True,
+                     work=None):
     """``J(w, b, alpha)`` and its gradients in ``theta = (w, b)`` and in ``alpha``.
 
     With ``(d_m, d_s)`` the derivatives of the loss terms in ``(m, s)``,
@@ -242,7 +243,8 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
                     + [2 F^T C; 0]
 
     One evaluation costs five ``N x D x K`` products (BLAS for dense ``X``, ``O(nnz K)``
-    sparse) and no :class:`LatentDesign`.
+    sparse) and no :class:`LatentDesign`; pass the same dict as ``work`` to repeated calls
+    (an optimiser's) to reuse the ``N x K`` and ``N x D`` work arrays.
 
     Returns
     -------
@@ -270,20 +272,38 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
     w = theta[:K]
     b = theta[K] if fit_intercept else 0.0
     aw = alpha[:-1]
-    G = expit(np.asarray(X @ aw) + alpha[-1])
-    Gp = G * (1.0 - G)
+    work = {} if work is None else work
+
+    def buf(name, shape):  # reused between calls (work): no N x D allocation per call
+        a = work.get(name)
+        if a is None or a.shape != shape:
+            a = work[name] = np.empty(shape)
+        return a
+
+    NK, ND = (n, K), (n, X.shape[1])
+    pre = buf("pre", NK)
+    if sp.issparse(X):
+        pre[...] = np.asarray(X @ aw)
+    else:
+        np.matmul(X, aw, out=pre)
+    pre += alpha[-1]
+    G = expit(pre, out=buf("G", NK))
+    Gp = np.subtract(1.0, G, out=buf("Gp", NK))
+    Gp *= G
     m = G @ w + b
-    C = Gp * w
+    C = np.multiply(Gp, w, out=buf("C", NK))
     s = np.zeros(n)
-    P = np.zeros_like(G)
+    P = buf("P", NK)
+    P[...] = 0.0
     term1 = np.zeros_like(aw)
     if V is not None:
-        U = C @ aw.T
-        VU = V * U
+        U = np.matmul(C, aw.T, out=buf("U", ND))
+        VU = np.multiply(V, U, out=buf("VU", ND))
         s = np.einsum("nd,nd->n", VU, U)
         value, d_m, d_s = loss.terms(m, s, y)
-        F = d_s[:, None] * VU
-        P = F @ aw
+        F = VU
+        F *= d_s[:, None]
+        np.matmul(F, aw, out=P)
         term1 = 2.0 * (F.T @ C)
     else:
         us = []
@@ -299,14 +319,21 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
             P += F @ aw
             term1 += 2.0 * (F.T @ C)
     J = float(w @ w + alpha_penalty * np.sum(aw * aw) + np.sum(value))
-    R = d_m[:, None] * C + 2.0 * P * w * Gp * (1.0 - 2.0 * G)
+    grad_theta = np.empty_like(theta)
+    PGp = np.multiply(P, Gp, out=pre)  # pre is free again
+    grad_theta[:K] = 2.0 * w + G.T @ d_m + 2.0 * PGp.sum(axis=0)
+    if fit_intercept:
+        grad_theta[K] = np.sum(d_m)
+    # R = d_m C + 2 P w g'(1 - 2g), built in place in PGp
+    one_m2G = np.multiply(G, -2.0, out=buf("tmp", NK))
+    one_m2G += 1.0
+    R = PGp
+    R *= one_m2G
+    R *= 2.0 * w
+    R += np.multiply(C, d_m[:, None], out=one_m2G)
     grad_alpha = np.empty_like(alpha)
     grad_alpha[:-1] = np.asarray(X.T @ R) + term1 + 2.0 * alpha_penalty * aw
     grad_alpha[-1] = R.sum(axis=0)
-    grad_theta = np.empty_like(theta)
-    grad_theta[:K] = 2.0 * w + G.T @ d_m + 2.0 * np.sum(P * Gp, axis=0)
-    if fit_intercept:
-        grad_theta[K] = np.sum(d_m)
     return J, grad_theta, grad_alpha
 
 

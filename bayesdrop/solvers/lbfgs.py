@@ -130,10 +130,12 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
     shape = alpha.shape
     pen = float(alpha_penalty)
 
+    work = {}
+
     def fun(z):
         J, g_theta, g_alpha = latent_gradients(X, entries, y, loss, z[:n_theta],
                                                z[n_theta:].reshape(shape), pen,
-                                               fit_intercept)
+                                               fit_intercept, work)
         return J, np.concatenate([g_theta, g_alpha.ravel()])
 
     z0 = np.concatenate([theta0, alpha.ravel()])
