@@ -308,12 +308,17 @@ class DaskRows(RowBackend):
         >>> other.spec.positive, rows.spec.positive, other.n_samples
         (2, 0, 4)
         """
+        twin = self._twin()
+        twin.spec.positive = positive
+        twin.n_passes = 0
+        return twin
+
+    def _twin(self):
+        """A shallow copy sharing the persisted chunks, with its own task spec."""
         import copy
 
         twin = copy.copy(self)
         twin.spec = copy.copy(self.spec)
-        twin.spec.positive = positive
-        twin.n_passes = 0
         return twin
 
     def subsample(self, step):
@@ -337,10 +342,7 @@ class DaskRows(RowBackend):
         >>> rows.n_passes  # the setup pass and the subsample's pass
         2
         """
-        import copy
-
-        twin = copy.copy(self)
-        twin.spec = copy.copy(self.spec)
+        twin = self._twin()
         twin.spec.step = self.spec.step * int(step)
         twin.n_samples = max(self.n_samples // int(step), 1)
         twin.parent = self

@@ -23,7 +23,8 @@ from ..model.noise import make_noise
 from ..model.problem import Problem
 from . import irls
 
-__all__ = ["LatentResult", "fit_latent", "initial_alpha"]
+__all__ = ["LatentResult", "clean_start_point", "fit_latent", "initial_alpha",
+           "latent_setup"]
 
 
 class LatentResult(NamedTuple):
@@ -66,6 +67,31 @@ def initial_alpha(X, loss, n_hidden, rng, init_scale=2.0, alpha0=None):
     alpha = np.zeros((d + 1, n_hidden))
     alpha[:-1] = rng.normal(scale=init_scale / rms, size=(d, n_hidden))
     return alpha
+
+
+def latent_setup(X, loss, noise, n_hidden, random_state, init_scale=2.0, alpha0=None):
+    """``(X, entries, rng, alpha)``: the validated design, its noise entries
+    (:func:`bayesdrop.model.latent.noise_entries`), the generator and the starting hidden
+    layer (:func:`initial_alpha`) -- the set-up both latent optimisers share."""
+    X = as_float_design(X)
+    noise = make_noise(noise) if not hasattr(noise, "variance") else noise
+    entries = noise_entries(X, noise)
+    rng = check_random_state(random_state)
+    return X, entries, rng, initial_alpha(X, loss, n_hidden, rng, init_scale, alpha0)
+
+
+def clean_start_point(X, y, loss, alpha, rng, *, n_hidden, alpha_penalty, fit_intercept,
+                      clean_start, w_iter, tol, alpha_iter=20):
+    """``(alpha, theta)`` after ``clean_start`` alternations on clean data from ``alpha``.
+
+    Under noise a random hidden layer carries so little signal that the first step can
+    collapse to the trivial ``w = 0`` (for the hinge loss a stationary point); both latent
+    optimisers start from this continuation instead."""
+    pre = fit_latent(X, y, loss, make_noise("none"), n_hidden=n_hidden,
+                     alpha_penalty=alpha_penalty, fit_intercept=fit_intercept,
+                     alpha0=alpha, random_state=rng, max_iter=clean_start,
+                     w_iter=w_iter, alpha_iter=alpha_iter, tol=tol, clean_start=0)
+    return pre.alpha, pre.theta
 
 
 @with_single_blas_pool
@@ -119,21 +145,15 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
     >>> bool(np.all(np.diff(res.objective) <= 1e-9))  # monotone by construction
     True
     """
-    X = as_float_design(X)
-    noise = make_noise(noise) if not hasattr(noise, "variance") else noise
-    entries = noise_entries(X, noise)
-    rng = check_random_state(random_state)
-    alpha = initial_alpha(X, loss, n_hidden, rng, init_scale, alpha0)
+    X, entries, rng, alpha = latent_setup(X, loss, noise, n_hidden, random_state,
+                                          init_scale, alpha0)
     theta = theta0
     start = time.perf_counter()
     if clean_start and alpha0 is None and entries[2].size:
-        # continuation from clean data: with noise, a random hidden layer carries so little
-        # signal that the first alpha-step can collapse to the trivial w = 0 solution
-        pre = fit_latent(X, y, loss, make_noise("none"), n_hidden=n_hidden,
-                         alpha_penalty=alpha_penalty, fit_intercept=fit_intercept,
-                         alpha0=alpha, random_state=rng, max_iter=clean_start,
-                         w_iter=w_iter, alpha_iter=alpha_iter, tol=tol, clean_start=0)
-        alpha, theta = pre.alpha, pre.theta
+        alpha, theta = clean_start_point(
+            X, y, loss, alpha, rng, n_hidden=n_hidden, alpha_penalty=alpha_penalty,
+            fit_intercept=fit_intercept, clean_start=clean_start, w_iter=w_iter, tol=tol,
+            alpha_iter=alpha_iter)
     history = []
     converged = False
     it = 0

@@ -13,13 +13,10 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .._threads import with_single_blas_pool
-from .._validation import as_float_design, check_random_state
-from ..model.latent import LatentDesign, latent_gradients, noise_entries
-from ..model.noise import make_noise
+from ..model.latent import LatentDesign, latent_gradients
 from ..model.problem import Problem
 from . import irls
-from .alternating import LatentResult, initial_alpha
-from .alternating import fit_latent as alternate
+from .alternating import LatentResult, clean_start_point, latent_setup
 
 __all__ = ["LATENT_WINDOW", "fit_latent", "minimize_lbfgs"]
 
@@ -107,21 +104,13 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
     >>> bool(res.objective[-1] <= alt.objective[-1] * (1 + 1e-3))  # as low a J
     True
     """
-    X = as_float_design(X)
-    noise = make_noise(noise) if not hasattr(noise, "variance") else noise
-    entries = noise_entries(X, noise)
-    rng = check_random_state(random_state)
-    alpha = initial_alpha(X, loss, n_hidden, rng, init_scale, alpha0)
+    X, entries, rng, alpha = latent_setup(X, loss, noise, n_hidden, random_state,
+                                          init_scale, alpha0)
     start = time.perf_counter()
     if clean_start and alpha0 is None and theta0 is None and entries[2].size:
-        # as in the alternation: from a random hidden layer under noise the first w-step
-        # can give w = 0 (for the hinge loss a stationary point); start from a few
-        # alternations on clean data
-        pre = alternate(X, y, loss, make_noise("none"), n_hidden=n_hidden,
-                        alpha_penalty=alpha_penalty, fit_intercept=fit_intercept,
-                        alpha0=alpha, max_iter=clean_start, w_iter=w_iter, tol=tol,
-                        clean_start=0)
-        alpha, theta0 = pre.alpha, pre.theta
+        alpha, theta0 = clean_start_point(
+            X, y, loss, alpha, rng, n_hidden=n_hidden, alpha_penalty=alpha_penalty,
+            fit_intercept=fit_intercept, clean_start=clean_start, w_iter=w_iter, tol=tol)
     if theta0 is None:
         problem = Problem(LatentDesign(X, entries, alpha, fit_intercept), loss, y)
         theta0 = irls.fit(problem, None, tol=1e-10, max_iter=w_iter, warn=False).theta
