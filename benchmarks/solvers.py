@@ -27,7 +27,8 @@ Three comparisons, every ratio measured in the same run on the same machine:
    equal or better accuracy.
 
 4. **other peers**: ``MLPClassifier`` (scikit-learn's one-hidden-layer network, 100 units,
-   one softmax network) against the latent logistic regression on digits (10 one-vs-rest
+   one softmax network; at its default ``max_iter=200``, where it stops unconverged, and at
+   500, converged: the faster is the peer) against the latent logistic regression on digits (10 one-vs-rest
    networks of 20 units; goal: within 10x of ``MLPClassifier``), and ``LinearSVC`` at
    its defaults against ``DropoutSVC(noise="none")`` on ``make_classification`` 20000 x
    200 (``LinearSVC`` minimises the squared hinge with a penalised intercept, a different
@@ -44,6 +45,7 @@ from __future__ import annotations
 import argparse
 import platform
 import time
+import warnings
 
 import numpy as np
 import scipy
@@ -52,6 +54,7 @@ import sklearn
 from scipy.optimize import minimize
 from sklearn.datasets import (load_breast_cancer, load_diabetes, load_digits,
                               make_classification)
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.neural_network import MLPClassifier
@@ -80,7 +83,8 @@ HOW_TIMED = [
     "# - threads: numpy's BLAS at its default (2 threads); scipy's separate OpenBLAS on one",
     "#   thread for both ours and L-BFGS (bayesdrop._threads.single_blas_pool; scikit-learn",
     "#   peers at their defaults).",
-    "# - part 4: MLPClassifier(random_state=0, max_iter=500) vs the latent LR (10 one-vs-rest",
+    "# - part 4: MLPClassifier(random_state=0) at its default max_iter=200 (stops unconverged)",
+    "#   and at max_iter=500 (converged), the faster is the peer, vs the latent LR (10 one-vs-rest",
     "#   networks of 20 units); LinearSVC() at its defaults (squared hinge, penalised",
     "#   intercept: a different, easier objective) vs DropoutSVC(noise='none'); one run each,",
     "#   test accuracy on held-out data.",
@@ -231,14 +235,24 @@ def other_peer_rows(quick):
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, random_state=0)
-    mlp, t_mlp = best_time(lambda: MLPClassifier(random_state=0, max_iter=500).fit(Xtr, ytr))
+    # at its default max_iter=200 MLPClassifier stops unconverged here (ConvergenceWarning);
+    # both the default and max_iter=500 (converged) are timed, the faster is the peer
+    peers = {}
+    for max_iter in (200, 500):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            peers[max_iter] = best_time(lambda max_iter=max_iter: MLPClassifier(
+                random_state=0, max_iter=max_iter).fit(Xtr, ytr))
+    best = min(peers, key=lambda k: peers[k][1])
+    mlp, t_mlp = peers[best]
+    mlp_name = f"MLPClassifier({'' if best == 200 else 'max_iter=500'})"
     runs = [(0.0, "auto")] + ([] if quick else [(0.2, "auto"), (0.2, "alternating")])
     for q, solver in runs:
         ours, t = best_time(lambda q=q, solver=solver: DropoutLatentLogisticRegression(
             noise_level=q, solver=solver, random_state=0).fit(Xtr, ytr))
         used = "lbfgs" if solver == "auto" else solver
         rows.append((f"digits 898x64, 10 classes, q={q:g}", f"latent LR ({used})",
-                     "MLPClassifier()", t_mlp, mlp.score(Xte, yte), t, ours.score(Xte, yte)))
+                     mlp_name, t_mlp, mlp.score(Xte, yte), t, ours.score(Xte, yte)))
     if not quick:
         Xs, ys = make_classification(25_000, 200, random_state=0)
         Xtr, ytr = Xs[:20_000], ys[:20_000]
@@ -252,10 +266,10 @@ def other_peer_rows(quick):
 
 
 def print_other_peer_rows(rows, out):
-    out(f"{'data':<34} {'ours':<26} {'peer':<16} {'t_peer[s]':>9} {'acc_peer':>8} "
+    out(f"{'data':<34} {'ours':<26} {'peer':<28} {'t_peer[s]':>9} {'acc_peer':>8} "
         f"{'t_ours[s]':>9} {'acc_ours':>8} {'ours/peer':>9}")
     for r in rows:
-        out(f"{r[0]:<34} {r[1]:<26} {r[2]:<16} {r[3]:>9.3f} {r[4]:>8.3f} {r[5]:>9.3f} "
+        out(f"{r[0]:<34} {r[1]:<26} {r[2]:<28} {r[3]:>9.3f} {r[4]:>8.3f} {r[5]:>9.3f} "
             f"{r[6]:>8.3f} {r[5] / r[3]:>9.1f}")
 
 
