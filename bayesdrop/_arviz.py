@@ -11,7 +11,8 @@ import warnings
 
 import numpy as np
 
-__all__ = ["az", "to_inference_data", "summary_stats", "ess", "mcse", "rhat", "from_netcdf"]
+__all__ = ["az", "to_inference_data", "summary_stats", "ess", "mcse", "rhat", "from_netcdf",
+           "rank_diagnostics"]
 
 
 def _az():
@@ -226,6 +227,126 @@ class ConvergenceWarning(UserWarning):
 
 
 #: thresholds of :func:`convergence_warning` (Vehtari et al. 2021, ArviZ's guidelines)
+def _split(x):
+    """Split every chain in halves: (P, chains, draws) -> (P, 2 chains, draws // 2)."""
+    half = x.shape[2] // 2
+    return np.concatenate([x[:, :, :half], x[:, :, x.shape[2] - half:]], axis=1)
+
+
+def _z_scale(x):
+    """Rank-normalise each parameter over all its values (average ranks, Blom's 3/8)."""
+    from scipy import special, stats
+
+    flat = x.reshape(x.shape[0], -1)
+    rank = stats.rankdata(flat, method="average", axis=1)
+    return special.ndtri((rank - 0.375) / (flat.shape[1] + 0.25)).reshape(x.shape)
+
+
+def _rhat_split(z):
+    """Potential scale reduction of already split chains, per parameter."""
+    n = z.shape[2]
+    between = n * np.var(np.mean(z, axis=2), axis=1, ddof=1)
+    within = np.mean(np.var(z, axis=2, ddof=1), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # constant draws: NaN, as ArviZ
+        return np.sqrt((between / within + n - 1) / n)
+
+
+def _ess_split(x):
+    """Effective sample size of already split chains, per parameter: autocovariances by
+    FFT, Geyer's initial positive and initial monotone sequences (as ArviZ's ``_ess``)."""
+    from scipy.fft import next_fast_len
+
+    n_par, m, n = x.shape
+    flat = x.reshape(n_par, -1)
+    const = (np.max(flat, axis=1) - np.min(flat, axis=1)) < np.finfo(float).resolution
+    centred = x - x.mean(axis=2, keepdims=True)
+    size = next_fast_len(2 * n)
+    spec = np.fft.rfft(centred, n=size, axis=2)
+    acov = np.fft.irfft(spec * np.conjugate(spec), n=size, axis=2)[:, :, :n] / n
+    mean_acov = np.mean(acov, axis=1)  # (P, n)
+    mean_var = mean_acov[:, 0] * n / (n - 1.0)
+    var_plus = mean_var * (n - 1.0) / n
+    if m > 1:
+        var_plus = var_plus + np.var(x.mean(axis=2), axis=1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = 1.0 - (mean_var[:, None] - mean_acov) / var_plus[:, None]  # (P, n)
+    rho[:, 0] = 1.0
+    # pairs Q_k = rho_{2k} + rho_{2k+1}; the positive sequence stops at the first pair
+    # k >= 1 with Q_k <= 0, or at the last pair ArviZ's loop reaches (2k - 1 < n - 3)
+    k_max = max((n - 1) // 2 - 1, 0)
+    n_pairs = k_max + 1
+    even = rho[:, 0:2 * n_pairs:2]
+    odd = np.zeros_like(even)
+    odd_part = rho[:, 1:2 * n_pairs:2]
+    odd[:, :odd_part.shape[1]] = odd_part
+    pair = even + odd
+    stops = pair[:, 1:] <= 0.0
+    if stops.shape[1] == 0:
+        first = np.zeros(n_par, dtype=np.int64)
+    else:
+        first = np.where(stops.any(axis=1), np.argmax(stops, axis=1) + 1, k_max)
+    k_last = np.where(pair[:, 0] > 0.0, np.minimum(first, k_max), 0)
+    rows = np.arange(n_par)
+    last_even = np.where(k_last > 0, even[rows, k_last], 1.0)
+    tail_term = np.where((pair[rows, k_last] >= 0.0) | (last_even > 0.0), last_even, 0.0)
+    # Geyer's initial monotone sequence over the complete pairs 0 .. k_last - 1
+    monotone = np.minimum.accumulate(pair, axis=1)
+    within = np.arange(n_pairs)[None, :] < k_last[:, None]
+    tau = -1.0 + 2.0 * np.sum(np.where(within, monotone, 0.0), axis=1) + tail_term
+    total = m * n
+    tau = np.maximum(tau, 1.0 / np.log10(total))
+    ess = np.where(np.isnan(rho).any(axis=1), np.nan, total / tau)
+    return np.where(const, float(total), ess)
+
+
+def rank_diagnostics(values):
+    """Rank-normalised split R-hat and bulk / tail ESS of every parameter at once.
+
+    The statistics of Vehtari, Gelman, Simpson, Carpenter & Burkner (2021) exactly as
+    ArviZ 0.23 computes them (``az.rhat``, ``az.ess(method="bulk" | "tail")``; the tests
+    compare with ArviZ), vectorised over the parameters instead of one xarray call per
+    parameter (31 parameters: 0.25 s in ArviZ, a few ms here):
+
+    * ``r_hat = max(R(z(split)), R(z(|split - median|)))`` with
+      ``R = sqrt(((n B / W) + n - 1) / n)`` over the split chains, ``z`` the normal
+      scores of the average ranks ``(r - 3/8) / (S + 1/4)``;
+    * ``ess_bulk = ESS(z(split))``; ``ess_tail = min`` of the ESS of the split
+      indicators ``x <= q_0.05`` and ``x <= q_0.95`` (type-7 quantiles); ``ESS`` from
+      FFT autocovariances with Geyer's initial positive and monotone sequences.
+
+    Parameters
+    ----------
+    values : ndarray of shape (chains, draws, n_params)
+
+    Returns
+    -------
+    r_hat, ess_bulk, ess_tail : ndarray of shape (n_params,)
+
+    Examples
+    --------
+    >>> x = np.random.default_rng(0).normal(size=(4, 500, 3))
+    >>> r, bulk, tail = rank_diagnostics(x)
+    >>> bool(np.all(r < 1.01) and np.all(bulk > 1000))
+    True
+    """
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 3 or x.shape[0] < 2 or x.shape[1] < 4:
+        raise ValueError("values must have shape (chains >= 2, draws >= 4, n_params), got "
+                         f"{x.shape}")
+    x = np.ascontiguousarray(x.transpose(2, 0, 1))  # (P, chains, draws): rows contiguous
+    n_par = x.shape[0]
+    split = _split(x)
+    z = _z_scale(split)
+    r_bulk = _rhat_split(z)
+    folded = np.abs(split - np.median(split.reshape(n_par, -1), axis=1)[:, None, None])
+    r_tail = _rhat_split(_z_scale(folded))
+    ess_bulk = _ess_split(z)
+    q = np.quantile(x.reshape(n_par, -1), [0.05, 0.95], axis=1)
+    ess_tail = np.minimum(_ess_split(_split((x <= q[0][:, None, None]).astype(float))),
+                          _ess_split(_split((x <= q[1][:, None, None]).astype(float))))
+    return np.maximum(r_bulk, r_tail), ess_bulk, ess_tail
+
+
 RHAT_MAX = 1.01
 ESS_PER_CHAIN_MIN = 100
 #: parameters above which the check is skipped (its cost grows with their number)
@@ -258,16 +379,14 @@ def convergence_warning(idata, var_names=("coef", "intercept"), stacklevel=3):
     n_params = sum(int(np.prod([post.sizes[d] for d in post[v].dims[2:]])) for v in names)
     if n_chains < 2 or n_params > CONVERGENCE_MAX_PARAMS or not names:
         return []
-    az = _az()
-    rhat_ds = az.rhat(idata, var_names=names)
-    bulk = az.ess(idata, var_names=names, method="bulk")
-    tail = az.ess(idata, var_names=names, method="tail")
+    n_draws = post.sizes["draw"]
+    if n_draws < 4:
+        return []
     floor = ESS_PER_CHAIN_MIN * n_chains
     flagged = []
     for v in names:
-        r = np.atleast_1d(rhat_ds[v].values).ravel()
-        eb = np.atleast_1d(bulk[v].values).ravel()
-        et = np.atleast_1d(tail[v].values).ravel()
+        vals = np.asarray(post[v].values, dtype=np.float64).reshape(n_chains, n_draws, -1)
+        r, eb, et = rank_diagnostics(vals)
         labels = _flat_labels(post[v])
         for k, label in enumerate(labels):
             if not (r[k] <= RHAT_MAX and eb[k] >= floor and et[k] >= floor):

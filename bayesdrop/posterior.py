@@ -136,11 +136,13 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
                              draws=draws, tune=tune, chains=chains, thin=thin, init=init,
                              progressbar=progressbar, cores=cores,
                              store_augmentation=store_augmentation, linalg=linalg,
-                             overrelax=overrelax)
+                             overrelax=overrelax,
+                             store_log_likelihood=store_log_likelihood(
+                                 log_likelihood, chains, draws, problem.design.n_samples))
     kept = None
     if sample_weight is not None and problem.design.n_samples < y_obs.shape[0]:
         kept = np.flatnonzero(np.asarray(sample_weight, dtype=float) > 0)
-    ll = maybe_log_likelihood([problem], [res.theta]) if log_likelihood else None
+    ll = maybe_log_likelihood([problem], [res.theta], [res]) if log_likelihood else None
     idata = to_inference_data([res], loss=loss_obj, noise=noise_obj,
                               fit_intercept=fit_intercept, y=y_obs,
                               feature_names=feature_names, log_likelihood=ll, kept=kept,
@@ -229,9 +231,13 @@ def pointwise_log_likelihood(problems, thetas, block=256):
     return out.reshape(chains, draws, n)
 
 
-def maybe_log_likelihood(problems, thetas):
+def maybe_log_likelihood(problems, thetas, results=None):
     """:func:`pointwise_log_likelihood`, or None with a warning above
-    :data:`MAX_LOG_LIKELIHOOD` values."""
+    :data:`MAX_LOG_LIKELIHOOD` values.
+
+    When every one of ``results`` (the problems' :class:`~bayesdrop.samplers.SamplerResult`)
+    kept its pointwise terms during sampling (``store_log_likelihood=True``), they are
+    summed instead of being computed again."""
     chains, draws = thetas[0].shape[:2]
     size = chains * draws * problems[0].design.n_samples
     if size > MAX_LOG_LIKELIHOOD:
@@ -239,7 +245,15 @@ def maybe_log_likelihood(problems, thetas):
                       f"{MAX_LOG_LIKELIHOOD:.0e}): not stored; pass log_likelihood=False, "
                       "fewer draws or thin", UserWarning, stacklevel=3)
         return None
+    if results is not None and all(r.log_likelihood is not None for r in results):
+        return sum(r.log_likelihood for r in results[1:]) + results[0].log_likelihood
     return pointwise_log_likelihood(problems, thetas)
+
+
+def store_log_likelihood(log_likelihood, chains, draws, n_samples):
+    """Whether the sampler should keep the pointwise terms (wanted and at most
+    :data:`MAX_LOG_LIKELIHOOD` values)."""
+    return bool(log_likelihood) and chains * draws * n_samples <= MAX_LOG_LIKELIHOOD
 
 
 def binary_targets(y, name="y"):

@@ -309,3 +309,43 @@ def test_convergence_warning_names_the_parameters(small_problem_data):
         warnings.simplefilter("error", ConvergenceWarning)
         clf.sample_posterior(frame, y, draws=2000, tune=300, chains=2, random_state=0,
                              progressbar=False)
+
+
+# ---------------------------------------------------------- vectorised rank diagnostics
+def _diagnostic_cases():
+    rng = np.random.default_rng(1)
+    ar = np.zeros((4, 1001, 3))
+    for t in range(1, 1001):
+        ar[:, t] = 0.95 * ar[:, t - 1] + rng.normal(size=(4, 3))
+    shifted = rng.normal(size=(2, 200, 2))
+    shifted[1] += 3.0
+    return {"iid": rng.normal(size=(4, 1000, 5)), "ar(0.95), odd draws": ar,
+            "ties": np.round(rng.normal(size=(3, 57, 4)), 1), "not mixed": shifted,
+            "random walk": np.cumsum(rng.normal(size=(4, 300, 2)), axis=1),
+            "7 draws": rng.normal(size=(4, 7, 3)),
+            "heavy tails": rng.standard_cauchy(size=(4, 400, 3))}
+
+
+@pytest.mark.parametrize("name", list(_diagnostic_cases()))
+def test_rank_diagnostics_equal_arviz(name):
+    """R-hat and bulk / tail ESS of every parameter at once equal ArviZ's
+    ``az.rhat`` / ``az.ess`` called parameter by parameter (relative 1e-10)."""
+    from bayesdrop._arviz import rank_diagnostics
+
+    x = _diagnostic_cases()[name]
+    r, bulk, tail = rank_diagnostics(x)
+    for k in range(x.shape[2]):
+        assert r[k] == pytest.approx(float(az.rhat(x[:, :, k])), rel=1e-10)
+        assert bulk[k] == pytest.approx(float(az.ess(x[:, :, k], method="bulk")), rel=1e-10)
+        assert tail[k] == pytest.approx(float(az.ess(x[:, :, k], method="tail")), rel=1e-10)
+
+
+def test_rank_diagnostics_validate():
+    from bayesdrop._arviz import rank_diagnostics
+
+    with pytest.raises(ValueError, match="chains >= 2"):
+        rank_diagnostics(np.zeros((1, 100, 2)))
+    with pytest.raises(ValueError, match="draws >= 4"):
+        rank_diagnostics(np.zeros((2, 3, 2)))
+    r, bulk, tail = rank_diagnostics(np.ones((2, 50, 1)))  # constant: as ArviZ
+    assert np.isnan(r[0]) and bulk[0] == 100 and tail[0] == 100

@@ -124,3 +124,90 @@ def test_polya_gamma_reproducible_and_validates():
             polya_gamma(bad, z)
     with pytest.raises(ValueError, match="z must be finite"):
         polya_gamma(1.0, np.array([0.0, np.nan]))
+
+
+# ------------------------------------------------------ fractional PG by table inversion
+from bayesdrop.samplers.pg_inversion import (  # noqa: E402
+    U_RESOLUTION,
+    fraction_cdf,
+    fraction_table,
+    tilt_limit,
+)
+
+
+def _table_quantiles(f, u):
+    """x(u) of the inversion table (the same cubic as the compiled draw, in numpy)."""
+    uk, xk, dk, _ = fraction_table(f)
+    i = np.clip(np.searchsorted(uk, u, side="right") - 1, 0, uk.shape[0] - 2)
+    du = uk[i + 1] - uk[i]
+    t = (u - uk[i]) / du
+    s = 1 - t
+    return ((1 + 2 * t) * s * s * xk[i] + t * s * s * du * dk[i]
+            + t * t * (3 - 2 * t) * xk[i + 1] - t * t * s * du * dk[i + 1])
+
+
+@pytest.mark.parametrize("f", [0.01, 0.2, 0.5, 0.93])
+def test_fraction_table_has_the_laplace_transform_of_pg(f):
+    """E exp(-t X) = cosh(sqrt(t/2))^{-f} for X ~ PG(f, 0) (the definition of the law),
+    integrated over the table's quantile function by Gauss-Legendre on every interval:
+    equal to 1e-10 relative (the table's u-error is 1e-12, its tail mass 1e-13)."""
+    uk, _, _, _ = fraction_table(f)
+    nodes, weights = np.polynomial.legendre.leggauss(8)
+    t01, w01 = (nodes + 1) / 2, weights / 2
+    du = np.diff(uk)
+    u = uk[:-1, None] + du[:, None] * t01[None, :]
+    x = _table_quantiles(f, u.ravel()).reshape(u.shape)
+    for t in (0.5, 4.0, 50.0, 400.0):
+        lt = np.sum(du[:, None] * w01 * np.exp(-t * x))
+        exact = np.cosh(np.sqrt(t / 2)) ** (-f)
+        assert abs(lt - exact) <= 1e-10 * exact + 2e-13
+
+
+@pytest.mark.parametrize("f", [0.05, 0.2, 0.7])
+def test_fraction_table_u_error_at_random_points(f):
+    """|F(x(u)) - u| <= U_RESOLUTION (times 2 for the rounding of F) at 20000 uniforms,
+    and x(u) increasing."""
+    uk, xk, _, _ = fraction_table(f)
+    u = np.sort(np.random.default_rng(1).uniform(uk[0], uk[-1], 20_000))
+    x = _table_quantiles(f, u)
+    assert np.all(np.diff(x) >= 0)
+    assert np.max(np.abs(fraction_cdf(x, f) - u)) <= 2 * U_RESOLUTION
+
+
+@pytest.mark.parametrize("z", [0.0, 3.0, 10.0, 24.0])
+def test_five_tilted_pg_fifths_have_the_law_of_pg1(z):
+    """PG(1, z) = sum of five independent PG(0.2, z) (tilted table draws: |z| < the tilt
+    limit 25 of f = 0.2, about 10 trials each at z = 24) against polyagamma's exact
+    devroye PG(1, z): two-sample KS test."""
+    from polyagamma import random_polyagamma
+    from scipy import stats
+
+    assert z < tilt_limit(0.2)
+    zz = np.full(PG_DRAWS, z)
+    ours = sum(polya_gamma(0.2, zz, random_state=10 + k) for k in range(5))
+    ref = random_polyagamma(1.0, zz, method="devroye", random_state=np.random.default_rng(3))
+    assert stats.ks_2samp(ours, ref).pvalue > 1e-3
+
+
+def test_tilt_limit_bounds_the_expected_trials():
+    """Below the limit, cosh(z/2)^f (the expected number of trials) is at most the
+    documented bound: 8, or below |z| = 25 1.5 times the series draw's 6 + 11 |z| / 2pi."""
+    for f in (0.01, 0.2, 0.5, 0.9, 0.999):
+        lim = tilt_limit(f)
+        for z in np.linspace(0, lim, 50)[:-1]:
+            trials = np.cosh(z / 2) ** f
+            bound = 8.0 if z >= 25 else max(8.0, 1.5 * (6 + 11 * z / (2 * np.pi)))
+            assert trials <= bound * (1 + 1e-9)
+    with pytest.raises(ValueError, match="f must be in"):
+        fraction_table(1.0)
+
+
+@pytest.mark.parametrize("f", [0.03, 0.2, 0.5, 0.9])
+def test_fraction_cdf_equals_polyagammas_cdf(f):
+    """The series distribution function against ``polyagamma.polyagamma_cdf`` (an
+    independent implementation) from the far left tail to the right one."""
+    from polyagamma import polyagamma_cdf
+
+    x = np.geomspace(1e-4, 4.0, 200)
+    np.testing.assert_allclose(fraction_cdf(x, f), polyagamma_cdf(x, f), rtol=1e-12,
+                               atol=1e-15)

@@ -267,3 +267,39 @@ def test_row_sampler_last_state_continues_exactly():
     np.testing.assert_array_equal(np.concatenate([first.theta, rest.theta], axis=1),
                                   whole.theta)
     np.testing.assert_array_equal(np.concatenate([first.lp, rest.lp], axis=1), whole.lp)
+
+
+# ------------------------------------------------- pointwise log-likelihood in the sweep
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("loss,noise,weights", CASES, ids=lambda v: str(v)[:20])
+def test_sweep_keeps_the_pointwise_log_likelihood_of_its_draws(loss, noise, weights, sparse,
+                                                               monkeypatch):
+    """``store_log_likelihood=True``: the terms kept by the compiled sweep (dense with and
+    without the MH move, and CSR) equal ``pointwise_log_likelihood`` of the same draws
+    (computed afresh by the loss objects) to rounding; their sum plus ``||w||^2`` is
+    ``-lp``. The Python kernel keeps none."""
+    import scipy.sparse as sp
+
+    from bayesdrop.linalg import wls
+    from bayesdrop.posterior import pointwise_log_likelihood
+
+    problem = _problem(loss, noise, weights)
+    if sparse:
+        monkeypatch.setattr(wls, "MAX_CHOLESKY_PARAMS", 2)
+        problem = Problem.create(sp.csr_matrix(problem.design.X), problem.y, problem.loss,
+                                 noise)
+    theta_hat = fit_problem(problem).theta
+    for mh in (("auto", False) if not sparse else ("auto",)):
+        res = sample(problem, draws=40, tune=10, chains=2, theta_hat=theta_hat,
+                     random_state=1, progressbar=False, cores=1, mh=mh,
+                     store_log_likelihood=True)
+        ref = pointwise_log_likelihood([problem], [res.theta])
+        assert res.log_likelihood.shape == ref.shape
+        np.testing.assert_allclose(res.log_likelihood, ref, rtol=1e-12,
+                                   atol=1e-12 * np.abs(ref).max())
+        D = problem.design.n_features
+        w2 = np.sum(res.theta[..., :D] ** 2, axis=-1)
+        np.testing.assert_allclose(res.log_likelihood.sum(-1) - w2, res.lp, rtol=1e-12)
+    plain = sample(problem, draws=5, tune=0, chains=1, theta_hat=theta_hat, random_state=1,
+                   progressbar=False, compiled=False, store_log_likelihood=True)
+    assert plain.log_likelihood is None

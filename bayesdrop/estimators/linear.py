@@ -23,7 +23,7 @@ from ..model.losses import EpsilonInsensitiveLoss, HingeLoss, LogisticLoss
 from ..model.noise import make_noise
 from ..model.problem import Problem, drop_zero_weights
 from ..posterior import (maybe_log_likelihood, sample_problems, sigmoid_proba,
-                         vote_fractions)
+                         store_log_likelihood, vote_fractions)
 from ..solvers import check_solver, fit_problem
 from ._base import ACCEPT_SPARSE, BinaryFit, LinearModel, OneVsRestClassifier
 from ._dask import fit_dask, is_dask_array, map_rows, sample_posterior_dask
@@ -230,7 +230,10 @@ class _DropoutLinearModel(LinearModel):
                                   progressbar=progressbar, cores=cores,
                                   store_augmentation=store_augmentation,
                                   linalg=self._solvers()[1],
-                                  overrelax=overrelax)
+                                  overrelax=overrelax,
+                                  store_log_likelihood=store_log_likelihood(
+                                      log_likelihood, chains, draws,
+                                      problems[0].design.n_samples))
         classes = getattr(self, "classes_", None)
         class_names = list(classes) if classes is not None and len(problems) > 1 else None
         attrs = {"estimator": type(self).__name__}
@@ -238,7 +241,7 @@ class _DropoutLinearModel(LinearModel):
             attrs["classes"] = ",".join(str(c) for c in classes)
         ll = None
         if log_likelihood:
-            ll = maybe_log_likelihood(problems, [r.theta for r in results])
+            ll = maybe_log_likelihood(problems, [r.theta for r in results], results)
         idata = to_inference_data(results, loss=self.loss_, noise=self.noise_,
                                   fit_intercept=self.fit_intercept, y=np.asarray(y),
                                   feature_names=self._posterior_feature_names(),

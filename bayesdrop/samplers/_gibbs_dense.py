@@ -36,7 +36,8 @@ import numba
 import numpy as np
 
 from ..solvers._newton_dense import _term
-from .augmentation import _ig_one, _pg_fraction_one
+from .augmentation import _ig_one, pg_fraction
+from .pg_inversion import pg_tables
 
 __all__ = ["pg1", "polya_gamma_compiled", "run_sweeps"]
 
@@ -125,10 +126,11 @@ def pg1(z, rng):
                     break
 
 
-@numba.njit(cache=True, nogil=True)
-def _pg(h, z, rng):
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pg(h, z, rng, K, G, n_int, zmax, ti):
     """``PG(h, z)`` for real ``h > 0``: ``floor(h)`` exact ``PG(1, z)`` draws plus the
-    fractional part (exact in mean and variance, :func:`_pg_fraction_one`)."""
+    fractional part (:func:`bayesdrop.samplers.augmentation.pg_fraction`, from table
+    ``ti`` of ``(K, G, n_int, zmax)``)."""
     n = int(math.floor(h))
     f = h - n
     if f < 1e-12:
@@ -140,14 +142,14 @@ def _pg(h, z, rng):
     for _ in range(n):
         out += pg1(z, rng)
     if f > 0.0:
-        out += _pg_fraction_one(f, z, rng)
+        out += pg_fraction(f, z, rng, K, G, n_int, zmax, ti)
     return out
 
 
 @numba.njit(cache=True, nogil=True)
-def _pg_fill(h, z, rng, out):
+def _pg_fill(h, z, rng, out, K, G, n_int, zmax, index):
     for i in range(z.shape[0]):
-        out[i] = _pg(h[i], z[i], rng)
+        out[i] = _pg(h[i], z[i], rng, K, G, n_int, zmax, index[i])
     return out
 
 
@@ -166,8 +168,9 @@ def polya_gamma_compiled(h, z, random_state=None):
     h = np.ascontiguousarray(np.broadcast_to(np.asarray(h, dtype=np.float64), z.shape))
     if not (np.all(np.isfinite(h)) and np.all(h > 0) and np.all(np.isfinite(z))):
         raise ValueError("h must be finite and > 0 and z finite")
+    tables = pg_tables(h.ravel(), z.size).arrays()
     return _pg_fill(h.ravel(), z.ravel(), check_random_state(random_state),
-                    np.empty(z.size)).reshape(z.shape)
+                    np.empty(z.size), *tables).reshape(z.shape)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -184,9 +187,12 @@ def _scores(Xb, M, vkind, scale, D, theta, m, s):
 
 
 @numba.njit(cache=True, nogil=True)
-def _augment(code, p0, p1, y, sw, m, s, rng, a1, a2, rho, t):
+def _augment(code, p0, p1, y, sw, m, s, rng, a1, a2, rho, t, pgt):
     """Draw every example's augmentation given its scores and write the system weights
-    ``(rho, t)`` (``a1``, ``a2``: the augmentation variables kept for the summaries)."""
+    ``(rho, t)`` (``a1``, ``a2``: the augmentation variables kept for the summaries;
+    ``pgt``: the ``(knots, guide, n_int, zmax, index)`` of the fractional Polya-Gamma tables,
+    :meth:`bayesdrop.samplers.pg_inversion.PGTables.arrays`)."""
+    K, G, n_int, zmax, index = pgt
     for i in range(m.shape[0]):
         c = p0 * sw[i]
         if code == 0:  # hinge, p1 = margin
@@ -197,7 +203,7 @@ def _augment(code, p0, p1, y, sw, m, s, rng, a1, a2, rho, t):
             rho[i] = c * c * u
             t[i] = (c + p1 * rho[i]) * y[i]
         elif code == 1:  # logistic, c = h_n
-            lam = _pg(c, math.sqrt(m[i] * m[i] + s[i]), rng)
+            lam = _pg(c, math.sqrt(m[i] * m[i] + s[i]), rng, K, G, n_int, zmax, index[i])
             a1[i] = lam
             rho[i] = lam
             t[i] = 0.5 * c * y[i]
@@ -230,13 +236,18 @@ def _store_augmentation(row, a1, a2, aug_sum, aug_out):
 
 
 @numba.njit(cache=True, nogil=True)
-def _log_target(code, p0, p1, D, y, sw, theta, m, s):
-    """``-J(theta)`` from the scores."""
+def _log_target(code, p0, p1, D, y, sw, theta, m, s, terms):
+    """``-J(theta)`` from the scores; each example's (weighted) term of ``J`` is also
+    written to ``terms`` unless it is empty."""
+    keep = terms.shape[0] > 0
     total = 0.0
     for d in range(D):
         total += theta[d] * theta[d]
     for i in range(m.shape[0]):
-        total += sw[i] * _term(code, p0, p1, m[i], s[i], y[i], 0)[0]
+        term = sw[i] * _term(code, p0, p1, m[i], s[i], y[i], 0)[0]
+        if keep:
+            terms[i] = term
+        total += term
     return -total
 
 
@@ -259,8 +270,12 @@ def _log_proposal(theta, mu, Lq, nu, work):
 @numba.njit(cache=True, nogil=True)
 def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
                first_sweep, tune, thin, overrelax, rng, theta_out, lp_out, aug_sum, aug_out,
-               first_kept, mh, mu, Lq, nu, mh_stats):
+               first_kept, mh, mu, Lq, nu, mh_stats, pgt, terms_out):
     """Advance one chain by ``n_sweeps`` sweeps (in place); returns the number kept.
+
+    ``pgt`` are the fractional Polya-Gamma tables of the logistic loss (see
+    :func:`_augment`). If ``terms_out`` has rows, a kept sweep also writes each
+    example's term of ``J`` (minus its pointwise log pseudo-likelihood) to its row.
 
     ``theta``, ``m``, ``s`` are the chain's state (updated). Sweep ``k`` (counted from
     ``first_sweep``) is kept when ``k >= tune`` and ``(k - tune + 1) % thin == 0``: its
@@ -278,6 +293,11 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
     """
     n = Xb.shape[0]
     p = Xb.shape[1]
+    store_terms = terms_out.shape[0] > 0
+    # the MH move's per-example terms of the current state and of the proposal (only
+    # kept when the kept sweeps store them)
+    cur_terms = np.empty(n if store_terms else 0)
+    prop_terms = np.empty(n if store_terms else 0)
     rho = np.empty(n)
     t = np.empty(n)
     a1 = np.empty(n)
@@ -294,7 +314,7 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
     for k in range(n_sweeps):
         sweep = first_sweep + k
         # 1. augmentation and system weights
-        _augment(code, p0, p1, y, sw, m, s, rng, a1, a2, rho, t)
+        _augment(code, p0, p1, y, sw, m, s, rng, a1, a2, rho, t, pgt)
         # 2. A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho), r = Xbar^T t; the Gram
         # product in row blocks so that the weighted block stays in cache
         A = np.zeros((p, p))
@@ -335,7 +355,7 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
         _scores(Xb, M, vkind, scale, D, theta, m, s)
         lt = 0.0
         if mh:
-            lt = _log_target(code, p0, p1, D, y, sw, theta, m, s)
+            lt = _log_target(code, p0, p1, D, y, sw, theta, m, s, cur_terms)
             for a in range(p):
                 v[a] = rng.standard_normal()
             g = math.sqrt(2.0 * rng.standard_gamma(0.5 * nu) / nu)
@@ -347,7 +367,7 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
             for a in range(p):
                 prop[a] = mu[a] + z[a] / g
             _scores(Xb, M, vkind, scale, D, prop, m2, s2)
-            lt_prop = _log_target(code, p0, p1, D, y, sw, prop, m2, s2)
+            lt_prop = _log_target(code, p0, p1, D, y, sw, prop, m2, s2, prop_terms)
             log_ratio = (lt_prop - _log_proposal(prop, mu, Lq, nu, work)) - (
                 lt - _log_proposal(theta, mu, Lq, nu, work))
             mh_stats[1] += 1.0
@@ -355,12 +375,19 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
                 mh_stats[0] += 1.0
                 theta[:] = prop
                 m[:] = m2
+                cur_terms, prop_terms = prop_terms, cur_terms
                 s[:] = s2
                 lt = lt_prop
         if sweep >= tune and (sweep - tune + 1) % thin == 0:
             row = first_kept + kept
             theta_out[row, :] = theta
-            lp_out[row] = lt if mh else _log_target(code, p0, p1, D, y, sw, theta, m, s)
+            if mh:
+                lp_out[row] = lt
+                if store_terms:
+                    terms_out[row, :] = cur_terms
+            else:
+                lp_out[row] = _log_target(code, p0, p1, D, y, sw, theta, m, s,
+                                          terms_out[row] if store_terms else cur_terms)
             _store_augmentation(row, a1, a2, aug_sum, aug_out)
             kept += 1
     return kept

@@ -234,9 +234,10 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, cpt
 def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
                    fit_intercept, cptr, cidx, cdata, y, sw, theta, m, s, n_sweeps,
                    first_sweep, tune, thin, overrelax, rng, theta_out, lp_out, aug_sum,
-                   aug_out, first_kept, tol, cg_stats):
+                   aug_out, first_kept, tol, cg_stats, pgt, terms_out):
     """Advance one chain by ``n_sweeps`` sweeps (in place); returns the number kept (see
-    :func:`bayesdrop.samplers._gibbs_dense.run_sweeps`). ``cg_stats`` accumulates
+    :func:`bayesdrop.samplers._gibbs_dense.run_sweeps`, also for ``pgt`` and
+    ``terms_out``). ``cg_stats`` accumulates
     ``(CG iterations, sweeps)``; a dual solve that does not converge sets
     ``cg_stats[2] = 1`` and stops."""
     n = indptr.shape[0] - 1
@@ -252,7 +253,7 @@ def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
     kept = 0
     for k in range(n_sweeps):
         sweep = first_sweep + k
-        _augment(code, p0, p1, y, sw, m, s, rng, a1, a2, rho, t)
+        _augment(code, p0, p1, y, sw, m, s, rng, a1, a2, rho, t, pgt)
         for d in range(D):
             z1[d] = rng.standard_normal()
         for i in range(n):
@@ -272,7 +273,12 @@ def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
         if sweep >= tune and (sweep - tune + 1) % thin == 0:
             row = first_kept + kept
             theta_out[row, :] = theta
-            lp_out[row] = _log_target(code, p0, p1, D, y, sw, theta, m, s)
+            if terms_out.shape[0] > 0:
+                lp_out[row] = _log_target(code, p0, p1, D, y, sw, theta, m, s,
+                                          terms_out[row])
+            else:
+                lp_out[row] = _log_target(code, p0, p1, D, y, sw, theta, m, s,
+                                          np.empty(0))
             _store_augmentation(row, a1, a2, aug_sum, aug_out)
             kept += 1
     return kept

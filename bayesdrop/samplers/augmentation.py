@@ -27,17 +27,22 @@ terms (about 0.2% low in the mean). :func:`polya_gamma` therefore composes
 ``PG(h, z) = PG(n, z) + PG(f, z)`` with ``n = floor(h)`` and ``f = h - n`` in [0, 1):
 
 * ``PG(n, z)`` -- ``polyagamma``'s exact ``devroye`` method (one vectorised call);
-* ``PG(f, z)`` -- :func:`_pg_fraction_fill`, jitted, from the series representation
+* ``PG(f, z)`` -- :func:`pg_fraction`, jitted. Where it is cheaper (``|z|`` below
+  :func:`bayesdrop.samplers.pg_inversion.tilt_limit`, about 25 for ``f = 0.2``, 9 for
+  ``f = 0.9``), by exponential tilting of ``PG(f, 0)`` draws from a numerical-inversion
+  table (u-error 1e-12; :mod:`bayesdrop.samplers.pg_inversion`), 30-60 ns a trial and
+  ``cosh(z/2)^f`` trials on average. Elsewhere (and for more than 16 distinct
+  fractions) :func:`_pg_fraction_one`, from the series representation
   ``PG(f, z) = (1 / (2 pi^2)) sum_k g_k / ((k - 1/2)^2 + a^2)``, ``g_k ~ Gamma(f)``,
   ``a = z / (2 pi)``: the first ``K = 5 + ceil(11 a)`` terms are drawn exactly and the
   remainder is one gamma variable with the remainder's exact mean and variance. The mean
-  and variance of the draw are therefore exact; the third and fourth cumulants differ from
-  the exact ones by less than ``1e-6`` relative (checked for ``a`` from 0 to 100 and in
-  the tests). For ``|z| >= 25`` (``K`` would exceed 50) ``PG(f, z)`` is the
-  inverse-Gaussian ``IG(f / (2z), f^2 / 4)`` -- its Laplace transform differs from the
-  Polya-Gamma one by the factor ``((1 + e^{-z}) / (1 + e^{-2 sqrt(z^2/4 + t/2)}))^f``, a
-  relative error below ``1e-9`` in every cumulant there -- with its mean and variance
-  again set to the exact ones.
+  and variance of that draw are therefore exact; the third and fourth cumulants differ
+  from the exact ones by less than ``1e-6`` relative (checked for ``a`` from 0 to 100 and
+  in the tests). For ``|z| >= 25`` (``K`` would exceed 50) it is the inverse-Gaussian
+  ``IG(f / (2z), f^2 / 4)`` -- its Laplace transform differs from the Polya-Gamma one by
+  the factor ``((1 + e^{-z}) / (1 + e^{-2 sqrt(z^2/4 + t/2)}))^f``, a relative error
+  below ``1e-9`` in every cumulant there -- with its mean and variance again set to the
+  exact ones.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ import numpy as np
 from polyagamma import random_polyagamma
 
 from .._validation import check_random_state
+from .pg_inversion import pg_tables, tilted_draw
 
 __all__ = ["inverse_gaussian", "gig_half", "polya_gamma", "polya_gamma_moments"]
 
@@ -199,13 +205,23 @@ def _pg_fraction_one(f, z, rng):
     return head
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def pg_fraction(f, z, rng, K, G, n_int, zmax, ti):
+    """One ``PG(f, z)`` draw, ``0 < f < 1``: from table ``ti`` of ``(K, G, n_int, zmax)``
+    (a :class:`~bayesdrop.samplers.pg_inversion.PGTables`) by tilted inversion for
+    ``|z| < zmax[ti]``, else :func:`_pg_fraction_one`."""
+    if ti >= 0 and abs(z) < zmax[ti]:
+        return tilted_draw(K, G, ti, n_int[ti], z, rng)
+    return _pg_fraction_one(f, z, rng)
+
+
 @numba.njit(cache=True, nogil=True)
-def _pg_fraction_fill(f_all, z, rng, out):
-    """Add a ``PG(f_i, z_i)`` draw, ``0 < f_i < 1``, to each ``out[i]`` (see module doc);
-    entries with ``f_i = 0`` are left alone."""
+def _pg_fraction_fill(f_all, z, rng, out, K, G, n_int, zmax, index):
+    """Add a ``PG(f_i, z_i)`` draw, ``0 < f_i < 1``, to each ``out[i]`` (table
+    ``index[i]``, see :func:`pg_fraction`); entries with ``f_i = 0`` are left alone."""
     for i in range(z.shape[0]):
         if f_all[i] > 0.0:
-            out[i] += _pg_fraction_one(f_all[i], z[i], rng)
+            out[i] += pg_fraction(f_all[i], z[i], rng, K, G, n_int, zmax, index[i])
     return out
 
 
@@ -282,6 +298,7 @@ def polya_gamma(h, z, random_state=None, out=None):
     flat = z.reshape(-1)
     res = np.empty_like(flat) if out is None else out.reshape(-1)
     n, f = _split_shape(np.float64(h) if scalar else h.reshape(-1))
+    tables = pg_tables(h if scalar else h.reshape(-1), flat.shape[0]).arrays()
     if scalar:
         n, f = int(n), float(f)
         if n > 0:
@@ -289,7 +306,7 @@ def polya_gamma(h, z, random_state=None, out=None):
         else:
             res[:] = 0.0
         if f > 0.0:
-            _pg_fraction_fill(np.full(flat.shape[0], f), flat, rng, res)
+            _pg_fraction_fill(np.full(flat.shape[0], f), flat, rng, res, *tables)
     else:
         res[:] = 0.0
         whole = n > 0
@@ -299,5 +316,5 @@ def polya_gamma(h, z, random_state=None, out=None):
             res[whole] = random_polyagamma(n[whole], flat[whole], method="devroye",
                                            random_state=rng)
         if np.any(f > 0.0):
-            _pg_fraction_fill(np.ascontiguousarray(f), flat, rng, res)
+            _pg_fraction_fill(np.ascontiguousarray(f), flat, rng, res, *tables)
     return res.reshape(z.shape) if out is None else out

@@ -97,6 +97,10 @@ class SamplerResult(NamedTuple):
     last_state : LastState
         Where the chains stopped (``sample(..., init=result.last_state, tune=0)`` goes
         on from there, as NumPyro's ``MCMC.last_state``).
+    log_likelihood : ndarray of shape (chains, draws, n_samples) or None
+        Pointwise log pseudo-likelihood of each draw (``store_log_likelihood=True`` with
+        the compiled sweeps), equal to
+        :func:`bayesdrop.posterior.pointwise_log_likelihood` of the draws.
     """
 
     theta: np.ndarray
@@ -112,6 +116,7 @@ class SamplerResult(NamedTuple):
     wall_time: float = float("nan")
     mh_accept: np.ndarray = None
     last_state: LastState = None
+    log_likelihood: np.ndarray | None = None
 
 
 # ------------------------------------------------------------------------------ one chain
@@ -127,12 +132,15 @@ class _Chain(NamedTuple):
     mh_stats: np.ndarray = None
     theta_last: np.ndarray = None
     rng_state: dict = None
+    terms: np.ndarray | None = None
 
 
 def _run_chain(problem, theta0, seed, *, tune, draws, thin, linalg, cg_tol, overrelax,
-               store_augmentation, report=None, stop=None):
+               store_augmentation, store_log_likelihood=False, report=None, stop=None):
     """Run one chain; ``report(n_sweeps_done)`` is called after every sweep and
-    ``stop()`` polled before every sweep."""
+    ``stop()`` polled before every sweep. (The Python kernel does not keep the pointwise
+    terms: ``store_log_likelihood`` is for the compiled sweeps; callers compute them
+    afterwards, :func:`bayesdrop.posterior.pointwise_log_likelihood`.)"""
     rng = np.random.default_rng(seed)
     n_aug, n = problem.loss.n_augmentation, problem.design.n_samples
     p = problem.design.n_params
@@ -296,7 +304,7 @@ def compiled_setup(problem, linalg="auto"):
     return dict(kind="dense", code=code, p0=float(p0), p1=float(p1), Xb=Xb, M=M,
                 vkind=vkind, scale=float(scale), D=D,
                 y=np.ascontiguousarray(problem.y, dtype=np.float64), sw=sw,
-                n_aug=loss.n_augmentation)
+                n_aug=loss.n_augmentation, pg_tables=_pg_tables(code, p0, sw))
 
 
 def _loss_code(loss):
@@ -309,6 +317,15 @@ def _loss_code(loss):
     if code is None or code[0] == 3:
         return None
     return code[0], float(code[1]), float(code[2])
+
+
+def _pg_tables(code, p0, sw):
+    """The fractional Polya-Gamma tables of the logistic loss (shapes ``h_n = p0 sw_n``);
+    empty ones for the other losses."""
+    from .pg_inversion import PGTables
+
+    h = p0 * sw if code == 1 else np.ones_like(sw)
+    return PGTables.for_shapes(h).arrays()
 
 
 def _csr_setup(problem, linalg):
@@ -342,7 +359,7 @@ def _csr_setup(problem, linalg):
                 scale=scale, D=design.n_features, fit_intercept=design.fit_intercept,
                 n=n, p=design.n_params,
                 y=np.ascontiguousarray(problem.y, dtype=np.float64), sw=sw,
-                n_aug=loss.n_augmentation)
+                n_aug=loss.n_augmentation, pg_tables=_pg_tables(code[0], code[1], sw))
 
 
 #: degrees of freedom of the t proposal of the independence MH move
@@ -369,7 +386,8 @@ def laplace_proposal(problem, theta_hat):
 
 
 def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
-                        store_augmentation, report=None, stop=None, **_):
+                        store_augmentation, store_log_likelihood=False, report=None,
+                        stop=None, **_):
     """One chain of compiled sweeps, block by block (see :func:`_run_chain`)."""
     from ._gibbs_dense import _scores, run_sweeps
     from ._gibbs_sparse import DUAL_TOL, run_sweeps_csr, scores_csr
@@ -394,10 +412,12 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
     lp_out = np.empty(draws)
     aug_sum = np.zeros((n_aug, n))
     aug_out = np.empty((draws if store_augmentation else 0, n_aug, n))
+    terms_out = np.empty((draws if store_log_likelihood else 0, n))
     # sweeps per compiled call: about _BLOCK_WORK entries of work (a sparse sweep makes
     # some 100 passes over the stored entries in its dual CG)
     work = 100 * setup["xdata"].shape[0] if csr else n * p
     block = int(np.clip(_BLOCK_WORK // max(work, 1), 1, 1000))
+    pgt = setup["pg_tables"]
     proposal = setup.get("proposal")
     mh = proposal is not None
     mu, Lq = proposal if mh else (np.zeros(p), np.eye(p))
@@ -418,7 +438,7 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                                        setup["cptr"], setup["cidx"], setup["cdata"],
                                        setup["y"], setup["sw"], theta, m, s, nb, done, tune,
                                        thin, overrelax, rng, theta_out, lp_out, aug_sum,
-                                       aug_out, kept, DUAL_TOL, cg_stats)
+                                       aug_out, kept, DUAL_TOL, cg_stats, pgt, terms_out)
                 if cg_stats[2]:
                     raise FloatingPointError(
                         "the dual conjugate-gradient solve of the sparse Gibbs sweep did "
@@ -428,7 +448,7 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                                    setup["vkind"], setup["scale"], setup["D"], setup["y"],
                                    setup["sw"], theta, m, s, nb, done, tune, thin, overrelax,
                                    rng, theta_out, lp_out, aug_sum, aug_out, kept, mh, mu, Lq,
-                                   MH_DF, mh_stats)
+                                   MH_DF, mh_stats, pgt, terms_out)
             done += nb
             if t_tune is None and done >= tune:
                 t_tune = time.perf_counter()
@@ -444,7 +464,8 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
     return _Chain(theta_out[:kept], lp_out[:kept], aug_sum / max(kept, 1),
                   aug_out[:kept] if store_augmentation else None, kept, t_tune - t0,
                   t_end - t_tune, interrupted, mh_stats, theta.copy(),
-                  rng.bit_generator.state)
+                  rng.bit_generator.state,
+                  terms_out[:kept] if store_log_likelihood else None)
 
 
 def _run_threads(setup, inits, seeds, kwargs, cores, bar):
@@ -503,7 +524,8 @@ def _initial_points(problem, init, theta_hat, chains, rng, linalg):
 
 def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
            theta_hat=None, random_state=None, progressbar=True, cores=None,
-           store_augmentation=False, linalg="auto", cg_tol=1e-12, overrelax=OVERRELAX,
+           store_augmentation=False, store_log_likelihood=False, linalg="auto",
+           cg_tol=1e-12, overrelax=OVERRELAX,
            theta_irls=None, compiled="auto", mh="auto"):
     """Run Gibbs chains on ``exp(-J(theta))`` for one problem.
 
@@ -538,6 +560,11 @@ or LastState
         ``cores=1`` runs the chains in sequence in this process (same draws).
     store_augmentation : bool
         Keep full traces of the augmentation variables (memory ``chains * draws * N``).
+    store_log_likelihood : bool
+        With the compiled sweeps, keep every kept draw's pointwise log pseudo-likelihood
+        ``-term_n(theta)`` (``SamplerResult.log_likelihood``, memory
+        ``chains * draws * N``), computed in the sweep from the scores it has anyway;
+        the Python kernel leaves it None.
     linalg : {"auto", "cholesky", "woodbury", "cg"}
     cg_tol : float
     overrelax : float in (-1, 1), default=-0.5
@@ -622,7 +649,8 @@ or LastState
         inits = _initial_points(problem, init, theta_hat, chains,
                                 np.random.default_rng(init_seed), linalg)
     kwargs = dict(tune=tune, draws=draws, thin=thin, linalg=linalg, cg_tol=cg_tol,
-                  overrelax=overrelax, store_augmentation=store_augmentation)
+                  overrelax=overrelax, store_augmentation=store_augmentation,
+                  store_log_likelihood=store_log_likelihood)
     for theta0 in inits:  # shape and finiteness, with the kernel's messages
         gibbs.init(problem, theta0)
     if compiled not in ("auto", False):
@@ -683,5 +711,7 @@ or LastState
                             for r in results]),
         last_state=LastState(np.stack([r.theta_last for r in results]),
                              tuple(r.rng_state for r in results)),
+        log_likelihood=(-np.stack([r.terms[:kept] for r in results])
+                        if all(r.terms is not None for r in results) else None),
     )
 
