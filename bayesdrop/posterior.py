@@ -156,10 +156,10 @@ def _sample_posterior_dask(X, y, loss, noise, fit_intercept, sample_weight, feat
                            kwargs):
     """:func:`sample_posterior` on a row-chunked dask ``X``: the mode by
     :func:`bayesdrop.solvers.fit_rows`, the draws by
-    :func:`bayesdrop.samplers.rows.sample_rows` (no per-example groups)."""
+    :func:`bayesdrop.samplers.sample` on the row back-end (no per-example groups)."""
     from .estimators._dask import _labels
     from .linalg.dask_backend import DaskRows, check_dask_design
-    from .samplers.rows import sample_rows
+    from .samplers import sample
     from .solvers import fit_rows
 
     n, _ = check_dask_design(X)
@@ -173,7 +173,7 @@ def _sample_posterior_dask(X, y, loss, noise, fit_intercept, sample_weight, feat
     rows = DaskRows(X, y, loss, noise, fit_intercept, sample_weight, positive=positive,
                     labels=labels)
     fit = fit_rows(rows)
-    res = sample_rows(rows, fit.theta, **kwargs)
+    res = sample(rows, theta_hat=fit.theta, **kwargs)
     idata = to_inference_data([res], loss=loss, noise=noise, fit_intercept=fit_intercept,
                               y=None, feature_names=feature_names,
                               attrs={"irls_theta": fit.theta,

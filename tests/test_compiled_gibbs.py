@@ -269,6 +269,50 @@ def test_row_sampler_last_state_continues_exactly():
     np.testing.assert_array_equal(np.concatenate([first.lp, rest.lp], axis=1), whole.lp)
 
 
+def test_one_driver_runs_row_backends_with_the_same_checks_and_interrupts(monkeypatch):
+    """``sample`` takes a row back-end: the same argument checks as for a problem, the
+    row runner's draws (``sample_rows`` is the same call), a mismatched ``LastState``
+    named, and Ctrl-C keeping the draws made so far with a warning."""
+    from bayesdrop.linalg.backend import InMemoryRows
+    from bayesdrop.samplers import rows as rows_kernel
+    from bayesdrop.samplers.rows import sample_rows
+
+    problem = _problem(LogisticLoss(1.0), Dropout(0.3))
+    theta_hat = fit_problem(problem).theta
+    rows = InMemoryRows(problem)
+    kw = dict(theta_hat=theta_hat, chains=2, progressbar=False, random_state=4)
+    res = sample(rows, draws=20, tune=5, **kw)
+    assert res.theta.shape == (2, 20, 3) and res.augmentation_mean is None
+    np.testing.assert_array_equal(res.theta, sample_rows(
+        rows, theta_hat, draws=20, tune=5, chains=2, progressbar=False,
+        random_state=4).theta)
+    for bad, match in ((dict(draws=0), "draws"), (dict(chains=0), "chains"),
+                       (dict(thin=0), "thin"), (dict(overrelax=1.0), "overrelax"),
+                       (dict(store_augmentation=True), "store_augmentation"),
+                       (dict(init="nope"), "init must be")):
+        with pytest.raises(ValueError, match=match):
+            sample(rows, **{**dict(draws=5, tune=0), **kw, **bad})
+    in_memory = sample(problem, draws=5, tune=0, cores=1, **kw).last_state
+    with pytest.raises(ValueError, match="in-memory run"):
+        sample(rows, draws=5, tune=0, init=in_memory, **kw)
+    with pytest.raises(ValueError, match="row back-end, not"):
+        sample(problem, draws=5, tune=0, init=res.last_state, **kw)
+    calls = {"n": 0}
+    real_step = rows_kernel.step
+
+    def interrupting_step(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 18:  # after 5 tuning sweeps and 12 kept draws
+            raise KeyboardInterrupt
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(rows_kernel, "step", interrupting_step)
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        cut = sample(rows, draws=20, tune=5, **kw)
+    assert cut.interrupted and cut.theta.shape == (2, 12, 3)
+    np.testing.assert_array_equal(cut.theta, res.theta[:, :12])
+
+
 # ------------------------------------------------- pointwise log-likelihood in the sweep
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("loss,noise,weights", CASES, ids=lambda v: str(v)[:20])

@@ -4,8 +4,8 @@
 :class:`~bayesdrop.linalg.dask_backend.DaskRows` per binary problem (the one-vs-rest
 targets and class weights are computed inside the chunks, never on the client) and
 minimises ``J`` with :func:`bayesdrop.solvers.fit_rows`; ``sample_posterior`` runs
-:func:`bayesdrop.samplers.rows.sample_rows`. The prediction methods map themselves over
-the chunks and return dask arrays, as dask-ml's wrappers do.
+:func:`bayesdrop.samplers.sample` on a row back-end. The prediction methods map
+themselves over the chunks and return dask arrays, as dask-ml's wrappers do.
 """
 
 from __future__ import annotations
@@ -135,10 +135,10 @@ def sample_posterior_dask(estimator, X, y, *, sample_weight=None, draws=1000, tu
                           init="irls", overrelax=-0.5):
     """``estimator.sample_posterior`` on a dask ``X``: the mode by
     :func:`bayesdrop.solvers.fit_rows` from the fitted coefficients, then
-    :func:`bayesdrop.samplers.rows.sample_rows` per binary problem."""
+    :func:`bayesdrop.samplers.sample` on the row back-end of each binary problem."""
     from .._arviz import convergence_warning, to_inference_data
     from .._validation import seed_sequence
-    from ..samplers.rows import sample_rows
+    from ..samplers import sample
     from ..solvers import fit_rows
 
     if not hasattr(estimator, "coef_"):
@@ -160,9 +160,9 @@ def sample_posterior_dask(estimator, X, y, *, sample_weight=None, draws=1000, tu
                         warn=False)
         modes.append(mode.theta)
         mode_lp.append(-float(mode.objective[-1]))
-        results.append(sample_rows(r, mode.theta, draws=draws, tune=tune, chains=chains,
-                                   thin=thin, init=init, random_state=seeds[k],
-                                   progressbar=progressbar, overrelax=overrelax))
+        results.append(sample(r, theta_hat=mode.theta, draws=draws, tune=tune, chains=chains,
+                              thin=thin, init=init, random_state=seeds[k],
+                              progressbar=progressbar, overrelax=overrelax))
     class_names = list(classes) if classes is not None and len(rows) > 1 else None
     attrs = {"estimator": type(estimator).__name__, "backend": "dask",
              "n_chunks": int(rows[0].n_chunks)}

@@ -14,7 +14,7 @@ A **row back-end** holds the rows in blocks and returns these sums -- ``D``-size
 and ``D x D`` matrices -- with every per-example quantity (scores ``m, s``, weights
 ``rho, t``, augmentation draws) computed and discarded inside its block. The optimisers
 :func:`bayesdrop.solvers.newton.fit_rows` and :func:`bayesdrop.solvers.irls.fit_rows`
-and the sampler :func:`bayesdrop.samplers.rows.sample_rows` call only the four reductions
+and the sampler (:func:`bayesdrop.samplers.sample` on a row back-end) call only the four reductions
 below, so they run unchanged on
 
 * :class:`InMemoryRows` -- one block: a :class:`~bayesdrop.model.problem.Problem` with a

@@ -47,10 +47,17 @@ class LastState(NamedTuple):
         Each chain's current ``theta`` (its last sweep's, kept or not).
     rng_states : tuple of dict
         Each chain's ``numpy.random.Generator`` bit-generator state after its last sweep.
+    entropies : tuple of int or None
+        Row back-ends only: the chains' seeds of the chunk draws
+        (:func:`bayesdrop.linalg.backend.block_rng`).
+    sweep : int or None
+        Row back-ends only: sweeps done; the next one draws with ``spawn_key=(sweep, b)``.
     """
 
     theta: np.ndarray
     rng_states: tuple
+    entropies: tuple | None = None
+    sweep: int | None = None
 
 
 def generators_from_states(states):
@@ -527,11 +534,24 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
            store_augmentation=False, store_log_likelihood=False, linalg="auto",
            cg_tol=1e-12, overrelax=OVERRELAX,
            theta_irls=None, compiled="auto", mh="auto"):
-    """Run Gibbs chains on ``exp(-J(theta))`` for one problem.
+    """Run Gibbs chains on ``exp(-J(theta))`` for one problem -- the one driver of every
+    kernel.
+
+    Three runners share it (validation, seeds, starting points, burn-in, thinning,
+    progress, Ctrl-C, ``last_state``, the result):
+
+    * in-memory problems with a dense or CSR design: the compiled sweeps, one chain per
+      thread;
+    * other in-memory problems: the Python kernel (:mod:`bayesdrop.samplers.gibbs`), one
+      chain per process;
+    * a row back-end (:class:`bayesdrop.linalg.backend.RowBackend`, e.g. data on a dask
+      cluster): :func:`bayesdrop.samplers.rows.run_chains`, every chain in each pass over
+      the rows (their parallelism is the cluster's; ``cores``, ``compiled``, ``mh``,
+      ``linalg`` do not apply, and the augmentation stays with its rows).
 
     Parameters
     ----------
-    problem : Problem
+    problem : Problem or RowBackend
     draws : int >= 1
         Kept draws per chain (after thinning).
     tune : int >= 0
@@ -632,12 +652,33 @@ or LastState
         raise ValueError(f"linalg must be one of {wls.LINALG}, got {linalg!r}")
     overrelax = check_scalar(overrelax, "overrelax", min_val=-1.0, max_val=1.0,
                              include_min=False, include_max=False)
+    from ..linalg.backend import RowBackend
+
+    rows = problem if isinstance(problem, RowBackend) else None
     if problem.loss.n_augmentation == 0:
         raise ValueError(
             f"the {problem.loss.name} loss has no augmentation: its posterior is Gaussian "
             "and needs no Gibbs sampler"
         )
+    if rows is not None:
+        if store_augmentation:
+            raise ValueError("store_augmentation is not available on a row back-end: the "
+                             "augmentation variables stay where their rows are")
+        from . import rows as rows_kernel
+
+        inits, rngs, entropies, first_sweep = rows_kernel.chain_setup(
+            rows, init, theta_hat, chains, random_state)
+        wall_start = time.perf_counter()
+        with ProgressBar(chains * (tune + draws * thin), enabled=progressbar,
+                         description=f"Gibbs (rows), {chains} chain(s)") as bar:
+            results, last_state = rows_kernel.run_chains(
+                rows, inits, rngs, entropies, first_sweep, tune=tune, draws=draws, thin=thin,
+                overrelax=overrelax, report=lambda k: bar.update(chains * k))
+        return _assemble(results, inits, chains, tune, thin, wall_start, False, last_state)
     if isinstance(init, LastState):  # continue: each chain from its theta and generator
+        if init.entropies is not None:
+            raise ValueError("init is the LastState of a row back-end, not of an in-memory "
+                             "problem")
         if len(init.rng_states) != chains or np.shape(init.theta)[0] != chains:
             raise ValueError(f"init (a LastState) holds {len(init.rng_states)} chains, but "
                              f"chains={chains}")
@@ -682,6 +723,14 @@ or LastState
                 results.append(run(inits[c], chain_seeds[c], report=report, **kwargs))
                 if results[-1].interrupted:
                     break
+    return _assemble(results, inits, chains, tune, thin, wall_start, store_augmentation)
+
+
+def _assemble(results, inits, chains, tune, thin, wall_start, store_augmentation,
+              last_state=None):
+    """The :class:`SamplerResult` of the chains' records (both runners): the same number
+    of draws from every chain; an interrupt keeps them with a warning, or propagates when
+    none was kept."""
     interrupted = any(r.interrupted for r in results) or len(results) < chains
     kept = min(r.n_kept for r in results)
     if interrupted:
@@ -689,7 +738,7 @@ or LastState
             raise KeyboardInterrupt("sampling interrupted before any draw was kept")
         warnings.warn(
             f"sampling interrupted: returning the {kept} draw(s) per chain collected so far "
-            f"from {len(results)} chain(s)", RuntimeWarning, stacklevel=2,
+            f"from {len(results)} chain(s)", RuntimeWarning, stacklevel=3,
         )
     aug_traces = None
     if store_augmentation:
@@ -697,7 +746,8 @@ or LastState
     return SamplerResult(
         theta=np.stack([r.theta[:kept] for r in results]),
         lp=np.stack([r.lp[:kept] for r in results]),
-        augmentation_mean=np.stack([r.aug_mean for r in results]),
+        augmentation_mean=(None if any(r.aug_mean is None for r in results)
+                           else np.stack([r.aug_mean for r in results])),
         augmentation=aug_traces,
         theta_init=inits[: len(results)],
         tune_time=np.array([r.tune_time for r in results]),
@@ -709,9 +759,9 @@ or LastState
         mh_accept=np.array([r.mh_stats[0] / r.mh_stats[1]
                             if r.mh_stats is not None and r.mh_stats[1] else np.nan
                             for r in results]),
-        last_state=LastState(np.stack([r.theta_last for r in results]),
-                             tuple(r.rng_state for r in results)),
+        last_state=(last_state if last_state is not None else
+                    LastState(np.stack([r.theta_last for r in results]),
+                              tuple(r.rng_state for r in results))),
         log_likelihood=(-np.stack([r.terms[:kept] for r in results])
                         if all(r.terms is not None for r in results) else None),
     )
-

@@ -17,39 +17,23 @@ chunk, so the result has no ``augmentation_mean`` and no per-example groups.
 from __future__ import annotations
 
 import time
-import warnings
-from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg as sla
 
-from .._progress import ProgressBar
-from .._validation import check_scalar, seed_sequence
+from .._validation import seed_sequence
 from ..linalg.woodbury import cholesky_factor
-from .driver import SamplerResult, generators_from_states
+from .driver import LastState, generators_from_states
 from .gibbs import OVERRELAX
 
-__all__ = ["GibbsRowsState", "RowsLastState", "init", "step", "sample_rows"]
+__all__ = ["GibbsRowsState", "RowsLastState", "init", "step", "sample_rows", "chain_setup",
+           "run_chains"]
 
 
-class RowsLastState(NamedTuple):
-    """Where :func:`sample_rows` stopped; pass it as ``init`` to continue exactly.
-
-    Attributes
-    ----------
-    theta : ndarray of shape (chains, n_params)
-    rng_states : tuple of dict
-        The chains' client-side generator states (the Gaussian draws).
-    entropies : tuple of int
-        The chains' seeds of the chunk draws (:func:`bayesdrop.linalg.backend.block_rng`).
-    sweep : int
-        Sweeps done; the next one draws with ``spawn_key=(sweep, b)``.
-    """
-
-    theta: np.ndarray
-    rng_states: tuple
-    entropies: tuple
-    sweep: int
+#: where :func:`bayesdrop.samplers.sample` stopped on a row back-end (a
+#: :class:`bayesdrop.samplers.driver.LastState` with the chunk seeds ``entropies`` and the
+#: sweep counter ``sweep``: the next sweep draws with ``spawn_key=(sweep, b)``)
+RowsLastState = LastState
 
 
 class GibbsRowsState:
@@ -127,38 +111,8 @@ def step(rngs, rows, state, entropies, *, overrelax=OVERRELAX):
 
 def sample_rows(rows, theta_hat, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
                 random_state=None, progressbar=True, overrelax=OVERRELAX):
-    """Gibbs chains on ``exp(-J)`` through a row back-end; all chains in each pass.
-
-    Parameters
-    ----------
-    rows : RowBackend
-    theta_hat : ndarray of shape (n_params,)
-        The mode (``argmin J``).
-    draws, tune, chains, thin : int
-        As in :func:`bayesdrop.samplers.sample`: ``tune + draws * thin`` sweeps.
-    init : {"irls", "overdispersed"}, ndarray or RowsLastState
-        Start at ``theta_hat``, at ``theta_hat + 3 eta`` with ``eta ~ N(0, A^{-1})`` of
-        the IRLS system there (one extra pass), at given points, or where an earlier
-        call stopped (``result.last_state``; ``random_state`` is then not used, pass
-        ``tune=0``): the continued run gives the draws of one longer run.
-    random_state : None, int, SeedSequence or Generator
-        Chain ``c`` uses child ``c`` of one SeedSequence: its Gaussian draws come from
-        ``default_rng(child)``, its chunks' augmentation draws from the seed
-        ``child.generate_state(1)``.
-    progressbar : bool
-    overrelax : float in (-1, 1)
-
-    Returns
-    -------
-    SamplerResult
-        ``augmentation_mean`` and ``augmentation`` are None (they stay on the workers);
-        ``tune_time`` / ``draw_time`` are the wall-clock times of the whole run (the
-        chains share every pass).
-
-    Notes
-    -----
-    Ctrl-C keeps the draws made so far (with a ``RuntimeWarning``), as
-    :func:`bayesdrop.samplers.sample`; during tuning it propagates.
+    """Gibbs chains on ``exp(-J)`` through a row back-end: :func:`bayesdrop.samplers.sample`
+    with ``rows`` as its model (the one driver; this name is kept for existing code).
 
     Examples
     --------
@@ -174,83 +128,106 @@ def sample_rows(rows, theta_hat, *, draws=1000, tune=500, chains=4, thin=1, init
     >>> res.theta.shape, bool(res.lp.max() <= -problem.objective(theta_hat) + 1e-9)
     ((2, 30, 4), True)
     """
-    draws = check_scalar(draws, "draws", min_val=1, integer=True)
-    tune = check_scalar(tune, "tune", min_val=0, integer=True)
-    chains = check_scalar(chains, "chains", min_val=1, integer=True)
-    thin = check_scalar(thin, "thin", min_val=1, integer=True)
-    overrelax = check_scalar(overrelax, "overrelax", min_val=-1.0, max_val=1.0,
-                             include_min=False, include_max=False)
-    start = time.perf_counter()
-    theta_hat = np.asarray(theta_hat, dtype=float)
+    from .driver import sample
+
+    return sample(rows, theta_hat=theta_hat, draws=draws, tune=tune, chains=chains,
+                  thin=thin, init=init, random_state=random_state,
+                  progressbar=progressbar, overrelax=overrelax)
+
+
+def chain_setup(rows, init, theta_hat, chains, random_state):
+    """Starting points, client generators, chunk seeds and first sweep of the chains.
+
+    Chain ``c`` uses child ``c`` of one SeedSequence: its Gaussian draws come from
+    ``default_rng(child)``, its chunks' augmentation draws from the seed
+    ``child.generate_state(1)``. ``init``: ``"irls"`` (``theta_hat``), ``"overdispersed"``
+    (``theta_hat + 3 eta``, ``eta ~ N(0, A^{-1})`` of the IRLS system there: one extra
+    pass), an array, or a :class:`RowsLastState` (``random_state`` is then not used).
+    """
     p = rows.n_params
-    first_sweep = 0
-    if isinstance(init, RowsLastState):
-        if len(init.rng_states) != chains:
-            raise ValueError(f"init (a RowsLastState) holds {len(init.rng_states)} chains, "
-                             f"but chains={chains}")
-        rngs = generators_from_states(init.rng_states)
-        entropies = list(init.entropies)
-        first_sweep = int(init.sweep)
-    else:
-        children = seed_sequence(random_state).spawn(chains)
-        rngs = [np.random.default_rng(child) for child in children]
-        entropies = [int(child.generate_state(1)[0]) for child in children]
-    if isinstance(init, RowsLastState):
-        thetas = np.array(init.theta, dtype=float)
-    elif isinstance(init, str):
-        if init == "irls":
-            thetas = np.tile(theta_hat, (chains, 1))
-        elif init == "overdispersed":
-            _, A, _ = rows.irls(theta_hat)
-            L = cholesky_factor(A)
-            thetas = np.array([theta_hat + 3.0 * sla.solve_triangular(
-                L, rng.standard_normal(p), lower=True, trans="T", check_finite=False)
-                for rng in rngs])
-        else:
+    if isinstance(init, LastState):
+        if len(init.rng_states) != chains or init.entropies is None:
+            raise ValueError(f"init (a LastState of a row back-end) holds "
+                             f"{len(init.rng_states)} chains, but chains={chains}"
+                             if init.entropies is not None else
+                             "init is the LastState of an in-memory run, not of a row "
+                             "back-end")
+        return (np.array(init.theta, dtype=float), generators_from_states(init.rng_states),
+                list(init.entropies), int(init.sweep))
+    children = seed_sequence(random_state).spawn(chains)
+    rngs = [np.random.default_rng(child) for child in children]
+    entropies = [int(child.generate_state(1)[0]) for child in children]
+    if isinstance(init, str):
+        if init not in ("irls", "overdispersed"):
             raise ValueError(f"init must be 'irls', 'overdispersed' or an array, got {init!r}")
-    else:
-        thetas = np.asarray(init, dtype=float)
-        if thetas.shape == (p,):
-            thetas = np.tile(thetas, (chains, 1))
-        elif thetas.shape != (chains, p):
-            raise ValueError(f"init array must have shape ({p},) or ({chains}, {p}), got "
-                             f"{thetas.shape}")
-    state = _init_state(rows, thetas)
+        if theta_hat is None:
+            raise ValueError(f"init={init!r} needs the mode theta_hat")
+        theta_hat = np.asarray(theta_hat, dtype=float)
+        if init == "irls":
+            return np.tile(theta_hat, (chains, 1)), rngs, entropies, 0
+        _, A, _ = rows.irls(theta_hat)
+        L = cholesky_factor(A)
+        return (np.array([theta_hat + 3.0 * sla.solve_triangular(
+            L, rng.standard_normal(p), lower=True, trans="T", check_finite=False)
+            for rng in rngs]), rngs, entropies, 0)
+    thetas = np.asarray(init, dtype=float)
+    if thetas.shape == (p,):
+        thetas = np.tile(thetas, (chains, 1))
+    elif thetas.shape != (chains, p):
+        raise ValueError(f"init array must have shape ({p},) or ({chains}, {p}), got "
+                         f"{thetas.shape}")
+    return thetas, rngs, entropies, 0
+
+
+def run_chains(rows, thetas, rngs, entropies, first_sweep, *, tune, draws, thin, overrelax,
+               report=None):
+    """All chains through ``tune + draws * thin`` sweeps, one pass per sweep (the row
+    back-end's runner of :func:`bayesdrop.samplers.sample`).
+
+    ``report(k)`` is called after sweep ``k`` of every chain. Ctrl-C stops after the
+    current sweep and returns what was kept, flagged as interrupted.
+
+    Returns
+    -------
+    chains : list of driver chain records (``augmentation`` stays on the workers: None)
+    last : LastState
+        With the chunk seeds and the sweep counter.
+    """
+    from .driver import _Chain
+
+    start = time.perf_counter()
+    state = init(rows, thetas)
     state.sweep = first_sweep
-    theta_init = state.theta.copy()
+    n_chains, p = state.theta.shape
     total = tune + draws * thin
-    kept = np.empty((chains, draws, p))
-    lp = np.empty((chains, draws))
-    n_kept, interrupted, tune_time = 0, False, np.nan
+    kept = np.empty((n_chains, draws, p))
+    lp = np.empty((n_chains, draws))
+    n_kept, interrupted, tune_time = 0, False, None
     pending = None  # index of the kept draw whose J arrives with the next pass
     try:
-        with ProgressBar(total, enabled=progressbar, description="Gibbs (rows)") as bar:
-            for sweep in range(total):
-                state, values = step(rngs, rows, state, entropies, overrelax=overrelax)
-                if pending is not None:
-                    lp[:, pending] = -values
-                    pending = None
-                if sweep + 1 == tune:
-                    tune_time = time.perf_counter() - start
-                done = sweep + 1 - tune
-                if done > 0 and done % thin == 0:
-                    kept[:, n_kept] = state.theta
-                    pending = n_kept
-                    n_kept += 1
-                bar.update(sweep + 1)
+        for sweep in range(total):
+            state, values = step(rngs, rows, state, entropies, overrelax=overrelax)
+            if pending is not None:
+                lp[:, pending] = -values
+                pending = None
+            if sweep + 1 == tune:
+                tune_time = time.perf_counter() - start
+            done = sweep + 1 - tune
+            if done > 0 and done % thin == 0:
+                kept[:, n_kept] = state.theta
+                pending = n_kept
+                n_kept += 1
+            if report is not None:
+                report(sweep + 1)
     except KeyboardInterrupt:
-        if n_kept == 0:
-            raise
         interrupted = True
-        warnings.warn(f"sampling interrupted: returning {n_kept} draws per chain",
-                      RuntimeWarning, stacklevel=2)
     if pending is not None:
         lp[:, pending] = -rows.objective(kept[:, pending])
-    if tune == 0:
-        tune_time = 0.0
     wall = time.perf_counter() - start
-    last = RowsLastState(state.theta.copy(), tuple(g.bit_generator.state for g in rngs),
-                         tuple(entropies), state.sweep)
-    return SamplerResult(kept[:, :n_kept], lp[:, :n_kept], None, None, theta_init,
-                         np.full(chains, tune_time), np.full(chains, wall - tune_time),
-                         tune, thin, interrupted, wall, np.full(chains, np.nan), last)
+    if tune_time is None:
+        tune_time = 0.0 if tune == 0 else wall
+    rng_states = tuple(g.bit_generator.state for g in rngs)
+    chains = [_Chain(kept[c, :n_kept], lp[c, :n_kept], None, None, n_kept, tune_time,
+                     wall - tune_time, interrupted, None, state.theta[c].copy(), rng_states[c])
+              for c in range(n_chains)]
+    return chains, LastState(state.theta.copy(), rng_states, tuple(entropies), state.sweep)
