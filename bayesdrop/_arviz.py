@@ -233,12 +233,29 @@ def _split(x):
     return np.concatenate([x[:, :, :half], x[:, :, x.shape[2] - half:]], axis=1)
 
 
+def _average_ranks(flat):
+    """Ranks 1..n of every row, ties given their average rank (``scipy.stats.rankdata``'s
+    ``"average"``; an unstable sort suffices: tied values share one rank)."""
+    n_rows, n = flat.shape
+    order = np.argsort(flat, axis=1)
+    ordered = np.take_along_axis(flat, order, axis=1)
+    new = np.ones((n_rows, n), dtype=bool)
+    new[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    starts = np.flatnonzero(new.ravel())  # first position of every run of ties
+    sizes = np.diff(np.append(starts, new.size))
+    run_rank = (starts % n) + (sizes + 1) / 2.0  # average of the run's 1-based positions
+    ranks = np.empty((n_rows, n))
+    np.put_along_axis(ranks, order, run_rank[np.cumsum(new.ravel()) - 1].reshape(n_rows, n),
+                      axis=1)
+    return ranks
+
+
 def _z_scale(x):
     """Rank-normalise each parameter over all its values (average ranks, Blom's 3/8)."""
-    from scipy import special, stats
+    from scipy import special
 
     flat = x.reshape(x.shape[0], -1)
-    rank = stats.rankdata(flat, method="average", axis=1)
+    rank = _average_ranks(flat)
     return special.ndtri((rank - 0.375) / (flat.shape[1] + 0.25)).reshape(x.shape)
 
 

@@ -84,7 +84,7 @@ def test_subsample_start_on_the_cluster_reaches_the_in_memory_optimum(client, lo
                                                                       monkeypatch):
     """Newton through the dask back-end from the optimum of every 8th row of each chunk:
     the in-memory optimum (without subsample start) to 1e-7, with the subsample's passes
-    counted in n_passes_ (the saving in full passes needs many rows: benchmarks/dask.py)."""
+    counted in n_passes_ (the saving in full passes needs many rows: benchmarks/dask_cluster.py)."""
     from bayesdrop.solvers import newton
 
     X, y = _data(seed=9)

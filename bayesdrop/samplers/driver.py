@@ -24,7 +24,8 @@ import signal
 import time
 import warnings
 import threading
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import (FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor,
+                                wait)
 from typing import NamedTuple
 
 import numpy as np
@@ -256,8 +257,9 @@ def _collect(futures, counts, bar, stop_event, interval):
                     results[c] = futures[c].result()
                     pending.discard(c)
             bar.update(sum(counts[:]))
-            if pending:
-                time.sleep(interval)
+            if pending:  # wakes as soon as a chain finishes, else after ``interval``
+                wait([futures[c] for c in pending], timeout=interval,
+                     return_when=FIRST_COMPLETED)
         except KeyboardInterrupt:
             stop_event.set()
     return results

@@ -14,8 +14,8 @@ Timing: wall clock of ``fit`` (time.perf_counter), after one warm-up fit on a sm
 array (imports, worker start-up excluded for both sides). Client RSS is sampled every
 5 ms by a thread (psutil) during the fit; "grown" is its peak minus its value just before.
 
-Run:  python benchmarks/dask.py [--rows 1e6,1e7] [--workers 2]
-Writes benchmarks/results/dask.txt.
+Run:  python benchmarks/dask_cluster.py [--rows 1e6,1e7] [--workers 2]
+Writes benchmarks/results/dask_cluster.txt.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def main():
     parser.add_argument("--rows", default="1e6,1e7")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="10GB")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "dask.txt"))
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "dask_cluster.txt"))
     args = parser.parse_args()
     sizes = [int(float(s)) for s in args.rows.split(",")]
 
