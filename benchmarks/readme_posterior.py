@@ -43,16 +43,16 @@ def main():
     total = np.array([r[0] for r in runs])
     median = runs[int(np.argsort(total)[len(total) // 2])]
     lines = [
-        "# README example: DropoutLogisticRegression(C=0.1, noise_level=0.3) on breast "
-        "cancer, sample_posterior(draws=1000, chains=4) (tune=500): 4 x 1500 sweeps",
+        ("# README example: DropoutLogisticRegression(C=0.1, noise_level=0.3) on breast "
+        "cancer, sample_posterior(draws=1000, chains=4) (tune=500): 4 x 1500 sweeps"),
         "",
         "| wall seconds | min | median | max |",
         "|---|---|---|---|",
-        f"| sample_posterior | {total.min():.3f} | {np.median(total):.3f} | "
-        f"{total.max():.3f} |",
+        (f"| sample_posterior | {total.min():.3f} | {np.median(total):.3f} | "
+        f"{total.max():.3f} |"),
         "",
-        f"median run: sampling {median[1]:.3f} s, the rest (mode, log-likelihood, "
-        f"InferenceData, R-hat / ESS check) {median[0] - median[1]:.3f} s",
+        (f"median run: sampling {median[1]:.3f} s, the rest (mode, log-likelihood, "
+        f"InferenceData, R-hat / ESS check) {median[0] - median[1]:.3f} s"),
         f"{REPEATS} runs after one compiling call; goal: under 1 s",
         f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}",
     ]

@@ -21,11 +21,15 @@ import functools
 import multiprocessing as mp
 import os
 import signal
+import threading
 import time
 import warnings
-import threading
-from concurrent.futures import (FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor,
-                                wait)
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
 from typing import NamedTuple
 
 import numpy as np

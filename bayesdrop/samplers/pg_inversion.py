@@ -43,8 +43,16 @@ import numba
 import numpy as np
 from scipy import special
 
-__all__ = ["U_RESOLUTION", "TAIL_MASS", "fraction_cdf", "fraction_pdf", "fraction_table",
-           "PGTables", "pg_tables", "tilt_limit"]
+__all__ = [
+    "TAIL_MASS",
+    "U_RESOLUTION",
+    "PGTables",
+    "fraction_cdf",
+    "fraction_pdf",
+    "fraction_table",
+    "pg_tables",
+    "tilt_limit",
+]
 
 #: target u-error of the inversion table
 U_RESOLUTION = 1e-12
@@ -66,7 +74,7 @@ _LOW_MASS = 1e-17
 def _coefficients(f, x_max):
     """Signed series coefficients and Levy parameters ``a_n = 2n + f``, enough terms for
     every ``x <= x_max``: ``erfc(a_n / sqrt(8 x_max)) < 1e-300``."""
-    n_terms = int(math.ceil((27.0 * math.sqrt(8.0 * x_max) - f) / 2.0)) + 2
+    n_terms = math.ceil((27.0 * math.sqrt(8.0 * x_max) - f) / 2.0) + 2
     n = np.arange(n_terms, dtype=np.float64)
     logc = f * math.log(2.0) + special.gammaln(n + f) - special.gammaln(f) - special.gammaln(n + 1)
     sign = np.where(n % 2 == 0, 1.0, -1.0)
@@ -223,9 +231,13 @@ def tilt_limit(f):
     def excess(z, limit):
         return f * _log_cosh_half(z) - math.log(limit(z))
 
-    series = lambda z: max(MAX_TRIALS, 1.5 * (6.0 + 11.0 * z / (2.0 * math.pi)))  # noqa: E731
+    def series(z):
+        return max(MAX_TRIALS, 1.5 * (6.0 + 11.0 * z / (2.0 * math.pi)))
+
+    def fixed(z):
+        return MAX_TRIALS
+
     z_a = 25.0 if excess(25.0, series) <= 0 else brentq(excess, 0.0, 25.0, args=(series,))
-    fixed = lambda z: MAX_TRIALS  # noqa: E731
     z_b = brentq(excess, 0.0, 2.0 * math.log(2.0 * MAX_TRIALS) / f + 2.0, args=(fixed,))
     return max(z_a, z_b)
 
