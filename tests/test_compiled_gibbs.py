@@ -250,6 +250,33 @@ def test_last_state_continues_the_chains_exactly(compiled, cores):
                theta_hat=theta_hat, progressbar=False)
 
 
+@pytest.mark.parametrize("threshold,kept_on", [(0.0, True), (1.01, False)])
+def test_mh_move_is_switched_off_after_tuning_when_it_hardly_accepts(threshold, kept_on,
+                                                                     monkeypatch):
+    """A chain whose MH move accepts less than ``MH_MIN_ACCEPT`` of its tuning proposals
+    keeps its sweeps without the move (threshold forced to 0 / above 1 here): the kept
+    sweeps make no proposals then, ``last_state`` carries the choice, and 60 + 40 draws
+    through it still equal one run of 100."""
+    from bayesdrop.samplers import driver
+
+    monkeypatch.setattr(driver, "MH_MIN_ACCEPT", threshold)
+    problem = _problem(LogisticLoss(1.0), Dropout(0.3))
+    theta_hat = fit_problem(problem).theta
+    kw = dict(chains=2, theta_hat=theta_hat, progressbar=False, cores=2)
+    whole = sample(problem, draws=100, tune=30, random_state=4, **kw)
+    assert whole.last_state.mh == (kept_on, kept_on)
+    first = sample(problem, draws=60, tune=30, random_state=4, **kw)
+    rest = sample(problem, draws=40, tune=0, init=first.last_state, **kw)
+    np.testing.assert_array_equal(np.concatenate([first.theta, rest.theta], axis=1),
+                                  whole.theta)
+    setup = compiled_setup(problem)
+    setup["proposal"] = driver.laplace_proposal(problem, theta_hat)
+    chain = driver._run_chain_compiled(setup, theta_hat, np.random.SeedSequence(1), tune=30,
+                                       draws=50, thin=1, overrelax=-0.5,
+                                       store_augmentation=False)
+    assert chain.mh_stats[1] == (80 if kept_on else 30)  # proposals: every sweep / tuning
+
+
 def test_row_sampler_last_state_continues_exactly():
     """The row-backend sampler (the dask path; here on one in-memory block) continues from
     ``last_state`` to the draws of one longer run, chunk seeds and client draws alike."""

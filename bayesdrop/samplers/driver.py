@@ -57,12 +57,17 @@ class LastState(NamedTuple):
         (:func:`bayesdrop.linalg.backend.block_rng`).
     sweep : int or None
         Row back-ends only: sweeps done; the next one draws with ``spawn_key=(sweep, b)``.
+    mh : tuple of bool or None
+        Compiled dense chains: whether each chain's independence MH move is still on
+        (it is switched off after tuning when it accepted less than
+        :data:`MH_MIN_ACCEPT` there); a continued run keeps that choice.
     """
 
     theta: np.ndarray
     rng_states: tuple
     entropies: tuple | None = None
     sweep: int | None = None
+    mh: tuple | None = None
 
 
 def generators_from_states(states):
@@ -145,10 +150,12 @@ class _Chain(NamedTuple):
     theta_last: np.ndarray = None
     rng_state: dict = None
     terms: np.ndarray | None = None
+    mh_on: bool | None = None
 
 
 def _run_chain(problem, theta0, seed, *, tune, draws, thin, linalg, cg_tol, overrelax,
-               store_augmentation, store_log_likelihood=False, report=None, stop=None):
+               store_augmentation, store_log_likelihood=False, report=None, stop=None,
+               mh_on=None):
     """Run one chain; ``report(n_sweeps_done)`` is called after every sweep and
     ``stop()`` polled before every sweep. (The Python kernel does not keep the pointwise
     terms: ``store_log_likelihood`` is for the compiled sweeps; callers compute them
@@ -377,6 +384,10 @@ def _csr_setup(problem, linalg):
 
 #: degrees of freedom of the t proposal of the independence MH move
 MH_DF = 30.0
+#: a chain whose MH move accepted less than this fraction of its tuning proposals runs its
+#: kept sweeps without it (the move then costs a score pass and two ``J`` evaluations per
+#: sweep for almost no moves; e.g. 0.4-0.8% on the digits hinge problem)
+MH_MIN_ACCEPT = 0.02
 
 
 def laplace_proposal(problem, theta_hat):
@@ -400,7 +411,7 @@ def laplace_proposal(problem, theta_hat):
 
 def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                         store_augmentation, store_log_likelihood=False, report=None,
-                        stop=None, **_):
+                        stop=None, mh_on=True, **_):
     """One chain of compiled sweeps, block by block (see :func:`_run_chain`)."""
     from ._gibbs_dense import _scores, run_sweeps
     from ._gibbs_sparse import DUAL_TOL, run_sweeps_csr, scores_csr
@@ -432,8 +443,8 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
     block = int(np.clip(_BLOCK_WORK // max(work, 1), 1, 1000))
     pgt = setup["pg_tables"]
     proposal = setup.get("proposal")
-    mh = proposal is not None
-    mu, Lq = proposal if mh else (np.zeros(p), np.eye(p))
+    mh = proposal is not None and mh_on
+    mu, Lq = proposal if proposal is not None else (np.zeros(p), np.eye(p))
     mh_stats = np.zeros(2)
     total = tune + draws * thin
     done = kept = 0
@@ -465,6 +476,9 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
             done += nb
             if t_tune is None and done >= tune:
                 t_tune = time.perf_counter()
+                # the kernel of the kept sweeps is fixed here, from the tuning sweeps only
+                if mh and mh_stats[0] < MH_MIN_ACCEPT * mh_stats[1]:
+                    mh = False
             if report is not None:
                 report(done)
     except KeyboardInterrupt:
@@ -478,10 +492,11 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                   aug_out[:kept] if store_augmentation else None, kept, t_tune - t0,
                   t_end - t_tune, interrupted, mh_stats, theta.copy(),
                   rng.bit_generator.state,
-                  terms_out[:kept] if store_log_likelihood else None)
+                  terms_out[:kept] if store_log_likelihood else None,
+                  mh if proposal is not None else None)
 
 
-def _run_threads(setup, inits, seeds, kwargs, cores, bar):
+def _run_threads(setup, inits, seeds, kwargs, cores, bar, mh_flags):
     """Compiled chains in ``cores`` threads (one BLAS thread each)."""
     chains = len(seeds)
     counts = [0] * chains
@@ -492,7 +507,7 @@ def _run_threads(setup, inits, seeds, kwargs, cores, bar):
             counts[c] = k
 
         return _run_chain_compiled(setup, inits[c], seeds[c], report=report,
-                                   stop=stop_event.is_set, **kwargs)
+                                   stop=stop_event.is_set, mh_on=mh_flags[c], **kwargs)
 
     try:
         from threadpoolctl import threadpool_limits
@@ -603,8 +618,11 @@ or LastState
         move from a multivariate t (30 degrees of freedom) fitted to the Laplace
         approximation at ``theta_hat`` (:func:`laplace_proposal`) -- exact (the chain still
         targets ``exp(-J)``), and nearly independent draws when the posterior is close to
-        Gaussian. ``"auto"``: wherever ``J`` is twice differentiable at the mode.
-        The acceptance rate of each chain is ``SamplerResult.mh_accept``.
+        Gaussian. ``"auto"``: wherever ``J`` is twice differentiable at the mode. A chain
+        whose move accepted less than :data:`MH_MIN_ACCEPT` (2%) of its tuning proposals
+        runs its kept sweeps without it (the kept draws still come from one fixed exact
+        kernel; ``last_state`` carries the choice). The acceptance rate of each chain is
+        ``SamplerResult.mh_accept`` (over all its proposals).
     compiled : {"auto", False}, default="auto"
         ``"auto"``: the compiled sweep (chains in threads) wherever it applies (dense
         design, hinge / logistic / epsilon-insensitive loss, Cholesky back-end; see
@@ -690,7 +708,9 @@ or LastState
                              f"chains={chains}")
         chain_seeds = generators_from_states(init.rng_states)
         inits = np.array(init.theta, dtype=float)
+        mh_flags = init.mh if init.mh is not None else (True,) * chains
     else:
+        mh_flags = (True,) * chains
         ss = seed_sequence(random_state)
         init_seed, *chain_seeds = ss.spawn(chains + 1)
         inits = _initial_points(problem, init, theta_hat, chains,
@@ -714,7 +734,7 @@ or LastState
         if cores > 1 and chains > 1:
             if setup is not None:
                 results = _run_threads(setup, inits, chain_seeds, kwargs, min(cores, chains),
-                                       bar)
+                                       bar, mh_flags)
             else:
                 results = _run_parallel(problem, inits, chain_seeds, kwargs,
                                         min(cores, chains), bar)
@@ -726,7 +746,8 @@ or LastState
                 def report(k, _base=c * (tune + draws * thin)):
                     bar.update(_base + k)
 
-                results.append(run(inits[c], chain_seeds[c], report=report, **kwargs))
+                results.append(run(inits[c], chain_seeds[c], report=report,
+                                   mh_on=mh_flags[c], **kwargs))
                 if results[-1].interrupted:
                     break
     return _assemble(results, inits, chains, tune, thin, wall_start, store_augmentation)
@@ -767,7 +788,9 @@ def _assemble(results, inits, chains, tune, thin, wall_start, store_augmentation
                             for r in results]),
         last_state=(last_state if last_state is not None else
                     LastState(np.stack([r.theta_last for r in results]),
-                              tuple(r.rng_state for r in results))),
+                              tuple(r.rng_state for r in results),
+                              mh=(tuple(bool(r.mh_on) for r in results)
+                                  if all(r.mh_on is not None for r in results) else None))),
         log_likelihood=(-np.stack([r.terms[:kept] for r in results])
                         if all(r.terms is not None for r in results) else None),
     )
