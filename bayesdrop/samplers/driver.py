@@ -1,15 +1,18 @@
 """The generic MCMC driver: chains, burn-in, thinning, progress and interrupts.
 
-:func:`sample` runs a kernel for several chains. Two kernels implement the same Gibbs
-sweep (MATH.md sections 3-4):
+:func:`sample` is the one driver of every kernel of the Gibbs sweep (MATH.md sections
+3-4); three runners advance the chains:
 
-* the compiled sweep of :mod:`bayesdrop.samplers._gibbs_dense` -- dense designs with the
-  hinge, logistic or epsilon-insensitive loss and a Cholesky back-end: the chains run in
-  **threads** (the compiled loop releases the GIL), block by block so that progress,
-  Ctrl-C and ``stop`` are handled between blocks;
+* the compiled sweeps of :mod:`bayesdrop.samplers._gibbs_dense` (dense designs with the
+  hinge, logistic or epsilon-insensitive loss and a Cholesky back-end) and
+  :mod:`bayesdrop.samplers._gibbs_sparse` (CSR designs with many features): the chains
+  run in **threads** (the compiled loop releases the GIL), block by block so that
+  progress, Ctrl-C and ``stop`` are handled between blocks;
 * the Python kernel of :mod:`bayesdrop.samplers.gibbs` (``init``, ``step``,
-  ``log_density``) for everything else (sparse and latent designs, the Woodbury and CG
-  back-ends): the chains run in parallel **processes**.
+  ``log_density``) for everything else (latent designs, the other back-ends): the chains
+  run in parallel **processes**;
+* a row back-end (:mod:`bayesdrop.samplers.rows`, e.g. a dask array): every chain in each
+  pass over the rows.
 
 Every chain draws from its own child of one :class:`numpy.random.SeedSequence`, so the
 draws do not depend on whether the chains run in parallel or in sequence.
