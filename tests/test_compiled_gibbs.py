@@ -163,20 +163,33 @@ def _sparse_noise_arrays(design):
     return 1, scale, arrays[3]
 
 
+@pytest.mark.parametrize("blocky", [False, True])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("noise", ["none", Dropout(0.4), "gaussian", "poisson"])
-def test_sparse_dual_draw_is_the_exact_gaussian_step(noise, fit_intercept):
+def test_sparse_dual_draw_is_the_exact_gaussian_step(noise, fit_intercept, blocky):
     """With the standard normals fixed, the matrix-free dual CG draw equals
-    ``alpha theta + A^{-1}((1 - alpha) r + sqrt(1 - alpha^2) eta)`` by dense algebra."""
+    ``alpha theta + A^{-1}((1 - alpha) r + sqrt(1 - alpha^2) eta)`` by dense algebra, with
+    the Jacobi preconditioner and with the block-Jacobi one (``blocky``: rows repeated with
+    small changes, so that near-duplicate blocks form; it then needs fewer iterations)."""
     import scipy.sparse as sp
 
     from bayesdrop import Design
     from bayesdrop.linalg.wls import normal_matrix, normal_rhs
-    from bayesdrop.samplers._gibbs_sparse import dual_draw, scores_csr
+    from bayesdrop.samplers._gibbs_sparse import (
+        dual_blocks,
+        dual_draw,
+        scores_csr,
+        singleton_blocks,
+    )
 
     rng = np.random.default_rng(0)
     n, D = 30, 80
     X = sp.random(n, D, density=0.2, format="csr", random_state=1)
+    if blocky:  # every row three times, perturbed: groups of near-duplicates
+        base = sp.random(n // 3, D, density=0.2, format="csr", random_state=1)
+        X = sp.vstack([base, base * 1.01, base * 0.99], format="csr")
+        X = X + sp.random(n, D, density=0.01, format="csr", random_state=2) * 0.1
+        X = sp.csr_matrix(X)
     design = Design(X, noise, fit_intercept)
     vkind, scale, mdata = _sparse_noise_arrays(design)
     rho, t = rng.uniform(0.05, 3.0, n), rng.normal(size=n)
@@ -185,10 +198,19 @@ def test_sparse_dual_draw_is_the_exact_gaussian_step(noise, fit_intercept):
     alpha = -0.5
     out = np.empty(design.n_params)
     Xc = X.tocsc()
+    blocks = dual_blocks(X)
+    assert (np.diff(blocks[0]).max() > 1) == blocky
     iters = dual_draw(X.indptr, X.indices, X.data, mdata, vkind, scale, D, fit_intercept,
                       Xc.indptr, Xc.indices, Xc.data, rho, t, theta, alpha, z1, z2, z3,
-                      1e-12, out)
+                      1e-12, out, blocks)
     assert iters > 0
+    if blocky:
+        jacobi = np.empty(design.n_params)
+        iters_jacobi = dual_draw(X.indptr, X.indices, X.data, mdata, vkind, scale, D,
+                                 fit_intercept, Xc.indptr, Xc.indices, Xc.data, rho, t, theta,
+                                 alpha, z1, z2, z3, 1e-12, jacobi, singleton_blocks(n))
+        assert iters < iters_jacobi
+        np.testing.assert_allclose(out, jacobi, rtol=1e-9, atol=1e-9 * np.abs(jacobi).max())
     pad = np.zeros(design.n_params - D)
     eta = (np.sqrt(2.0) * np.append(z1, pad) + design.rmatvec(np.sqrt(rho) * z2)
            + np.sqrt(design.noise_diagonal(rho)) * np.append(z3, pad))
@@ -202,6 +224,28 @@ def test_sparse_dual_draw_is_the_exact_gaussian_step(noise, fit_intercept):
     m_ref, s_ref = design.scores(theta)
     np.testing.assert_allclose(m, m_ref, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(s, s_ref, rtol=1e-12, atol=1e-12)
+
+
+def test_dual_blocks_group_near_duplicates_and_respect_the_size_cap():
+    """Blocks are the components of the cosine-similarity graph: every row once, rows of
+    one near-duplicate group together, unrelated rows alone, and a group above
+    ``max_block`` split into blocks of at most that size."""
+    import scipy.sparse as sp
+
+    from bayesdrop.samplers._gibbs_sparse import dual_blocks
+
+    rng = np.random.default_rng(0)
+    base = rng.random(50)
+    dup = np.array([base * (1 + 0.01 * k) + 0.001 * rng.random(50) for k in range(40)])
+    lone = np.eye(50)[:5] * 3.0
+    X = sp.csr_matrix(np.vstack([dup, lone]))
+    bptr, brows, boff = dual_blocks(X, max_block=64)
+    groups = [set(brows[bptr[j]:bptr[j + 1]].tolist()) for j in range(len(bptr) - 1)]
+    assert sorted(brows.tolist()) == list(range(45))
+    assert set(range(40)) in groups and all({40 + k} in groups for k in range(5))
+    assert np.array_equal(np.diff(boff), np.diff(bptr) ** 2)
+    bptr, brows, _ = dual_blocks(X, max_block=16)
+    assert np.diff(bptr).max() <= 16 and sorted(brows.tolist()) == list(range(45))
 
 
 SPARSE_CASES = [(LogisticLoss(1.0), Dropout(0.5), False), (HingeLoss(1.0), Dropout(0.3), True),

@@ -13,9 +13,11 @@ solves -- through the ``N x N`` dual system in ``mu``::
 
 -- but with ``S`` applied matrix-free (two passes over the stored entries) and the two
 dual solves ``S^{-1} v`` and ``S^{-1} 1`` (the intercept's Schur complement) by one
-Jacobi-preconditioned conjugate-gradient loop that carries both right-hand sides, to a
-relative residual of :data:`DUAL_TOL`. ``S`` is well conditioned: after the diagonal
-scaling its eigenvalues lie in ``[1, 1 + max_n rho_n ||x_n||^2 / 2]``. The perturbation
+preconditioned conjugate-gradient loop that carries both right-hand sides, to a
+relative residual of :data:`DUAL_TOL`. The preconditioner is block-Jacobi: the exact
+diagonal blocks ``S_BB`` over groups of near-duplicate rows (:func:`dual_blocks`, fixed
+per problem; factored every sweep), which carry the small eigenvalues of the
+Jacobi-scaled ``S``; on newsgroups it halves the iterations (about 70 -> 33). The perturbation
 ``eta = sqrt(2) I' z1 + Xbar^T (sqrt(rho) z2) + sqrt(V^T rho) z3`` has covariance ``A``
 (:func:`bayesdrop.linalg.wls.perturbation`), so the draw is exact up to the CG residual.
 
@@ -32,10 +34,100 @@ import numpy as np
 
 from ._gibbs_dense import _augment, _log_target, _store_augmentation
 
-__all__ = ["run_sweeps_csr", "scores_csr", "dual_draw", "DUAL_TOL"]
+__all__ = ["DUAL_TOL", "dual_blocks", "dual_draw", "run_sweeps_csr", "scores_csr",
+           "singleton_blocks"]
 
 #: relative residual of the dual conjugate-gradient solves (per right-hand side)
 DUAL_TOL = 1e-11
+#: rows whose cosine similarity exceeds this share a block of the dual preconditioner
+BLOCK_SIMILARITY = 0.5
+#: largest block of the dual preconditioner (larger groups are split at a higher
+#: similarity)
+MAX_BLOCK = 64
+#: above this many rows the preconditioner is Jacobi (the row similarities cost
+#: ``sum_d nnz_d^2``)
+MAX_BLOCK_ROWS = 20_000
+
+
+def singleton_blocks(n):
+    """``(bptr, brows, boff)`` of ``n`` one-row blocks: the Jacobi preconditioner."""
+    return (np.arange(n + 1, dtype=np.int64), np.arange(n, dtype=np.int64),
+            np.arange(n + 1, dtype=np.int64))
+
+
+def dual_blocks(X, threshold=BLOCK_SIMILARITY, max_block=MAX_BLOCK):
+    """Blocks of rows for the block-Jacobi preconditioner of the dual system.
+
+    Near-duplicate documents make the small eigenvalues of
+    ``S = diag(1/rho) + X K X^T``: two rows with cosine similarity near 1 and
+    ``x K x^T >> 1/rho`` give ``S`` (Jacobi-scaled) an eigenvalue near
+    ``(1/rho) / (x K x^T)``. The blocks are the connected components of the graph of row
+    pairs with cosine similarity above ``threshold`` (from ``X`` alone, once per problem);
+    a component with more than ``max_block`` rows is split by the same rule at a
+    similarity halfway to 1, and at 0.999 into consecutive chunks. Each sweep factors the
+    exact diagonal blocks ``S_BB`` (:func:`_block_factors`). On newsgroups (1427 rows)
+    this cut the conjugate-gradient iterations per draw from about 70 to 35-40.
+
+    Returns
+    -------
+    bptr, brows, boff : ndarray of int64
+        Block ``j`` holds rows ``brows[bptr[j]:bptr[j+1]]``; its factor occupies
+        ``boff[j]:boff[j+1]`` of a flat buffer (``size^2`` entries).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> X = sp.csr_matrix(np.array([[1.0, 1.0, 0.0], [1.0, 0.9, 0.0], [0.0, 0.0, 1.0]]))
+    >>> bptr, brows, boff = dual_blocks(X)
+    >>> [brows[bptr[j]:bptr[j + 1]].tolist() for j in range(len(bptr) - 1)]
+    [[0, 1], [2]]
+    """
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    X = sp.csr_matrix(X)
+    n = X.shape[0]
+    if n > MAX_BLOCK_ROWS:
+        return singleton_blocks(n)
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    Xn = sp.diags(np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 0.0)) @ X
+    edges = []
+    chunk = max(1, 4_000_000 // max(n, 1))
+    for lo in range(0, n, chunk):  # row chunks of the similarity matrix, thresholded
+        sim = (Xn[lo:lo + chunk] @ Xn.T).tocoo()
+        keep = (sim.data > threshold) & (sim.row + lo != sim.col)
+        edges.append((sim.row[keep] + lo, sim.col[keep], sim.data[keep]))
+    rows = np.concatenate([e[0] for e in edges])
+    cols = np.concatenate([e[1] for e in edges])
+    sims = np.concatenate([e[2] for e in edges])
+
+    def split(members, tau):
+        if members.size <= max_block:
+            return [members]
+        if tau > 0.999:
+            return [members[i:i + max_block] for i in range(0, members.size, max_block)]
+        local = np.full(n, -1)
+        local[members] = np.arange(members.size)
+        keep = (local[rows] >= 0) & (local[cols] >= 0) & (sims > tau)
+        graph = sp.coo_matrix((np.ones(int(keep.sum())), (local[rows[keep]], local[cols[keep]])),
+                              shape=(members.size, members.size))
+        _, lab = connected_components(graph, directed=False)
+        out = []
+        for c in range(lab.max() + 1):
+            out += split(members[lab == c], 0.5 * (1.0 + tau))
+        return out
+
+    graph = sp.coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    _, labels = connected_components(graph, directed=False)
+    order = np.argsort(labels, kind="stable")
+    bounds = np.flatnonzero(np.diff(labels[order])) + 1
+    blocks = []
+    for members in np.split(order, bounds):
+        blocks += split(np.sort(members), 0.5 * (1.0 + threshold))
+    sizes = np.array([b.size for b in blocks], dtype=np.int64)
+    bptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    boff = np.concatenate([[0], np.cumsum(sizes * sizes)]).astype(np.int64)
+    return bptr, np.concatenate(blocks).astype(np.int64), boff
 
 
 @numba.njit(cache=True, nogil=True)
@@ -98,18 +190,83 @@ def _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q
 
 
 @numba.njit(cache=True, nogil=True)
-def _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, tol, X_out):
-    """Solve ``S X_out[:, c] = B[:, c]`` for both columns (``n x 2``) by
-    Jacobi-preconditioned CG; returns the iterations used (``-1`` if not converged within
-    ``4 n + 100``)."""
+def _block_factors(indptr, indices, xdata, kdiag, inv_rho, bptr, brows, boff, fac, scatter):
+    """Cholesky factors of the diagonal blocks ``S_BB = diag(1/rho_B) + X_B K X_B^T`` of the
+    dual matrix, one per block of rows (``brows[bptr[j]:bptr[j+1]]``), written to
+    ``fac[boff[j]:boff[j+1]]`` (row-major, lower triangle). ``scatter`` (length D, zero)
+    holds one row of ``X K`` at a time and is left zero."""
+    for j in range(bptr.shape[0] - 1):
+        lo, hi = bptr[j], bptr[j + 1]
+        size = hi - lo
+        base = boff[j]
+        for a in range(size):
+            ia = brows[lo + a]
+            for k in range(indptr[ia], indptr[ia + 1]):
+                scatter[indices[k]] = xdata[k] * kdiag[indices[k]]
+            for b in range(a, size):
+                ib = brows[lo + b]
+                acc = 0.0
+                for k in range(indptr[ib], indptr[ib + 1]):
+                    acc += xdata[k] * scatter[indices[k]]
+                fac[base + b * size + a] = acc  # lower triangle: row b, column a
+            fac[base + a * size + a] += inv_rho[ia]
+            for k in range(indptr[ia], indptr[ia + 1]):
+                scatter[indices[k]] = 0.0
+        # in-place Cholesky of the size x size block (lower triangle)
+        for c in range(size):
+            acc = fac[base + c * size + c]
+            for q in range(c):
+                acc -= fac[base + c * size + q] * fac[base + c * size + q]
+            if acc <= 0.0:
+                return False
+            piv = math.sqrt(acc)
+            fac[base + c * size + c] = piv
+            for r in range(c + 1, size):
+                acc = fac[base + r * size + c]
+                for q in range(c):
+                    acc -= fac[base + r * size + q] * fac[base + c * size + q]
+                fac[base + r * size + c] = acc / piv
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _block_apply(bptr, brows, boff, fac, R, Z, col, tmp):
+    """``Z[:, col] = S_BB^{-1} R[:, col]`` block by block (the block-Jacobi
+    preconditioner; factors of :func:`_block_factors`)."""
+    for j in range(bptr.shape[0] - 1):
+        lo, hi = bptr[j], bptr[j + 1]
+        size = hi - lo
+        base = boff[j]
+        for a in range(size):  # L y = r
+            acc = R[brows[lo + a], col]
+            for q in range(a):
+                acc -= fac[base + a * size + q] * tmp[q]
+            tmp[a] = acc / fac[base + a * size + a]
+        for a in range(size - 1, -1, -1):  # L^T z = y
+            acc = tmp[a]
+            for q in range(a + 1, size):
+                acc -= fac[base + q * size + a] * tmp[q]
+            tmp[a] = acc / fac[base + a * size + a]
+        for a in range(size):
+            Z[brows[lo + a], col] = tmp[a]
+
+
+@numba.njit(cache=True, nogil=True)
+def _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, tol, X_out,
+                 blocks):
+    """Solve ``S X_out[:, c] = B[:, c]`` for both columns (``n x 2``) by CG preconditioned
+    with the exact diagonal blocks of ``S`` over ``blocks = (bptr, brows, boff)`` (rows of
+    near-duplicate documents together, :func:`dual_blocks`; singletons: Jacobi); returns
+    the iterations used (``-1`` if not converged within ``4 n + 100``)."""
     n = indptr.shape[0] - 1
     D = kdiag.shape[0]
-    diag = np.empty(n)
-    for i in range(n):
-        acc = inv_rho[i]
-        for k in range(indptr[i], indptr[i + 1]):
-            acc += xdata[k] * xdata[k] * kdiag[indices[k]]
-        diag[i] = acc
+    bptr, brows, boff = blocks
+    fac = np.zeros(boff[-1])
+    scatter = np.zeros(D)
+    btmp = np.empty(n)
+    if not _block_factors(indptr, indices, xdata, kdiag, inv_rho, bptr, brows, boff, fac,
+                          scatter):
+        return -1
     R = B.copy()
     Z = np.empty((n, 2))
     Pd = np.empty((n, 2))
@@ -121,8 +278,8 @@ def _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, t
     X_out[:, :] = 0.0
     for c in range(2):
         nb = 0.0
+        _block_apply(bptr, brows, boff, fac, R, Z, c, btmp)
         for i in range(n):
-            Z[i, c] = R[i, c] / diag[i]
             Pd[i, c] = Z[i, c]
             rz[c] += R[i, c] * Z[i, c]
             nb += B[i, c] * B[i, c]
@@ -148,8 +305,8 @@ def _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, t
                     Pd[i, c] = 0.0  # a finished column adds nothing to later passes
                 continue
             rz_new = 0.0
+            _block_apply(bptr, brows, boff, fac, R, Z, c, btmp)
             for i in range(n):
-                Z[i, c] = R[i, c] / diag[i]
                 rz_new += R[i, c] * Z[i, c]
             beta = rz_new / rz[c]
             rz[c] = rz_new
@@ -162,7 +319,7 @@ def _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, t
 
 @numba.njit(cache=True, nogil=True)
 def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, cptr, cidx,
-              cdata, rho, t, theta, overrelax, z1, z2, z3, tol, out):
+              cdata, rho, t, theta, overrelax, z1, z2, z3, tol, out, blocks):
     """The over-relaxed Gaussian draw given the weights ``(rho, t)`` and the standard
     normals ``z1`` (D), ``z2`` (N), ``z3`` (D) (see the module docstring); writes
     ``out`` and returns the CG iterations (``-1``: not converged). ``cptr, cidx, cdata``:
@@ -207,7 +364,7 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, cpt
         inv_rho[i] = 1.0 / max(rho[i], 1e-300)
     sol = np.empty((n, 2))
     iters = _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, tol,
-                         sol)
+                         sol, blocks)
     mu = np.empty(n)
     for i in range(n):
         mu[i] = sol[i, 0]
@@ -234,7 +391,7 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, cpt
 def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
                    fit_intercept, cptr, cidx, cdata, y, sw, theta, m, s, n_sweeps,
                    first_sweep, tune, thin, overrelax, rng, theta_out, lp_out, aug_sum,
-                   aug_out, first_kept, tol, cg_stats, pgt, terms_out):
+                   aug_out, first_kept, tol, cg_stats, pgt, terms_out, blocks):
     """Advance one chain by ``n_sweeps`` sweeps (in place); returns the number kept (see
     :func:`bayesdrop.samplers._gibbs_dense.run_sweeps`, also for ``pgt`` and
     ``terms_out``). ``cg_stats`` accumulates
@@ -261,7 +418,8 @@ def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
         for d in range(D):
             z3[d] = rng.standard_normal()
         iters = dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept,
-                          cptr, cidx, cdata, rho, t, theta, overrelax, z1, z2, z3, tol, new)
+                          cptr, cidx, cdata, rho, t, theta, overrelax, z1, z2, z3, tol, new,
+                          blocks)
         if iters < 0:
             cg_stats[2] = 1.0
             return kept

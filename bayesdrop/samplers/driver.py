@@ -373,8 +373,11 @@ def _csr_setup(problem, linalg):
         return None
     n = design.n_samples
     sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights)
+    from ._gibbs_sparse import dual_blocks
+
     Xc = X.tocsc()
-    return dict(kind="csr", code=code[0], p0=code[1], p1=code[2], indptr=X.indptr,
+    return dict(kind="csr", blocks=dual_blocks(X), code=code[0], p0=code[1], p1=code[2],
+                indptr=X.indptr,
                 cptr=Xc.indptr, cidx=Xc.indices,
                 cdata=np.ascontiguousarray(Xc.data, dtype=np.float64),
                 indices=X.indices, xdata=np.ascontiguousarray(X.data, dtype=np.float64),
@@ -465,7 +468,8 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                                        setup["cptr"], setup["cidx"], setup["cdata"],
                                        setup["y"], setup["sw"], theta, m, s, nb, done, tune,
                                        thin, overrelax, rng, theta_out, lp_out, aug_sum,
-                                       aug_out, kept, DUAL_TOL, cg_stats, pgt, terms_out)
+                                       aug_out, kept, DUAL_TOL, cg_stats, pgt, terms_out,
+                                       setup["blocks"])
                 if cg_stats[2]:
                     raise FloatingPointError(
                         "the dual conjugate-gradient solve of the sparse Gibbs sweep did "
