@@ -109,8 +109,9 @@ def dual_blocks(X, threshold=BLOCK_SIMILARITY, max_block=MAX_BLOCK):
         local = np.full(n, -1)
         local[members] = np.arange(members.size)
         keep = (local[rows] >= 0) & (local[cols] >= 0) & (sims > tau)
-        graph = sp.coo_matrix((np.ones(int(keep.sum())), (local[rows[keep]], local[cols[keep]])),
-                              shape=(members.size, members.size))
+        graph = sp.coo_matrix(
+            (np.ones(int(keep.sum())), (local[rows[keep]], local[cols[keep]])),
+            shape=(members.size, members.size))
         _, lab = connected_components(graph, directed=False)
         out = []
         for c in range(lab.max() + 1):
