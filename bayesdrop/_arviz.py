@@ -271,15 +271,15 @@ def _rhat_split(z):
 def _ess_split(x):
     """Effective sample size of already split chains, per parameter: autocovariances by
     FFT, Geyer's initial positive and initial monotone sequences (as ArviZ's ``_ess``)."""
-    from scipy.fft import next_fast_len
+    from scipy import fft
 
     n_par, m, n = x.shape
     flat = x.reshape(n_par, -1)
     const = (np.max(flat, axis=1) - np.min(flat, axis=1)) < np.finfo(float).resolution
     centred = x - x.mean(axis=2, keepdims=True)
-    size = next_fast_len(2 * n)
-    spec = np.fft.rfft(centred, n=size, axis=2)
-    acov = np.fft.irfft(spec * np.conjugate(spec), n=size, axis=2)[:, :, :n] / n
+    size = fft.next_fast_len(2 * n)
+    spec = fft.rfft(centred, n=size, axis=2, workers=-1)
+    acov = fft.irfft(spec * np.conjugate(spec), n=size, axis=2, workers=-1)[:, :, :n] / n
     mean_acov = np.mean(acov, axis=1)  # (P, n)
     mean_var = mean_acov[:, 0] * n / (n - 1.0)
     var_plus = mean_var * (n - 1.0) / n
