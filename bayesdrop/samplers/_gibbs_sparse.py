@@ -34,8 +34,8 @@ import numpy as np
 
 from ._gibbs_dense import _augment, _log_target, _store_augmentation
 
-__all__ = ["DUAL_TOL", "dual_blocks", "dual_draw", "run_sweeps_csr", "scores_csr",
-           "singleton_blocks"]
+__all__ = ["DUAL_TOL", "dual_arrays", "dual_blocks", "dual_draw", "run_sweeps_csr",
+           "scores_csr", "singleton_blocks"]
 
 #: relative residual of the dual conjugate-gradient solves (per right-hand side)
 DUAL_TOL = 1e-11
@@ -166,28 +166,86 @@ def _rmatvec(indptr, indices, xdata, a, out):
 def _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q, tmp):
     """``Q[:, c] = S P[:, c]`` for the two columns ``c`` of ``P`` (``n x 2``, interleaved
     so that one pass serves both): ``tmp = K X^T P`` by columns (the CSC copy ``cptr,
-    cidx, cdata``: a gather from the small ``P``), then ``Q = P / rho + X tmp`` by rows."""
+    cidx, cdata``: a gather from the small ``P``), then ``Q = P / rho + X tmp`` by rows.
+
+    Each sum runs in two interleaved partial sums (even and odd entries), which halves the
+    chain of dependent additions; :func:`dual_arrays` numbers the columns by decreasing
+    frequency, so the gathers from ``tmp`` mostly hit the cache."""
     n = indptr.shape[0] - 1
     for j in range(cptr.shape[0] - 1):
         a0 = 0.0
         a1 = 0.0
-        for k in range(cptr[j], cptr[j + 1]):
+        b0 = 0.0
+        b1 = 0.0
+        k = cptr[j]
+        hi = cptr[j + 1]
+        while k + 1 < hi:
+            i = cidx[k]
+            x = cdata[k]
+            i2 = cidx[k + 1]
+            x2 = cdata[k + 1]
+            a0 += x * P[i, 0]
+            a1 += x * P[i, 1]
+            b0 += x2 * P[i2, 0]
+            b1 += x2 * P[i2, 1]
+            k += 2
+        if k < hi:
             i = cidx[k]
             x = cdata[k]
             a0 += x * P[i, 0]
             a1 += x * P[i, 1]
-        tmp[j, 0] = kdiag[j] * a0
-        tmp[j, 1] = kdiag[j] * a1
+        tmp[j, 0] = kdiag[j] * (a0 + b0)
+        tmp[j, 1] = kdiag[j] * (a1 + b1)
     for i in range(n):
         a0 = inv_rho[i] * P[i, 0]
         a1 = inv_rho[i] * P[i, 1]
-        for k in range(indptr[i], indptr[i + 1]):
+        b0 = 0.0
+        b1 = 0.0
+        k = indptr[i]
+        hi = indptr[i + 1]
+        while k + 1 < hi:
+            j = indices[k]
+            x = xdata[k]
+            j2 = indices[k + 1]
+            x2 = xdata[k + 1]
+            a0 += x * tmp[j, 0]
+            a1 += x * tmp[j, 1]
+            b0 += x2 * tmp[j2, 0]
+            b1 += x2 * tmp[j2, 1]
+            k += 2
+        if k < hi:
             j = indices[k]
             x = xdata[k]
             a0 += x * tmp[j, 0]
             a1 += x * tmp[j, 1]
-        Q[i, 0] = a0
-        Q[i, 1] = a1
+        Q[i, 0] = a0 + b0
+        Q[i, 1] = a1 + b1
+
+
+def dual_arrays(X):
+    """``(cptr, cidx, cdata, pindices, cperm)``: the dual solve's copies of CSR ``X`` with
+    the columns numbered by decreasing number of stored entries (``cperm[new] = old``):
+    the CSC arrays of the renumbered ``X`` and the CSR column indices renumbered.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> X = sp.csr_matrix(np.array([[0.0, 1.0, 2.0], [0.0, 3.0, 0.0]]))
+    >>> cptr, cidx, cdata, pindices, cperm = dual_arrays(X)
+    >>> cperm.tolist(), pindices.tolist()
+    ([1, 2, 0], [0, 1, 0])
+    """
+    import scipy.sparse as sp
+
+    X = sp.csr_matrix(X)
+    counts = np.diff(X.tocsc().indptr)
+    cperm = np.argsort(-counts, kind="stable").astype(np.int64)
+    rank = np.empty_like(cperm)
+    rank[cperm] = np.arange(cperm.size)
+    Xc = X[:, cperm].tocsc()
+    return (Xc.indptr.astype(np.int64), Xc.indices.astype(np.int64),
+            np.ascontiguousarray(Xc.data, dtype=np.float64), rank[X.indices],
+            cperm)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -319,12 +377,13 @@ def _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, t
 
 
 @numba.njit(cache=True, nogil=True)
-def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, cptr, cidx,
-              cdata, rho, t, theta, overrelax, z1, z2, z3, tol, out, blocks):
+def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dual, rho, t,
+              theta, overrelax, z1, z2, z3, tol, out, blocks):
     """The over-relaxed Gaussian draw given the weights ``(rho, t)`` and the standard
     normals ``z1`` (D), ``z2`` (N), ``z3`` (D) (see the module docstring); writes
-    ``out`` and returns the CG iterations (``-1``: not converged). ``cptr, cidx, cdata``:
-    ``X`` in CSC form."""
+    ``out`` and returns the CG iterations (``-1``: not converged). ``dual``: the arrays of
+    :func:`dual_arrays`; ``blocks``: those of :func:`dual_blocks`."""
+    cptr, cidx, cdata, pindices, cperm = dual
     n = indptr.shape[0] - 1
     beta = math.sqrt(1.0 - overrelax * overrelax)
     noise = np.zeros(D)
@@ -364,8 +423,11 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, cpt
         B[i, 1] = 1.0 if fit_intercept else 0.0  # no intercept: no second solve
         inv_rho[i] = 1.0 / max(rho[i], 1e-300)
     sol = np.empty((n, 2))
-    iters = _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, tol,
-                         sol, blocks)
+    kperm = np.empty(D)  # K in the dual solve's column numbering
+    for d in range(D):
+        kperm[d] = kdiag[cperm[d]]
+    iters = _dual_solve2(indptr, pindices, xdata, cptr, cidx, cdata, kperm, inv_rho, B,
+                         tol, sol, blocks)
     mu = np.empty(n)
     for i in range(n):
         mu[i] = sol[i, 0]
@@ -390,7 +452,7 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, cpt
 
 @numba.njit(cache=True, nogil=True)
 def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
-                   fit_intercept, cptr, cidx, cdata, y, sw, theta, m, s, n_sweeps,
+                   fit_intercept, dual, y, sw, theta, m, s, n_sweeps,
                    first_sweep, tune, thin, overrelax, rng, theta_out, lp_out, aug_sum,
                    aug_out, first_kept, tol, cg_stats, pgt, terms_out, blocks):
     """Advance one chain by ``n_sweeps`` sweeps (in place); returns the number kept (see
@@ -419,7 +481,7 @@ def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
         for d in range(D):
             z3[d] = rng.standard_normal()
         iters = dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept,
-                          cptr, cidx, cdata, rho, t, theta, overrelax, z1, z2, z3, tol, new,
+                          dual, rho, t, theta, overrelax, z1, z2, z3, tol, new,
                           blocks)
         if iters < 0:
             cg_stats[2] = 1.0

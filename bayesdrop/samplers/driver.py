@@ -373,13 +373,10 @@ def _csr_setup(problem, linalg):
         return None
     n = design.n_samples
     sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights)
-    from ._gibbs_sparse import dual_blocks
+    from ._gibbs_sparse import dual_arrays, dual_blocks
 
-    Xc = X.tocsc()
-    return dict(kind="csr", blocks=dual_blocks(X), code=code[0], p0=code[1], p1=code[2],
-                indptr=X.indptr,
-                cptr=Xc.indptr, cidx=Xc.indices,
-                cdata=np.ascontiguousarray(Xc.data, dtype=np.float64),
+    return dict(kind="csr", blocks=dual_blocks(X), dual=dual_arrays(X), code=code[0],
+                p0=code[1], p1=code[2], indptr=X.indptr,
                 indices=X.indices, xdata=np.ascontiguousarray(X.data, dtype=np.float64),
                 mdata=np.ascontiguousarray(mdata, dtype=np.float64), vkind=vkind,
                 scale=scale, D=design.n_features, fit_intercept=design.fit_intercept,
@@ -465,7 +462,7 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
             nb = min(block, (tune - done) if done < tune else (total - done))
             if csr:
                 kept += run_sweeps_csr(setup["code"], setup["p0"], setup["p1"], *csr_args,
-                                       setup["cptr"], setup["cidx"], setup["cdata"],
+                                       setup["dual"],
                                        setup["y"], setup["sw"], theta, m, s, nb, done, tune,
                                        thin, overrelax, rng, theta_out, lp_out, aug_sum,
                                        aug_out, kept, DUAL_TOL, cg_stats, pgt, terms_out,
