@@ -179,6 +179,7 @@ def test_sparse_dual_draw_is_the_exact_gaussian_step(noise, fit_intercept, block
         dual_arrays,
         dual_blocks,
         dual_draw,
+        dual_work,
         scores_csr,
         singleton_blocks,
     )
@@ -202,13 +203,15 @@ def test_sparse_dual_draw_is_the_exact_gaussian_step(noise, fit_intercept, block
     assert (np.diff(blocks[0]).max() > 1) == blocky
     dual = dual_arrays(X)  # columns renumbered by frequency inside the dual solve
     iters = dual_draw(X.indptr, X.indices, X.data, mdata, vkind, scale, D, fit_intercept,
-                      dual, rho, t, theta, alpha, z1, z2, z3, 1e-12, out, blocks)
+                      dual, rho, t, theta, alpha, z1, z2, z3, 1e-12, out, blocks,
+                      dual_work(D, blocks))
     assert iters > 0
     if blocky:
         jacobi = np.empty(design.n_params)
         iters_jacobi = dual_draw(X.indptr, X.indices, X.data, mdata, vkind, scale, D,
                                  fit_intercept, dual, rho, t, theta, alpha, z1, z2, z3,
-                                 1e-12, jacobi, singleton_blocks(n))
+                                 1e-12, jacobi, singleton_blocks(n),
+                                 dual_work(D, singleton_blocks(n)))
         assert iters < iters_jacobi
         np.testing.assert_allclose(out, jacobi, rtol=1e-9, atol=1e-9 * np.abs(jacobi).max())
     pad = np.zeros(design.n_params - D)

@@ -34,8 +34,8 @@ import numpy as np
 
 from ._gibbs_dense import _augment, _log_target, _store_augmentation
 
-__all__ = ["DUAL_TOL", "dual_arrays", "dual_blocks", "dual_draw", "run_sweeps_csr",
-           "scores_csr", "singleton_blocks"]
+__all__ = ["DUAL_TOL", "dual_arrays", "dual_blocks", "dual_draw", "dual_work",
+           "run_sweeps_csr", "scores_csr", "singleton_blocks"]
 
 #: relative residual of the dual conjugate-gradient solves (per right-hand side)
 DUAL_TOL = 1e-11
@@ -53,6 +53,12 @@ def singleton_blocks(n):
     """``(bptr, brows, boff)`` of ``n`` one-row blocks: the Jacobi preconditioner."""
     return (np.arange(n + 1, dtype=np.int64), np.arange(n, dtype=np.int64),
             np.arange(n + 1, dtype=np.int64))
+
+
+def dual_work(D, blocks):
+    """Work arrays of one chain's dual draws: ``(8 x D, D x 2, block factors)``, made once
+    so that no draw allocates ``D``-sized arrays."""
+    return np.zeros((8, D)), np.zeros((D, 2)), np.zeros(int(blocks[2][-1]))
 
 
 def dual_blocks(X, threshold=BLOCK_SIMILARITY, max_block=MAX_BLOCK):
@@ -312,16 +318,17 @@ def _block_apply(bptr, brows, boff, fac, R, Z, col, tmp):
 
 @numba.njit(cache=True, nogil=True)
 def _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, tol, X_out,
-                 blocks):
+                 blocks, scatter, tmp, fac):
     """Solve ``S X_out[:, c] = B[:, c]`` for both columns (``n x 2``) by CG preconditioned
     with the exact diagonal blocks of ``S`` over ``blocks = (bptr, brows, boff)`` (rows of
     near-duplicate documents together, :func:`dual_blocks`; singletons: Jacobi); returns
-    the iterations used (``-1`` if not converged within ``4 n + 100``)."""
+    the iterations used (``-1`` if not converged within ``4 n + 100``). ``scatter``,
+    ``tmp`` and ``fac``: work arrays of :func:`dual_work` (no allocation of ``D``-sized
+    arrays per draw: large allocations are fresh pages, and their page faults serialise
+    the chains' threads)."""
     n = indptr.shape[0] - 1
-    D = kdiag.shape[0]
     bptr, brows, boff = blocks
-    fac = np.zeros(boff[-1])
-    scatter = np.zeros(D)
+    scatter[:] = 0.0
     btmp = np.empty(n)
     if not _block_factors(indptr, indices, xdata, kdiag, inv_rho, bptr, brows, boff, fac,
                           scatter):
@@ -330,7 +337,6 @@ def _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, t
     Z = np.empty((n, 2))
     Pd = np.empty((n, 2))
     Q = np.empty((n, 2))
-    tmp = np.empty((D, 2))
     rz = np.zeros(2)
     stop = np.zeros(2)
     done = np.zeros(2, dtype=np.bool_)
@@ -378,15 +384,18 @@ def _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, t
 
 @numba.njit(cache=True, nogil=True)
 def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dual, rho, t,
-              theta, overrelax, z1, z2, z3, tol, out, blocks):
+              theta, overrelax, z1, z2, z3, tol, out, blocks, work):
     """The over-relaxed Gaussian draw given the weights ``(rho, t)`` and the standard
     normals ``z1`` (D), ``z2`` (N), ``z3`` (D) (see the module docstring); writes
     ``out`` and returns the CG iterations (``-1``: not converged). ``dual``: the arrays of
-    :func:`dual_arrays`; ``blocks``: those of :func:`dual_blocks`."""
+    :func:`dual_arrays`; ``blocks``: those of :func:`dual_blocks`; ``work``: the work
+    arrays of :func:`dual_work`."""
     cptr, cidx, cdata, pindices, cperm = dual
+    wD, tmp, fac = work
     n = indptr.shape[0] - 1
     beta = math.sqrt(1.0 - overrelax * overrelax)
-    noise = np.zeros(D)
+    noise = wD[0]
+    noise[:] = 0.0
     if vkind == 1:
         _rmatvec(indptr, indices, mdata, rho, noise)
         for d in range(D):
@@ -397,14 +406,14 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
             tot += rho[i]
         for d in range(D):
             noise[d] = scale * tot
-    kdiag = np.empty(D)
+    kdiag = wD[1]
     for d in range(D):
         kdiag[d] = 1.0 / (2.0 + noise[d])
     # r' = (1 - alpha) Xbar^T t + beta eta
     a = np.empty(n)
     for i in range(n):
         a[i] = (1.0 - overrelax) * t[i] + beta * math.sqrt(rho[i]) * z2[i]
-    rw = np.empty(D)
+    rw = wD[2]
     _rmatvec(indptr, indices, xdata, a, rw)
     rb = 0.0
     for i in range(n):
@@ -423,11 +432,11 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
         B[i, 1] = 1.0 if fit_intercept else 0.0  # no intercept: no second solve
         inv_rho[i] = 1.0 / max(rho[i], 1e-300)
     sol = np.empty((n, 2))
-    kperm = np.empty(D)  # K in the dual solve's column numbering
+    kperm = wD[4]  # K in the dual solve's column numbering
     for d in range(D):
         kperm[d] = kdiag[cperm[d]]
     iters = _dual_solve2(indptr, pindices, xdata, cptr, cidx, cdata, kperm, inv_rho, B,
-                         tol, sol, blocks)
+                         tol, sol, blocks, wD[5], tmp, fac)
     mu = np.empty(n)
     for i in range(n):
         mu[i] = sol[i, 0]
@@ -441,7 +450,7 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
         b = (rb - smu) / s1
         for i in range(n):
             mu[i] += b * sol[i, 1]
-    xt = np.empty(D)
+    xt = wD[3]
     _rmatvec(indptr, indices, xdata, mu, xt)
     for d in range(D):
         out[d] = kdiag[d] * (rw[d] - xt[d]) + overrelax * theta[d]
@@ -454,7 +463,7 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
 def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
                    fit_intercept, dual, y, sw, theta, m, s, n_sweeps,
                    first_sweep, tune, thin, overrelax, rng, theta_out, lp_out, aug_sum,
-                   aug_out, first_kept, tol, cg_stats, pgt, terms_out, blocks):
+                   aug_out, first_kept, tol, cg_stats, pgt, terms_out, blocks, work):
     """Advance one chain by ``n_sweeps`` sweeps (in place); returns the number kept (see
     :func:`bayesdrop.samplers._gibbs_dense.run_sweeps`, also for ``pgt`` and
     ``terms_out``). ``cg_stats`` accumulates
@@ -466,9 +475,9 @@ def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
     t = np.empty(n)
     a1 = np.empty(n)
     a2 = np.empty(n)
-    z1 = np.empty(D)
+    z1 = work[0][6]
     z2 = np.empty(n)
-    z3 = np.empty(D)
+    z3 = work[0][7]
     new = np.empty(p)
     kept = 0
     for k in range(n_sweeps):
@@ -482,7 +491,7 @@ def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
             z3[d] = rng.standard_normal()
         iters = dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept,
                           dual, rho, t, theta, overrelax, z1, z2, z3, tol, new,
-                          blocks)
+                          blocks, work)
         if iters < 0:
             cg_stats[2] = 1.0
             return kept

@@ -417,7 +417,7 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                         stop=None, mh_on=True, **_):
     """One chain of compiled sweeps, block by block (see :func:`_run_chain`)."""
     from ._gibbs_dense import _scores, run_sweeps
-    from ._gibbs_sparse import DUAL_TOL, run_sweeps_csr, scores_csr
+    from ._gibbs_sparse import DUAL_TOL, dual_work, run_sweeps_csr, scores_csr
 
     rng = np.random.default_rng(seed)
     n_aug = setup["n_aug"]
@@ -430,6 +430,7 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
         m, s = np.empty(n), np.empty(n)
         scores_csr(*csr_args, theta, m, s)
         cg_stats = np.zeros(3)
+        dual_work_arrays = dual_work(setup["D"], setup["blocks"])
     else:
         Xb = setup["Xb"]
         n, p = Xb.shape
@@ -466,7 +467,7 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                                        setup["y"], setup["sw"], theta, m, s, nb, done, tune,
                                        thin, overrelax, rng, theta_out, lp_out, aug_sum,
                                        aug_out, kept, DUAL_TOL, cg_stats, pgt, terms_out,
-                                       setup["blocks"])
+                                       setup["blocks"], dual_work_arrays)
                 if cg_stats[2]:
                     raise FloatingPointError(
                         "the dual conjugate-gradient solve of the sparse Gibbs sweep did "
