@@ -349,3 +349,16 @@ def test_rank_diagnostics_validate():
         rank_diagnostics(np.zeros((2, 3, 2)))
     r, bulk, tail = rank_diagnostics(np.ones((2, 50, 1)))  # constant: as ArviZ
     assert np.isnan(r[0]) and bulk[0] == 100 and tail[0] == 100
+
+
+def test_average_ranks_equal_scipy_rankdata():
+    """The ranks behind the rank normalisation equal ``scipy.stats.rankdata(method=
+    "average")`` row by row, ties included."""
+    from scipy.stats import rankdata
+
+    from bayesdrop._arviz import _average_ranks
+
+    rng = np.random.default_rng(3)
+    for x in (rng.normal(size=(4, 200)), np.round(rng.normal(size=(5, 300)), 1),
+              np.ones((2, 7)), rng.integers(0, 3, size=(3, 50)).astype(float)):
+        np.testing.assert_array_equal(_average_ranks(x), rankdata(x, axis=1))
