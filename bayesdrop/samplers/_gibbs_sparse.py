@@ -56,9 +56,11 @@ def singleton_blocks(n):
 
 
 def dual_work(D, blocks):
-    """Work arrays of one chain's dual draws: ``(8 x D, D x 2, block factors)``, made once
-    so that no draw allocates ``D``-sized arrays."""
-    return np.zeros((8, D)), np.zeros((D, 2)), np.zeros(int(blocks[2][-1]))
+    """Work arrays of one chain's dual draws: ``(8 x D, D x 2, block factors, D + 1)``,
+    made once so that no sweep allocates ``D``-sized arrays (fresh pages, whose page
+    faults the kernel serialises between the chains' threads)."""
+    return (np.zeros((8, D)), np.zeros((D, 2)), np.zeros(int(blocks[2][-1])),
+            np.zeros(D + 1))
 
 
 def dual_blocks(X, threshold=BLOCK_SIMILARITY, max_block=MAX_BLOCK):
@@ -391,7 +393,7 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
     :func:`dual_arrays`; ``blocks``: those of :func:`dual_blocks`; ``work``: the work
     arrays of :func:`dual_work`."""
     cptr, cidx, cdata, pindices, cperm = dual
-    wD, tmp, fac = work
+    wD, tmp, fac = work[0], work[1], work[2]
     n = indptr.shape[0] - 1
     beta = math.sqrt(1.0 - overrelax * overrelax)
     noise = wD[0]
@@ -478,7 +480,7 @@ def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
     z1 = work[0][6]
     z2 = np.empty(n)
     z3 = work[0][7]
-    new = np.empty(p)
+    new = work[3][:p]
     kept = 0
     for k in range(n_sweeps):
         sweep = first_sweep + k
