@@ -170,64 +170,48 @@ def _rmatvec(indptr, indices, xdata, a, out):
                 out[indices[k]] += xdata[k] * ai
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pair_sums(ptr, idx, data, lo, hi, V, init0, init1):
+    """``(init0 + sum_k data_k V[idx_k, 0], init1 + sum_k data_k V[idx_k, 1])`` over the
+    entries ``lo <= k < hi``, in two interleaved partial sums (even and odd entries),
+    which halves the chain of dependent additions."""
+    a0 = init0
+    a1 = init1
+    b0 = 0.0
+    b1 = 0.0
+    k = lo
+    while k + 1 < hi:
+        i = idx[k]
+        x = data[k]
+        i2 = idx[k + 1]
+        x2 = data[k + 1]
+        a0 += x * V[i, 0]
+        a1 += x * V[i, 1]
+        b0 += x2 * V[i2, 0]
+        b1 += x2 * V[i2, 1]
+        k += 2
+    if k < hi:
+        i = idx[k]
+        x = data[k]
+        a0 += x * V[i, 0]
+        a1 += x * V[i, 1]
+    return a0 + b0, a1 + b1
+
+
 @numba.njit(cache=True, nogil=True)
 def _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q, tmp):
     """``Q[:, c] = S P[:, c]`` for the two columns ``c`` of ``P`` (``n x 2``, interleaved
     so that one pass serves both): ``tmp = K X^T P`` by columns (the CSC copy ``cptr,
-    cidx, cdata``: a gather from the small ``P``), then ``Q = P / rho + X tmp`` by rows.
-
-    Each sum runs in two interleaved partial sums (even and odd entries), which halves the
-    chain of dependent additions; :func:`dual_arrays` numbers the columns by decreasing
-    frequency, so the gathers from ``tmp`` mostly hit the cache."""
-    n = indptr.shape[0] - 1
+    cidx, cdata``: a gather from the small ``P``), then ``Q = P / rho + X tmp`` by rows
+    (each sum by :func:`_pair_sums`; :func:`dual_arrays` numbers the columns by
+    decreasing frequency, so the gathers from ``tmp`` mostly hit the cache)."""
     for j in range(cptr.shape[0] - 1):
-        a0 = 0.0
-        a1 = 0.0
-        b0 = 0.0
-        b1 = 0.0
-        k = cptr[j]
-        hi = cptr[j + 1]
-        while k + 1 < hi:
-            i = cidx[k]
-            x = cdata[k]
-            i2 = cidx[k + 1]
-            x2 = cdata[k + 1]
-            a0 += x * P[i, 0]
-            a1 += x * P[i, 1]
-            b0 += x2 * P[i2, 0]
-            b1 += x2 * P[i2, 1]
-            k += 2
-        if k < hi:
-            i = cidx[k]
-            x = cdata[k]
-            a0 += x * P[i, 0]
-            a1 += x * P[i, 1]
-        tmp[j, 0] = kdiag[j] * (a0 + b0)
-        tmp[j, 1] = kdiag[j] * (a1 + b1)
-    for i in range(n):
-        a0 = inv_rho[i] * P[i, 0]
-        a1 = inv_rho[i] * P[i, 1]
-        b0 = 0.0
-        b1 = 0.0
-        k = indptr[i]
-        hi = indptr[i + 1]
-        while k + 1 < hi:
-            j = indices[k]
-            x = xdata[k]
-            j2 = indices[k + 1]
-            x2 = xdata[k + 1]
-            a0 += x * tmp[j, 0]
-            a1 += x * tmp[j, 1]
-            b0 += x2 * tmp[j2, 0]
-            b1 += x2 * tmp[j2, 1]
-            k += 2
-        if k < hi:
-            j = indices[k]
-            x = xdata[k]
-            a0 += x * tmp[j, 0]
-            a1 += x * tmp[j, 1]
-        Q[i, 0] = a0 + b0
-        Q[i, 1] = a1 + b1
+        s0, s1 = _pair_sums(cptr, cidx, cdata, cptr[j], cptr[j + 1], P, 0.0, 0.0)
+        tmp[j, 0] = kdiag[j] * s0
+        tmp[j, 1] = kdiag[j] * s1
+    for i in range(indptr.shape[0] - 1):
+        Q[i, 0], Q[i, 1] = _pair_sums(indptr, indices, xdata, indptr[i], indptr[i + 1], tmp,
+                                      inv_rho[i] * P[i, 0], inv_rho[i] * P[i, 1])
 
 
 def dual_arrays(X):

@@ -23,7 +23,7 @@ import scipy.linalg as sla
 
 from .._validation import seed_sequence
 from ..linalg.woodbury import cholesky_factor
-from .driver import LastState, generators_from_states
+from .driver import LastState, generators_from_states, start_points
 from .gibbs import OVERRELAX
 
 __all__ = ["GibbsRowsState", "RowsLastState", "init", "step", "sample_rows", "chain_setup",
@@ -157,26 +157,15 @@ def chain_setup(rows, init, theta_hat, chains, random_state):
     children = seed_sequence(random_state).spawn(chains)
     rngs = [np.random.default_rng(child) for child in children]
     entropies = [int(child.generate_state(1)[0]) for child in children]
-    if isinstance(init, str):
-        if init not in ("irls", "overdispersed"):
-            raise ValueError(f"init must be 'irls', 'overdispersed' or an array, got {init!r}")
-        if theta_hat is None:
-            raise ValueError(f"init={init!r} needs the mode theta_hat")
-        theta_hat = np.asarray(theta_hat, dtype=float)
-        if init == "irls":
-            return np.tile(theta_hat, (chains, 1)), rngs, entropies, 0
-        _, A, _ = rows.irls(theta_hat)
-        L = cholesky_factor(A)
-        return (np.array([theta_hat + 3.0 * sla.solve_triangular(
-            L, rng.standard_normal(p), lower=True, trans="T", check_finite=False)
-            for rng in rngs]), rngs, entropies, 0)
-    thetas = np.asarray(init, dtype=float)
-    if thetas.shape == (p,):
-        thetas = np.tile(thetas, (chains, 1))
-    elif thetas.shape != (chains, p):
-        raise ValueError(f"init array must have shape ({p},) or ({chains}, {p}), got "
-                         f"{thetas.shape}")
-    return thetas, rngs, entropies, 0
+    factor = []
+
+    def perturbation(c):  # eta ~ N(0, A^{-1}) of the IRLS system (one pass), chain c's rng
+        if not factor:
+            factor.append(cholesky_factor(rows.irls(np.asarray(theta_hat, dtype=float))[1]))
+        return sla.solve_triangular(factor[0], rngs[c].standard_normal(p), lower=True,
+                                    trans="T", check_finite=False)
+
+    return start_points(init, theta_hat, chains, p, perturbation), rngs, entropies, 0
 
 
 def run_chains(rows, thetas, rngs, entropies, first_sweep, *, tune, draws, thin, overrelax,
