@@ -344,9 +344,10 @@ def test_row_sampler_last_state_continues_exactly():
 
 
 def test_one_driver_runs_row_backends_with_the_same_checks_and_interrupts(monkeypatch):
-    """``sample`` takes a row back-end: the same argument checks as for a problem, the
-    row runner's draws (``sample_rows`` is the same call), a mismatched ``LastState``
-    named, and Ctrl-C keeping the draws made so far with a warning."""
+    """``sample`` takes a row back-end: its draws are those of the row kernel's ``step``
+    run by hand with the documented seeds (``sample_rows`` is the same call), the same
+    argument checks as for a problem, a mismatched ``LastState`` named, and Ctrl-C
+    keeping the draws made so far with a warning."""
     from bayesdrop.linalg.backend import InMemoryRows
     from bayesdrop.samplers import rows as rows_kernel
     from bayesdrop.samplers.rows import sample_rows
@@ -357,6 +358,19 @@ def test_one_driver_runs_row_backends_with_the_same_checks_and_interrupts(monkey
     kw = dict(theta_hat=theta_hat, chains=2, progressbar=False, random_state=4)
     res = sample(rows, draws=20, tune=5, **kw)
     assert res.theta.shape == (2, 20, 3) and res.augmentation_mean is None
+    # reference: the row kernel's step by hand, seeded as documented (chain c: child c of
+    # SeedSequence(4), its client draws from default_rng(child), its chunk seed
+    # child.generate_state(1)), 5 sweeps discarded, then 20 kept
+    children = np.random.SeedSequence(4).spawn(2)
+    rngs = [np.random.default_rng(ch) for ch in children]
+    entropies = [int(ch.generate_state(1)[0]) for ch in children]
+    state = rows_kernel.init(rows, np.tile(theta_hat, (2, 1)))
+    by_hand = []
+    for sweep in range(25):
+        state, _ = rows_kernel.step(rngs, rows, state, entropies)
+        if sweep >= 5:
+            by_hand.append(state.theta.copy())
+    np.testing.assert_array_equal(res.theta, np.stack(by_hand, axis=1))
     np.testing.assert_array_equal(res.theta, sample_rows(
         rows, theta_hat, draws=20, tune=5, chains=2, progressbar=False,
         random_state=4).theta)
