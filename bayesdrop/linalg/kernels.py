@@ -36,6 +36,42 @@ def csr_noise_entries(indices, mdata, scale, w, out):
     return out
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _two_dots(idx, xdata, gdata, lo, hi, z):
+    """``(sum_k xdata_k z[idx_k], sum_k gdata_k z[idx_k])`` over ``lo <= k < hi``, each in
+    four interleaved partial sums (entries ``k`` modulo 4): a quarter of the chain of
+    dependent additions (as :func:`bayesdrop.samplers._gibbs_sparse._pair_sums`)."""
+    x0 = 0.0
+    x1 = 0.0
+    x2 = 0.0
+    x3 = 0.0
+    g0 = 0.0
+    g1 = 0.0
+    g2 = 0.0
+    g3 = 0.0
+    k = lo
+    while k + 3 < hi:
+        z0 = z[idx[k]]
+        z1 = z[idx[k + 1]]
+        z2 = z[idx[k + 2]]
+        z3 = z[idx[k + 3]]
+        x0 += xdata[k] * z0
+        x1 += xdata[k + 1] * z1
+        x2 += xdata[k + 2] * z2
+        x3 += xdata[k + 3] * z3
+        g0 += gdata[k] * z0
+        g1 += gdata[k + 1] * z1
+        g2 += gdata[k + 2] * z2
+        g3 += gdata[k + 3] * z3
+        k += 4
+    while k < hi:
+        zk = z[idx[k]]
+        x0 += xdata[k] * zk
+        g0 += gdata[k] * zk
+        k += 1
+    return (x0 + x1) + (x2 + x3), (g0 + g1) + (g2 + g3)
+
+
 @numba.njit(cache=True, nogil=True)
 def csr_hvp(indptr, indices, xdata, gdata, fit_intercept, d_mm, d_ms, d_ss, diag, z, out):
     """``out = H z`` for CSR ``X`` and ``G = 2 V diag(w)`` sharing ``indptr`` / ``indices``
@@ -51,12 +87,8 @@ def csr_hvp(indptr, indices, xdata, gdata, fit_intercept, d_mm, d_ms, d_ss, diag
     total_b = 0.0
     for i in range(indptr.shape[0] - 1):
         lo, hi = indptr[i], indptr[i + 1]
-        xz = zb
-        gz = 0.0
-        for k in range(lo, hi):
-            zj = z[indices[k]]
-            xz += xdata[k] * zj
-            gz += gdata[k] * zj
+        xz, gz = _two_dots(indices, xdata, gdata, lo, hi, z)
+        xz += zb
         a = d_mm[i] * xz + d_ms[i] * gz
         b = d_ms[i] * xz + d_ss[i] * gz
         for k in range(lo, hi):
