@@ -268,9 +268,70 @@ def _log_proposal(theta, mu, Lq, nu, work):
 
 
 @numba.njit(cache=True, nogil=True)
+def _line_value(code, p0, p1, y, sw, m, s, u, a, c, pen, delta):
+    """``J(theta + delta v)`` from the scores ``m_n + delta u_n`` and
+    ``s_n + 2 delta a_n + delta^2 c_n`` and the penalty terms
+    ``pen = (||w||^2, w . v_w, ||v_w||^2)``."""
+    value = pen[0] + 2.0 * delta * pen[1] + delta * delta * pen[2]
+    for i in range(m.shape[0]):
+        si = max(s[i] + delta * (2.0 * a[i] + delta * c[i]), 0.0)
+        value += sw[i] * _term(code, p0, p1, m[i] + delta * u[i], si, y[i], 0)[0]
+    return value
+
+
+@numba.njit(cache=True, nogil=True)
+def _line_move(code, p0, p1, M, vkind, scale, D, y, sw, theta, m, s, line, u, c, a, rng,
+               stats):
+    """A Metropolis-Hastings move of ``theta`` on ``exp(-J)`` along the fixed direction
+    ``v = line[:-2]`` with ``v_b = 1``: the intercept's regression line under the Laplace
+    approximation (:func:`bayesdrop.samplers.driver.intercept_line`). The proposal
+    ``theta* = theta + (b* - b) v`` draws ``b* ~ N(b_hat, sd^2)`` (``line[-2:]``: the
+    intercept's Laplace marginal) independently of ``b``; accepted with probability
+    ``min(1, exp(J(theta) - J(theta*)) phi((b - b_hat)/sd) / phi((b* - b_hat)/sd))`` (a
+    translation along a line: the reverse move has the same Jacobian). Exact for any
+    ``J``. ``u = Xbar v`` and ``c_n = V_n . v_w^2`` are fixed; ``a_n = V_n . (w v_w)`` is
+    filled here. The scores follow a move (``m + delta u``, ``s + 2 delta a + delta^2
+    c``). Returns ``J`` at the resulting state; ``stats`` counts ``(accepted,
+    proposed)``."""
+    n = m.shape[0]
+    p = theta.shape[0]
+    b_hat, sd = line[p], line[p + 1]
+    pen = np.zeros(3)
+    for d in range(D):
+        pen[0] += theta[d] * theta[d]
+        pen[1] += theta[d] * line[d]
+        pen[2] += line[d] * line[d]
+    if vkind == 1:
+        for i in range(n):
+            acc = 0.0
+            for d in range(D):
+                acc += M[i, d] * theta[d] * line[d]
+            a[i] = scale * acc
+    else:
+        a[:] = scale * pen[1] if vkind == 2 else 0.0
+    b = theta[p - 1]
+    b_new = b_hat + sd * rng.standard_normal()
+    delta = b_new - b
+    f0 = _line_value(code, p0, p1, y, sw, m, s, u, a, c, pen, 0.0)
+    f1 = _line_value(code, p0, p1, y, sw, m, s, u, a, c, pen, delta)
+    stats[1] += 1.0
+    zb, zn = (b - b_hat) / sd, (b_new - b_hat) / sd
+    if not math.log(rng.random()) < (f0 - f1) + 0.5 * (zn * zn - zb * zb):
+        return f0
+    stats[0] += 1.0
+    for j in range(p):
+        theta[j] += delta * line[j]
+    for i in range(n):
+        m[i] += delta * u[i]
+        s[i] = max(s[i] + delta * (2.0 * a[i] + delta * c[i]), 0.0)
+    return f1
+
+
+@numba.njit(cache=True, nogil=True)
 def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
                first_sweep, tune, thin, overrelax, rng, theta_out, lp_out, aug_sum, aug_out,
-               first_kept, mh, mu, Lq, nu, mh_stats, pgt, terms_out):
+               first_kept, mh, mu, Lq, nu, mh_stats, pgt, terms_out, line, line_v,
+               line_u, line_c, line_stats):
     """Advance one chain by ``n_sweeps`` sweeps (in place); returns the number kept.
 
     ``pgt`` are the fractional Polya-Gamma tables of the logistic loss (see
@@ -290,6 +351,10 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
     leaves the joint law of ``(theta, augmentation)`` invariant and the MH half the marginal
     ``exp(-J)``; the augmentation is drawn afresh from ``theta`` at the next sweep, so the
     composition samples ``exp(-J)`` exactly. ``mh_stats`` counts ``(accepted, proposed)``.
+
+    With ``line``, the Gaussian step is followed (before the MH move) by
+    :func:`_line_move` along ``line_v[:-2]`` (``line_u = Xbar v``, ``line_c = V
+    v_w^2``), which ``line_stats`` counts.
     """
     n = Xb.shape[0]
     p = Xb.shape[1]
@@ -309,6 +374,7 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
     work = np.empty(p)
     m2 = np.empty(n)
     s2 = np.empty(n)
+    line_a = np.empty(n)
     beta = math.sqrt(1.0 - overrelax * overrelax)
     kept = 0
     for k in range(n_sweeps):
@@ -353,9 +419,16 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
             theta[a] = overrelax * theta[a] + z[a]
         # 3. new scores; the independence MH move; kept sweeps store theta, lp, augmentation
         _scores(Xb, M, vkind, scale, D, theta, m, s)
+        # J of the current state, when a move has it (the terms are then not kept)
+        known = False
         lt = 0.0
+        if line:
+            lt = -_line_move(code, p0, p1, M, vkind, scale, D, y, sw, theta, m, s, line_v,
+                             line_u, line_c, line_a, rng, line_stats)
+            known = not store_terms
         if mh:
-            lt = _log_target(code, p0, p1, D, y, sw, theta, m, s, cur_terms)
+            if not known:
+                lt = _log_target(code, p0, p1, D, y, sw, theta, m, s, cur_terms)
             for a in range(p):
                 v[a] = rng.standard_normal()
             g = math.sqrt(2.0 * rng.standard_gamma(0.5 * nu) / nu)
@@ -381,7 +454,7 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
         if sweep >= tune and (sweep - tune + 1) % thin == 0:
             row = first_kept + kept
             theta_out[row, :] = theta
-            if mh:
+            if mh or known:
                 lp_out[row] = lt
                 if store_terms:
                     terms_out[row, :] = cur_terms

@@ -36,6 +36,7 @@ from concurrent.futures import (
 from typing import NamedTuple
 
 import numpy as np
+import scipy.linalg as sla
 
 from .._progress import ProgressBar
 from .._validation import check_scalar, seed_sequence
@@ -114,6 +115,9 @@ class SamplerResult(NamedTuple):
         Wall-clock seconds of the whole call (all chains, parallel or not).
     mh_accept : ndarray of shape (chains,)
         Acceptance rate of the independence MH move per chain (NaN without it).
+    intercept_accept : ndarray of shape (chains,)
+        Acceptance rate of the intercept's MH move of the compiled dense sweep per chain
+        (NaN without it; see :func:`sample`).
     last_state : LastState
         Where the chains stopped (``sample(..., init=result.last_state, tune=0)`` goes
         on from there, as NumPyro's ``MCMC.last_state``).
@@ -137,6 +141,7 @@ class SamplerResult(NamedTuple):
     mh_accept: np.ndarray = None
     last_state: LastState = None
     log_likelihood: np.ndarray | None = None
+    intercept_accept: np.ndarray = None
 
 
 # ------------------------------------------------------------------------------ one chain
@@ -154,6 +159,7 @@ class _Chain(NamedTuple):
     rng_state: dict = None
     terms: np.ndarray | None = None
     mh_on: bool | None = None
+    intercept_stats: np.ndarray = None
 
 
 def _run_chain(problem, theta0, seed, *, tune, draws, thin, linalg, cg_tol, overrelax,
@@ -324,8 +330,12 @@ def compiled_setup(problem, linalg="auto"):
         M = np.ascontiguousarray(V.matrix.toarray() if hasattr(V.matrix, "toarray")
                                  else V.matrix, dtype=np.float64)
     sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights)
+    # the intercept's own MH move wherever J has curvature in b (not the hinge and
+    # epsilon-insensitive losses at zero noise: piecewise linear in b)
+    intercept_move = bool(design.fit_intercept
+                          and (loss.smooth or not V.is_zero and design.every_row_noisy))
     return dict(kind="dense", code=code, p0=float(p0), p1=float(p1), Xb=Xb, M=M,
-                vkind=vkind, scale=float(scale), D=D,
+                vkind=vkind, scale=float(scale), D=D, intercept_move=intercept_move,
                 y=np.ascontiguousarray(problem.y, dtype=np.float64), sw=sw,
                 n_aug=loss.n_augmentation, pg_tables=_pg_tables(code, p0, sw))
 
@@ -383,6 +393,55 @@ def _csr_setup(problem, linalg):
                 n=n, p=design.n_params,
                 y=np.ascontiguousarray(problem.y, dtype=np.float64), sw=sw,
                 n_aug=loss.n_augmentation, pg_tables=_pg_tables(code[0], code[1], sw))
+
+
+def intercept_line(setup, laplace):
+    """``(line, Xbar v, V v_w^2)`` of the compiled dense sweep's line move
+    (:func:`bayesdrop.samplers._gibbs_dense._line_move`), ``line = (v, b_hat, sd)``, or
+    None where it does not apply.
+
+    Under the Laplace approximation ``N(theta_hat, H^{-1})`` the intercept ``b`` has
+    the marginal ``N(b_hat, sd^2)``, ``sd^2 = (H^{-1})_bb``, and the other parameters
+    follow it along its regression line ``E[theta | b] = theta_hat + v (b - b_hat)``,
+    ``v = H^{-1} e_b / sd^2``. The move proposes a fresh intercept from that marginal and
+    shifts the weights along ``v`` with it, so the intercept changes by its marginal
+    spread rather than by its much narrower conditional one given the weights (on breast
+    cancer the Gibbs step's slowest parameter). None without an intercept or a Laplace
+    approximation (``laplace``: :func:`laplace_proposal`).
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, LogisticLoss
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(50, 2)) + 3.0; y = np.sign(X[:, 0] - 3.0 + rng.normal(size=50))
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0), "none")
+    >>> setup = compiled_setup(problem)
+    >>> laplace = laplace_proposal(problem, np.zeros(3))
+    >>> line, u, c = intercept_line(setup, laplace)
+    >>> H = laplace[1] @ laplace[1].T
+    >>> bool(np.isclose(line[4] ** 2, np.linalg.inv(H)[2, 2])), float(line[2])
+    (True, 1.0)
+    >>> bool(np.allclose(H @ line[:3], [0.0, 0.0, 1.0 / line[4] ** 2]))
+    True
+    """
+    if laplace is None or not setup.get("intercept_move"):
+        return None
+    mu, Lq = laplace
+    Xb = setup["Xb"]
+    p, D = Xb.shape[1], setup["D"]
+    e = np.zeros(p)
+    e[p - 1] = 1.0
+    col = sla.cho_solve((Lq, True), e, check_finite=False)
+    if not (np.isfinite(col).all() and col[p - 1] > 0.0):
+        return None
+    v = col / col[p - 1]
+    vw2 = v[:D] ** 2
+    if setup["vkind"] == 1:
+        c = setup["scale"] * (setup["M"] @ vw2)
+    else:
+        c = np.full(Xb.shape[0], setup["scale"] * vw2.sum() if setup["vkind"] == 2 else 0.0)
+    line = np.concatenate([v, [mu[p - 1], np.sqrt(col[p - 1])]])
+    return line, np.ascontiguousarray(Xb @ v), np.ascontiguousarray(c)
 
 
 #: degrees of freedom of the t proposal of the independence MH move
@@ -450,6 +509,10 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
     mh = proposal is not None and mh_on
     mu, Lq = proposal if proposal is not None else (np.zeros(p), np.eye(p))
     mh_stats = np.zeros(2)
+    line_move = setup.get("line")
+    line_stats = np.zeros(2)
+    line_v, line_u, line_c = (line_move if line_move is not None
+                              else (np.zeros(p + 2), np.zeros(n), np.zeros(n)))
     total = tune + draws * thin
     done = kept = 0
     interrupted = False
@@ -477,7 +540,8 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                                    setup["vkind"], setup["scale"], setup["D"], setup["y"],
                                    setup["sw"], theta, m, s, nb, done, tune, thin, overrelax,
                                    rng, theta_out, lp_out, aug_sum, aug_out, kept, mh, mu, Lq,
-                                   MH_DF, mh_stats, pgt, terms_out)
+                                   MH_DF, mh_stats, pgt, terms_out, line_move is not None,
+                                   line_v, line_u, line_c, line_stats)
             done += nb
             if t_tune is None and done >= tune:
                 t_tune = time.perf_counter()
@@ -498,7 +562,8 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                   t_end - t_tune, interrupted, mh_stats, theta.copy(),
                   rng.bit_generator.state,
                   terms_out[:kept] if store_log_likelihood else None,
-                  mh if proposal is not None else None)
+                  mh if proposal is not None else None,
+                  line_stats if line_move is not None else None)
 
 
 def _run_threads(setup, inits, seeds, kwargs, cores, bar, mh_flags):
@@ -642,7 +707,11 @@ or LastState
         whose move accepted less than :data:`MH_MIN_ACCEPT` (2%) of its tuning proposals
         runs its kept sweeps without it (the kept draws still come from one fixed exact
         kernel; ``last_state`` carries the choice). The acceptance rate of each chain is
-        ``SamplerResult.mh_accept`` (over all its proposals).
+        ``SamplerResult.mh_accept`` (over all its proposals). With an intercept, the
+        same Laplace approximation also gives the compiled sweep's intercept move
+        (:func:`intercept_line`: a fresh intercept from its Laplace marginal, the weights
+        shifted along its regression line; exact MH, whatever ``mh``), whose acceptance
+        rate is ``SamplerResult.intercept_accept``.
     compiled : {"auto", False}, default="auto"
         ``"auto"``: the compiled sweep (chains in threads) wherever it applies (dense
         design, hinge / logistic / epsilon-insensitive loss, Cholesky back-end; see
@@ -745,8 +814,11 @@ or LastState
     if mh not in ("auto", False):
         raise ValueError(f"mh must be 'auto' or False, got {mh!r}")
     setup = compiled_setup(problem, linalg) if compiled == "auto" else None
-    if setup is not None and mh == "auto" and setup["kind"] == "dense":
-        setup["proposal"] = laplace_proposal(problem, theta_hat)
+    if setup is not None and setup["kind"] == "dense":
+        laplace = laplace_proposal(problem, theta_hat)
+        if mh == "auto":
+            setup["proposal"] = laplace
+        setup["line"] = intercept_line(setup, laplace)
     total = chains * (tune + draws * thin)
     wall_start = time.perf_counter()
     with ProgressBar(total, enabled=progressbar,
@@ -813,4 +885,8 @@ def _assemble(results, inits, chains, tune, thin, wall_start, store_augmentation
                                   if all(r.mh_on is not None for r in results) else None))),
         log_likelihood=(-np.stack([r.terms[:kept] for r in results])
                         if all(r.terms is not None for r in results) else None),
+        intercept_accept=np.array([
+            r.intercept_stats[0] / r.intercept_stats[1]
+            if r.intercept_stats is not None and r.intercept_stats[1] else np.nan
+            for r in results]),
     )
