@@ -143,3 +143,22 @@ def test_overrelaxed_draw_preserves_gaussian_with_lag_covariance_alpha_sigma(sol
     assert np.all(np.abs(cross - alpha * S) <= 4.5 * se)
     with pytest.raises(ValueError, match="current theta"):
         wls.sample(design, rho, t, rng, overrelax=0.5)
+
+
+def test_compiled_syrk_sums_row_blocks_of_the_weighted_gram_matrix():
+    """``bayesdrop.linalg._blas.syrk_rows`` (BLAS dsyrk called from numba, upper triangle)
+    accumulated over row blocks and mirrored equals ``W^T W``; only the first ``rows``
+    rows of the block count."""
+    from bayesdrop.linalg._blas import dsyrk_address, mirror_upper, syrk_rows, syrk_work
+
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(23, 5))
+    A = np.zeros((5, 5))
+    work, addr = syrk_work(), dsyrk_address()
+    block = np.full((8, 5), np.nan)
+    for lo in range(0, 23, 8):
+        rows = min(23, lo + 8) - lo
+        block[:rows] = W[lo:lo + rows]
+        syrk_rows(addr, block, rows, A, work)
+    mirror_upper(A)
+    np.testing.assert_allclose(A, W.T @ W, rtol=1e-13, atol=1e-13)

@@ -475,6 +475,7 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                         store_augmentation, store_log_likelihood=False, report=None,
                         stop=None, mh_on=True, **_):
     """One chain of compiled sweeps, block by block (see :func:`_run_chain`)."""
+    from ..linalg._blas import dsyrk_address
     from ._gibbs_dense import _scores, run_sweeps
     from ._gibbs_sparse import DUAL_TOL, dual_work, run_sweeps_csr, scores_csr
 
@@ -541,7 +542,7 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                                    setup["sw"], theta, m, s, nb, done, tune, thin, overrelax,
                                    rng, theta_out, lp_out, aug_sum, aug_out, kept, mh, mu, Lq,
                                    MH_DF, mh_stats, pgt, terms_out, line_move is not None,
-                                   line_v, line_u, line_c, line_stats)
+                                   line_v, line_u, line_c, line_stats, dsyrk_address())
             done += nb
             if t_tune is None and done >= tune:
                 t_tune = time.perf_counter()

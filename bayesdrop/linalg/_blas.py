@@ -1,0 +1,80 @@
+"""BLAS routines that numba does not wrap, called from compiled code through scipy's
+Fortran BLAS (``scipy.linalg.cython_blas``, the library numba's own ``np.dot`` uses).
+
+The address of a routine is looked up once per process and passed to the compiled
+function as an ordinary integer argument, so that the compiled code stays cacheable
+(``cache=True``: no process-specific constant is baked into it).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import get_cython_function_address, intrinsic
+
+__all__ = ["dsyrk_address", "syrk_rows"]
+
+
+def dsyrk_address():
+    """Address of the Fortran ``dsyrk`` of ``scipy.linalg.cython_blas`` (an int)."""
+    return get_cython_function_address("scipy.linalg.cython_blas", "dsyrk")
+
+
+@intrinsic
+def _fortran_call10(typingctx, addr, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10):
+    """Call the Fortran routine at ``addr`` with the data pointers of ten arrays (every
+    Fortran argument is passed by reference)."""
+    arrays = (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10)
+    if not isinstance(addr, types.Integer) or not all(isinstance(a, types.Array)
+                                                      for a in arrays):
+        return None
+    sig = types.void(addr, *arrays)
+
+    def codegen(context, builder, signature, args):
+        i8p = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [i8p] * 10)
+        fptr = builder.inttoptr(args[0], fnty.as_pointer())
+        ptrs = [builder.bitcast(context.make_array(aty)(context, builder, val).data, i8p)
+                for aty, val in zip(signature.args[1:], args[1:])]
+        builder.call(fptr, ptrs)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@numba.njit(cache=True, nogil=True)
+def syrk_rows(addr, W, rows, A, work):
+    """``A += W[:rows]^T W[:rows]`` in the upper triangle of C-ordered ``A`` (p x p) by
+    ``dsyrk`` (half the work of a ``gemm``); ``W`` is C-ordered (>= rows, p), ``addr``
+    from :func:`dsyrk_address`, ``work`` from :func:`syrk_work`. The lower triangle is
+    left as it was: call :func:`mirror_upper` once the sum is complete."""
+    ints, chars, scal = work
+    p = W.shape[1]
+    ints[0] = p
+    ints[1] = rows
+    ints[2] = p
+    ints[3] = p
+    # C-ordered W (rows x p) is the Fortran p x rows matrix W^T: dsyrk("L", "N") on it
+    # forms W^T W in Fortran's lower triangle, which is C's upper one
+    _fortran_call10(addr, chars[0:1], chars[1:2], ints[0:1], ints[1:2], scal[0:1], W,
+                    ints[2:3], scal[1:2], A, ints[3:4])
+
+
+@numba.njit(cache=True, nogil=True)
+def mirror_upper(A):
+    """Copy the upper triangle of square ``A`` to its lower one."""
+    p = A.shape[0]
+    for a in range(p):
+        for c in range(a + 1, p):
+            A[c, a] = A[a, c]
+
+
+@numba.njit(cache=True, nogil=True)
+def syrk_work():
+    """The argument arrays of :func:`syrk_rows` (``alpha = beta = 1``)."""
+    chars = np.empty(2, dtype=np.uint8)
+    chars[0] = 76  # "L"
+    chars[1] = 78  # "N"
+    return np.zeros(4, dtype=np.int32), chars, np.ones(2)
