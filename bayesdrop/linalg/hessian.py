@@ -54,6 +54,26 @@ class Curvature(NamedTuple):
     noise_diag: np.ndarray  # 2 V^T d_s, the diagonal noise term of H (length n_features)
 
 
+def _terms_curvature(loss, m, s, y):
+    """``loss.terms`` and ``loss.curvature`` at once: one compiled pass for the built-in
+    losses (:func:`bayesdrop.solvers._newton_dense.terms_curvature`), else the loss's
+    numpy methods."""
+    from ..solvers._newton_dense import loss_code, terms_curvature
+
+    code = loss_code(loss)
+    if code is None:
+        return loss.terms(m, s, y) + tuple(loss.curvature(m, s, y))
+    n = m.shape[0]
+    out = np.empty((6, n))
+    sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights,
+                                                                      dtype=np.float64)
+    terms_curvature(code[0], float(code[1]), float(code[2]),
+                    np.ascontiguousarray(m, dtype=np.float64),
+                    np.ascontiguousarray(s, dtype=np.float64),
+                    np.ascontiguousarray(y, dtype=np.float64), sw, *out)
+    return tuple(out)
+
+
 def curvature(problem, theta, m=None, s=None):
     """``J``, its gradient and the :class:`Curvature` at ``theta`` in one pass.
 
@@ -79,8 +99,7 @@ def curvature(problem, theta, m=None, s=None):
     w, _ = design.split(theta)
     if m is None or s is None:
         m, s = design.scores(theta)
-    value, d_m, d_s = loss.terms(m, s, y)
-    d_mm, d_ms, d_ss = loss.curvature(m, s, y)
+    value, d_m, d_s, d_mm, d_ms, d_ss = _terms_curvature(loss, m, s, y)
     noise_diag = 2.0 * design.noise_rmatvec(d_s)
     grad = design.rmatvec(d_m)
     grad[: design.n_features] += 2.0 * w + noise_diag * w

@@ -24,7 +24,7 @@ from ..linalg.kernels import dense_hessian_block
 from ..model.losses import (ROOT_FLOOR, EpsilonInsensitiveLoss, HingeLoss, LogisticLoss,
                             SquaredLoss)
 
-__all__ = ["loss_code", "newton_dense"]
+__all__ = ["loss_code", "newton_dense", "terms_curvature"]
 
 #: rows per block of the Hessian's stacked Gram product (see
 #: :data:`bayesdrop.linalg.hessian.HESSIAN_BLOCK`)
@@ -105,6 +105,24 @@ def _term(code, p0, p1, m, s, y, derivs):
     # squared: (C/2) ((y - m)^2 + s)
     r = y - m
     return 0.5 * p0 * (r * r + s), -p0 * r, 0.5 * p0, p0, 0.0, 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def terms_curvature(code, p0, p1, m, s, y, sw, value, d_m, d_s, d_mm, d_ms, d_ss):
+    """Every example's (weighted) term of ``J`` and its first and second derivatives in
+    ``(m, s)``, written to the six output arrays: the compiled counterpart of
+    ``loss.terms`` and ``loss.curvature`` for the built-in losses (one pass, no
+    temporaries)."""
+    for i in range(m.shape[0]):
+        out = _term(code, p0, p1, m[i], s[i], y[i], 2)
+        v = _term(code, p0, p1, m[i], s[i], y[i], 0)[0] if code == 1 else out[0]
+        w = sw[i]
+        value[i] = w * v
+        d_m[i] = w * out[1]
+        d_s[i] = w * out[2]
+        d_mm[i] = w * out[3]
+        d_ms[i] = w * out[4]
+        d_ss[i] = w * out[5]
 
 
 @numba.njit(cache=True, nogil=True)
