@@ -27,6 +27,9 @@ dropout), in chunks: every product costs ``O(nnz K)`` and ``sum_n rho_n S_n`` co
 
 from __future__ import annotations
 
+import math
+
+import numba
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
@@ -34,6 +37,7 @@ from scipy.special import expit
 from .._validation import as_float_design
 from .design import Design
 from .noise import FeatureVariance
+from ..solvers._newton_dense import _term
 
 __all__ = ["LatentDesign", "latent_gradients", "latent_objective", "noise_entries"]
 
@@ -286,14 +290,41 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
         pre[...] = np.asarray(X @ aw)
     else:
         np.matmul(X, aw, out=pre)
+    G, Gp, C = buf("G", NK), buf("Gp", NK), buf("C", NK)
+    code = _compiled_loss(loss)
+    P = buf("P", NK)
+    if V is not None and code is not None:
+        m = np.empty(n)
+        _latent_hidden(pre, alpha[-1], w, b, G, Gp, C, m)
+        # dense: the element-wise passes compiled (_latent_scores, _latent_rows), the
+        # products by numpy's BLAS
+        U = np.matmul(C, aw.T, out=buf("U", ND))
+        sw = np.ones(n) if loss.weights is None else loss.weights
+        d_m = buf("d_m", (n,))
+        total = _latent_scores(code[0], float(code[1]), float(code[2]), V, U, m,
+                               np.ascontiguousarray(y, dtype=np.float64), sw, d_m)
+        F = U  # now d_s V U
+        np.matmul(F, aw, out=P)
+        term1 = 2.0 * (F.T @ C)
+        J = float(w @ w + alpha_penalty * np.sum(aw * aw) + total)
+        grad_theta = np.empty_like(theta)
+        R = buf("R", NK)
+        pg = np.empty(K)
+        _latent_rows(P, G, Gp, C, d_m, w, R, pg)
+        grad_theta[:K] = 2.0 * w + G.T @ d_m + 2.0 * pg
+        if fit_intercept:
+            grad_theta[K] = np.sum(d_m)
+        grad_alpha = np.empty_like(alpha)
+        grad_alpha[:-1] = X.T @ R + term1 + 2.0 * alpha_penalty * aw
+        grad_alpha[-1] = R.sum(axis=0)
+        return J, grad_theta, grad_alpha
     pre += alpha[-1]
-    G = expit(pre, out=buf("G", NK))
-    Gp = np.subtract(1.0, G, out=buf("Gp", NK))
+    expit(pre, out=G)
+    np.subtract(1.0, G, out=Gp)
     Gp *= G
     m = G @ w + b
-    C = np.multiply(Gp, w, out=buf("C", NK))
+    np.multiply(Gp, w, out=C)
     s = np.zeros(n)
-    P = buf("P", NK)
     P[...] = 0.0
     term1 = np.zeros_like(aw)
     if V is not None:
@@ -335,6 +366,66 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
     grad_alpha[:-1] = np.asarray(X.T @ R) + term1 + 2.0 * alpha_penalty * aw
     grad_alpha[-1] = R.sum(axis=0)
     return J, grad_theta, grad_alpha
+
+
+def _compiled_loss(loss):
+    from ..solvers._newton_dense import loss_code
+
+    return loss_code(loss)
+
+
+@numba.njit(cache=True, nogil=True)
+def _latent_hidden(pre, bias, w, b, G, Gp, C, m):
+    """``G = sigmoid(pre + bias)``, ``Gp = G (1 - G)``, ``C = Gp w``, ``m = G w + b``."""
+    n, K = pre.shape
+    for i in range(n):
+        acc = b
+        for k in range(K):
+            x = pre[i, k] + bias[k]
+            if x >= 0.0:
+                g = 1.0 / (1.0 + math.exp(-x))
+            else:
+                e = math.exp(x)
+                g = e / (1.0 + e)
+            gp = g * (1.0 - g)
+            G[i, k] = g
+            Gp[i, k] = gp
+            C[i, k] = gp * w[k]
+            acc += g * w[k]
+        m[i] = acc
+
+
+@numba.njit(cache=True, nogil=True)
+def _latent_scores(code, p0, p1, V, U, m, y, sw, d_m):
+    """Per example: ``s_n = sum_d v_nd u_nd^2``, the (weighted) term of ``J`` at
+    ``(m_n, s_n)`` and its derivatives ``d_m``, ``d_s``; ``U`` is overwritten by
+    ``F = d_s V U``. Returns the sum of the terms."""
+    n, D = U.shape
+    total = 0.0
+    for i in range(n):
+        si = 0.0
+        for d in range(D):
+            si += V[i, d] * U[i, d] * U[i, d]
+        value = _term(code, p0, p1, m[i], si, y[i], 0)[0]
+        _, dm, ds, _, _, _ = _term(code, p0, p1, m[i], si, y[i], 1)
+        total += sw[i] * value
+        d_m[i] = sw[i] * dm
+        f = sw[i] * ds
+        for d in range(D):
+            U[i, d] *= f * V[i, d]
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def _latent_rows(P, G, Gp, C, d_m, w, R, pg):
+    """``pg = sum_n P_n * g'_n`` and ``R = d_m C + 2 P w g' (1 - 2 g)`` (``N x K``)."""
+    n, K = P.shape
+    pg[:] = 0.0
+    for i in range(n):
+        for k in range(K):
+            pgp = P[i, k] * Gp[i, k]
+            pg[k] += pgp
+            R[i, k] = d_m[i] * C[i, k] + 2.0 * w[k] * pgp * (1.0 - 2.0 * G[i, k])
 
 
 def _chunks(n_entries):
