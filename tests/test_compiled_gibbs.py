@@ -499,3 +499,41 @@ def test_sweep_keeps_the_pointwise_log_likelihood_of_its_draws(loss, noise, weig
     plain = sample(problem, draws=5, tune=0, chains=1, theta_hat=theta_hat, random_state=1,
                    progressbar=False, compiled=False, store_log_likelihood=True)
     assert plain.log_likelihood is None
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_dual_draw_on_binary_features_skips_the_values_and_draws_the_same(fit_intercept):
+    """Binary X (every stored value 1, as bag-of-words indicators): ``dual_arrays`` flags
+    it and the dual product skips the values; the draw is bit-for-bit the one of the
+    general product (multiplying by 1 is exact) and equals the dense solve."""
+    import scipy.sparse as sp
+
+    from bayesdrop import Design
+    from bayesdrop.linalg.wls import normal_matrix, normal_rhs
+    from bayesdrop.samplers._gibbs_sparse import dual_arrays, dual_blocks, dual_draw, dual_work
+
+    rng = np.random.default_rng(2)
+    n, D = 40, 90
+    X = sp.random(n, D, density=0.15, format="csr", random_state=3)
+    X.data[:] = 1.0
+    design = Design(X, Dropout(0.4), fit_intercept)
+    vkind, scale, mdata = _sparse_noise_arrays(design)
+    rho, t = rng.uniform(0.05, 3.0, n), rng.normal(size=n)
+    theta = rng.normal(size=design.n_params)
+    z1, z2, z3 = rng.normal(size=D), rng.normal(size=n), rng.normal(size=D)
+    blocks = dual_blocks(X)
+    dual = dual_arrays(X)
+    assert dual[5] is True and dual_arrays(X * 2.0)[5] is False
+    outs = []
+    for d in (dual, dual[:5] + (False,)):
+        out = np.empty(design.n_params)
+        dual_draw(X.indptr, X.indices, X.data, mdata, vkind, scale, D, fit_intercept, d,
+                  rho, t, theta, -0.5, z1, z2, z3, 1e-12, out, blocks, dual_work(D, blocks))
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    pad = np.zeros(design.n_params - D)
+    eta = (np.sqrt(2.0) * np.append(z1, pad) + design.rmatvec(np.sqrt(rho) * z2)
+           + np.sqrt(design.noise_diagonal(rho)) * np.append(z3, pad))
+    ref = np.linalg.solve(normal_matrix(design, rho), 1.5 * normal_rhs(design, t)
+                          + np.sqrt(0.75) * eta) - 0.5 * theta
+    np.testing.assert_allclose(outs[0], ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())

@@ -213,13 +213,60 @@ def _pair_sums(ptr, idx, data, lo, hi, V, init0, init1):
     return (a0 + b0) + (c0 + e0), (a1 + b1) + (c1 + e1)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pair_sums_unit(idx, lo, hi, V, init0, init1):
+    """:func:`_pair_sums` for stored values that are all 1 (binary features): the same
+    sums without loading or multiplying the values."""
+    a0 = init0
+    a1 = init1
+    b0 = 0.0
+    b1 = 0.0
+    c0 = 0.0
+    c1 = 0.0
+    e0 = 0.0
+    e1 = 0.0
+    k = lo
+    while k + 3 < hi:
+        i = idx[k]
+        i2 = idx[k + 1]
+        i3 = idx[k + 2]
+        i4 = idx[k + 3]
+        a0 += V[i, 0]
+        a1 += V[i, 1]
+        b0 += V[i2, 0]
+        b1 += V[i2, 1]
+        c0 += V[i3, 0]
+        c1 += V[i3, 1]
+        e0 += V[i4, 0]
+        e1 += V[i4, 1]
+        k += 4
+    while k < hi:
+        i = idx[k]
+        a0 += V[i, 0]
+        a1 += V[i, 1]
+        k += 1
+    return (a0 + b0) + (c0 + e0), (a1 + b1) + (c1 + e1)
+
+
 @numba.njit(cache=True, nogil=True)
-def _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q, tmp):
+def _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q, tmp,
+                 unit):
     """``Q[:, c] = S P[:, c]`` for the two columns ``c`` of ``P`` (``n x 2``, interleaved
     so that one pass serves both): ``tmp = K X^T P`` by columns (the CSC copy ``cptr,
     cidx, cdata``: a gather from the small ``P``), then ``Q = P / rho + X tmp`` by rows
     (each sum by :func:`_pair_sums`; :func:`dual_arrays` numbers the columns by
-    decreasing frequency, so the gathers from ``tmp`` mostly hit the cache)."""
+    decreasing frequency, so the gathers from ``tmp`` mostly hit the cache). ``unit``:
+    every stored value is 1 (binary features; :func:`dual_arrays`), the sums then skip
+    the values (on newsgroups a quarter of the product's time)."""
+    if unit:  # binary features: the same sums without the values (all 1)
+        for j in range(cptr.shape[0] - 1):
+            s0, s1 = _pair_sums_unit(cidx, cptr[j], cptr[j + 1], P, 0.0, 0.0)
+            tmp[j, 0] = kdiag[j] * s0
+            tmp[j, 1] = kdiag[j] * s1
+        for i in range(indptr.shape[0] - 1):
+            Q[i, 0], Q[i, 1] = _pair_sums_unit(indices, indptr[i], indptr[i + 1], tmp,
+                                               inv_rho[i] * P[i, 0], inv_rho[i] * P[i, 1])
+        return
     for j in range(cptr.shape[0] - 1):
         s0, s1 = _pair_sums(cptr, cidx, cdata, cptr[j], cptr[j + 1], P, 0.0, 0.0)
         tmp[j, 0] = kdiag[j] * s0
@@ -230,17 +277,18 @@ def _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q
 
 
 def dual_arrays(X):
-    """``(cptr, cidx, cdata, pindices, cperm)``: the dual solve's copies of CSR ``X`` with
-    the columns numbered by decreasing number of stored entries (``cperm[new] = old``):
-    the CSC arrays of the renumbered ``X`` and the CSR column indices renumbered.
+    """``(cptr, cidx, cdata, pindices, cperm, unit)``: the dual solve's copies of CSR
+    ``X`` with the columns numbered by decreasing number of stored entries
+    (``cperm[new] = old``): the CSC arrays of the renumbered ``X`` and the CSR column
+    indices renumbered; ``unit``: whether every stored value is 1.
 
     Examples
     --------
     >>> import scipy.sparse as sp
     >>> X = sp.csr_matrix(np.array([[0.0, 1.0, 2.0], [0.0, 3.0, 0.0]]))
-    >>> cptr, cidx, cdata, pindices, cperm = dual_arrays(X)
-    >>> cperm.tolist(), pindices.tolist()
-    ([1, 2, 0], [0, 1, 0])
+    >>> cptr, cidx, cdata, pindices, cperm, unit = dual_arrays(X)
+    >>> cperm.tolist(), pindices.tolist(), unit
+    ([1, 2, 0], [0, 1, 0], False)
     """
     import scipy.sparse as sp
 
@@ -252,7 +300,7 @@ def dual_arrays(X):
     Xc = X[:, cperm].tocsc()
     return (Xc.indptr.astype(np.int64), Xc.indices.astype(np.int64),
             np.ascontiguousarray(Xc.data, dtype=np.float64), rank[X.indices],
-            cperm)
+            cperm, bool(np.all(X.data == 1.0)))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -338,7 +386,7 @@ def _block_apply(bptr, brows, boff, fac, R, Z, col, tmp):
 
 @numba.njit(cache=True, nogil=True)
 def _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, tol, X_out,
-                 blocks, scatter, tmp, fac):
+                 blocks, scatter, tmp, fac, unit):
     """Solve ``S X_out[:, c] = B[:, c]`` for both columns (``n x 2``) by CG preconditioned
     with the exact diagonal blocks of ``S`` over ``blocks = (bptr, brows, boff)`` (rows of
     near-duplicate documents together, :func:`dual_blocks`; singletons: Jacobi); returns
@@ -371,7 +419,8 @@ def _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, t
         stop[c] = tol * math.sqrt(nb)
         done[c] = nb == 0.0
     for it in range(1, 4 * n + 101):
-        _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, Pd, Q, tmp)
+        _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, Pd, Q, tmp,
+                     unit)
         for c in range(2):
             if done[c]:
                 continue
@@ -410,7 +459,7 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
     ``out`` and returns the CG iterations (``-1``: not converged). ``dual``: the arrays of
     :func:`dual_arrays`; ``blocks``: those of :func:`dual_blocks`; ``work``: the work
     arrays of :func:`dual_work`."""
-    cptr, cidx, cdata, pindices, cperm = dual
+    cptr, cidx, cdata, pindices, cperm, unit = dual
     wD, tmp, fac = work[0], work[1], work[2]
     n = indptr.shape[0] - 1
     beta = math.sqrt(1.0 - overrelax * overrelax)
@@ -456,7 +505,7 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
     for d in range(D):
         kperm[d] = kdiag[cperm[d]]
     iters = _dual_solve2(indptr, pindices, xdata, cptr, cidx, cdata, kperm, inv_rho, B,
-                         tol, sol, blocks, wD[5], tmp, fac)
+                         tol, sol, blocks, wD[5], tmp, fac, unit)
     mu = np.empty(n)
     for i in range(n):
         mu[i] = sol[i, 0]
