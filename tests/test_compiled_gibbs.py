@@ -128,6 +128,19 @@ def test_interrupt_keeps_the_compiled_draws_so_far(monkeypatch, cores):
     assert np.all(np.isfinite(res.theta))
 
 
+def _assert_same_law(a, b):
+    """Two samplers' draws ``(chains, draws, p)`` from one law: per parameter the means
+    within 4 MCSE, the sd within 10%, the 5% and 95% quantiles (the tails) within 4 MCSE
+    of a quantile."""
+    for j in range(a.shape[-1]):
+        x, z = a[..., j], b[..., j]
+        assert abs(x.mean() - z.mean()) < 4 * np.hypot(mcse(x), mcse(z))
+        np.testing.assert_allclose(x.std(), z.std(), rtol=0.1)
+        for q in (0.05, 0.95):
+            se_q = np.hypot(mcse(x, "quantile", prob=q), mcse(z, "quantile", prob=q))
+            assert abs(np.quantile(x, q) - np.quantile(z, q)) < 4 * se_q
+
+
 @pytest.mark.parametrize("loss,noise", [(LogisticLoss(1.0), "none"), (HingeLoss(1.0), Dropout(0.3)),
                                         (EpsilonInsensitiveLoss(1.0, 0.2), Dropout(0.2))],
                          ids=["logistic", "hinge", "eps"])
@@ -140,16 +153,7 @@ def test_independence_mh_move_keeps_the_target(loss, noise):
     b = sample(problem, random_state=4, compiled=False, **kw)
     assert np.all((a.mh_accept > 0.05) & (a.mh_accept < 1.0))
     assert np.all(np.isnan(b.mh_accept))
-    for j in range(problem.design.n_params):
-        se = np.hypot(mcse(a.theta[..., j]), mcse(b.theta[..., j]))
-        assert abs(a.theta[..., j].mean() - b.theta[..., j].mean()) < 4 * se
-        np.testing.assert_allclose(a.theta[..., j].std(), b.theta[..., j].std(), rtol=0.1)
-        # tails: the 5% and 95% quantiles agree within 4 MCSE of a quantile
-        for q in (0.05, 0.95):
-            qa, qb = np.quantile(a.theta[..., j], q), np.quantile(b.theta[..., j], q)
-            se_q = np.hypot(mcse(a.theta[..., j], "quantile", prob=q),
-                            mcse(b.theta[..., j], "quantile", prob=q))
-            assert abs(qa - qb) < 4 * se_q
+    _assert_same_law(a.theta, b.theta)
 
 
 @pytest.mark.parametrize("loss,noise", [(LogisticLoss(1.0), "none"),
@@ -175,15 +179,7 @@ def test_intercept_line_move_keeps_the_target(loss, noise):
     b = sample(problem, random_state=4, compiled=False, **kw)
     assert np.all((a.intercept_accept > 0.3) & (a.intercept_accept < 1.0))
     assert np.all(np.isnan(b.intercept_accept))
-    for j in range(problem.design.n_params):
-        se = np.hypot(mcse(a.theta[..., j]), mcse(b.theta[..., j]))
-        assert abs(a.theta[..., j].mean() - b.theta[..., j].mean()) < 4 * se
-        np.testing.assert_allclose(a.theta[..., j].std(), b.theta[..., j].std(), rtol=0.1)
-        for q in (0.05, 0.95):
-            qa, qb = np.quantile(a.theta[..., j], q), np.quantile(b.theta[..., j], q)
-            se_q = np.hypot(mcse(a.theta[..., j], "quantile", prob=q),
-                            mcse(b.theta[..., j], "quantile", prob=q))
-            assert abs(qa - qb) < 4 * se_q
+    _assert_same_law(a.theta, b.theta)
 
 
 def test_intercept_line_move_mixes_the_intercept_faster():

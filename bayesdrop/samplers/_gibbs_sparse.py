@@ -176,7 +176,8 @@ def _pair_sums(ptr, idx, data, lo, hi, V, init0, init1):
     entries ``lo <= k < hi``, each sum in four interleaved partial sums (entries ``k``
     modulo 4), which quarters the chain of dependent additions (on newsgroups the
     two-column product :func:`_dual_apply2` takes 0.64 ms with four, 1.0 ms with two;
-    eight in an array are slower again)."""
+    eight in an array are slower again). ``data=None``: every value is 1 (binary
+    features), compiled without loading or multiplying the values."""
     a0 = init0
     a1 = init1
     b0 = 0.0
@@ -188,13 +189,13 @@ def _pair_sums(ptr, idx, data, lo, hi, V, init0, init1):
     k = lo
     while k + 3 < hi:
         i = idx[k]
-        x = data[k]
+        x = 1.0 if data is None else data[k]
         i2 = idx[k + 1]
-        x2 = data[k + 1]
+        x2 = 1.0 if data is None else data[k + 1]
         i3 = idx[k + 2]
-        x3 = data[k + 2]
+        x3 = 1.0 if data is None else data[k + 2]
         i4 = idx[k + 3]
-        x4 = data[k + 3]
+        x4 = 1.0 if data is None else data[k + 3]
         a0 += x * V[i, 0]
         a1 += x * V[i, 1]
         b0 += x2 * V[i2, 0]
@@ -206,44 +207,9 @@ def _pair_sums(ptr, idx, data, lo, hi, V, init0, init1):
         k += 4
     while k < hi:
         i = idx[k]
-        x = data[k]
+        x = 1.0 if data is None else data[k]
         a0 += x * V[i, 0]
         a1 += x * V[i, 1]
-        k += 1
-    return (a0 + b0) + (c0 + e0), (a1 + b1) + (c1 + e1)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _pair_sums_unit(idx, lo, hi, V, init0, init1):
-    """:func:`_pair_sums` for stored values that are all 1 (binary features): the same
-    sums without loading or multiplying the values."""
-    a0 = init0
-    a1 = init1
-    b0 = 0.0
-    b1 = 0.0
-    c0 = 0.0
-    c1 = 0.0
-    e0 = 0.0
-    e1 = 0.0
-    k = lo
-    while k + 3 < hi:
-        i = idx[k]
-        i2 = idx[k + 1]
-        i3 = idx[k + 2]
-        i4 = idx[k + 3]
-        a0 += V[i, 0]
-        a1 += V[i, 1]
-        b0 += V[i2, 0]
-        b1 += V[i2, 1]
-        c0 += V[i3, 0]
-        c1 += V[i3, 1]
-        e0 += V[i4, 0]
-        e1 += V[i4, 1]
-        k += 4
-    while k < hi:
-        i = idx[k]
-        a0 += V[i, 0]
-        a1 += V[i, 1]
         k += 1
     return (a0 + b0) + (c0 + e0), (a1 + b1) + (c1 + e1)
 
@@ -259,14 +225,14 @@ def _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q
     every stored value is 1 (binary features; :func:`dual_arrays`), the sums then skip
     the values (on newsgroups a quarter of the product's time)."""
     if unit:  # binary features: the same sums without the values (all 1)
-        for j in range(cptr.shape[0] - 1):
-            s0, s1 = _pair_sums_unit(cidx, cptr[j], cptr[j + 1], P, 0.0, 0.0)
-            tmp[j, 0] = kdiag[j] * s0
-            tmp[j, 1] = kdiag[j] * s1
-        for i in range(indptr.shape[0] - 1):
-            Q[i, 0], Q[i, 1] = _pair_sums_unit(indices, indptr[i], indptr[i + 1], tmp,
-                                               inv_rho[i] * P[i, 0], inv_rho[i] * P[i, 1])
-        return
+        _dual_sums(indptr, indices, None, cptr, cidx, None, kdiag, inv_rho, P, Q, tmp)
+    else:
+        _dual_sums(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q, tmp)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _dual_sums(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q, tmp):
+    """The two passes of :func:`_dual_apply2` (``xdata = cdata = None``: unit values)."""
     for j in range(cptr.shape[0] - 1):
         s0, s1 = _pair_sums(cptr, cidx, cdata, cptr[j], cptr[j + 1], P, 0.0, 0.0)
         tmp[j, 0] = kdiag[j] * s0
