@@ -270,20 +270,25 @@ def _log_proposal(theta, mu, Lq, nu, work):
 
 
 @numba.njit(cache=True, nogil=True)
-def _line_value(code, p0, p1, y, sw, m, s, u, a, c, pen, delta):
+def _line_value(code, p0, p1, y, sw, m, s, u, a, c, pen, delta, terms):
     """``J(theta + delta v)`` from the scores ``m_n + delta u_n`` and
     ``s_n + 2 delta a_n + delta^2 c_n`` and the penalty terms
-    ``pen = (||w||^2, w . v_w, ||v_w||^2)``."""
+    ``pen = (||w||^2, w . v_w, ||v_w||^2)``; each example's term also to ``terms`` unless
+    it is empty."""
+    keep = terms.shape[0] > 0
     value = pen[0] + 2.0 * delta * pen[1] + delta * delta * pen[2]
     for i in range(m.shape[0]):
         si = max(s[i] + delta * (2.0 * a[i] + delta * c[i]), 0.0)
-        value += sw[i] * _term(code, p0, p1, m[i] + delta * u[i], si, y[i], 0)[0]
+        term = sw[i] * _term(code, p0, p1, m[i] + delta * u[i], si, y[i], 0)[0]
+        if keep:
+            terms[i] = term
+        value += term
     return value
 
 
 @numba.njit(cache=True, nogil=True)
 def _line_move(code, p0, p1, M, vkind, scale, D, y, sw, theta, m, s, line, u, c, a, rng,
-               stats):
+               stats, cur_terms, prop_terms):
     """A Metropolis-Hastings move of ``theta`` on ``exp(-J)`` along the fixed direction
     ``v = line[:-2]`` with ``v_b = 1``: the intercept's regression line under the Laplace
     approximation (:func:`bayesdrop.samplers.driver.intercept_line`). The proposal
@@ -293,8 +298,10 @@ def _line_move(code, p0, p1, M, vkind, scale, D, y, sw, theta, m, s, line, u, c,
     translation along a line: the reverse move has the same Jacobian). Exact for any
     ``J``. ``u = Xbar v`` and ``c_n = V_n . v_w^2`` are fixed; ``a_n = V_n . (w v_w)`` is
     filled here. The scores follow a move (``m + delta u``, ``s + 2 delta a + delta^2
-    c``). Returns ``J`` at the resulting state; ``stats`` counts ``(accepted,
-    proposed)``."""
+    c``). Returns ``J`` at the resulting state and whether the move was accepted; the
+    per-example terms of the current state go to ``cur_terms``, those of the proposal to
+    ``prop_terms`` (unless empty: the caller swaps them on acceptance). ``stats`` counts
+    ``(accepted, proposed)``."""
     n = m.shape[0]
     p = theta.shape[0]
     b_hat, sd = line[p], line[p + 1]
@@ -314,19 +321,19 @@ def _line_move(code, p0, p1, M, vkind, scale, D, y, sw, theta, m, s, line, u, c,
     b = theta[p - 1]
     b_new = b_hat + sd * rng.standard_normal()
     delta = b_new - b
-    f0 = _line_value(code, p0, p1, y, sw, m, s, u, a, c, pen, 0.0)
-    f1 = _line_value(code, p0, p1, y, sw, m, s, u, a, c, pen, delta)
+    f0 = _line_value(code, p0, p1, y, sw, m, s, u, a, c, pen, 0.0, cur_terms)
+    f1 = _line_value(code, p0, p1, y, sw, m, s, u, a, c, pen, delta, prop_terms)
     stats[1] += 1.0
     zb, zn = (b - b_hat) / sd, (b_new - b_hat) / sd
     if not math.log(rng.random()) < (f0 - f1) + 0.5 * (zn * zn - zb * zb):
-        return f0
+        return f0, False
     stats[0] += 1.0
     for j in range(p):
         theta[j] += delta * line[j]
     for i in range(n):
         m[i] += delta * u[i]
         s[i] = max(s[i] + delta * (2.0 * a[i] + delta * c[i]), 0.0)
-    return f1
+    return f1, True
 
 
 @numba.njit(cache=True, nogil=True)
@@ -424,13 +431,17 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
             theta[a] = overrelax * theta[a] + z[a]
         # 3. new scores; the independence MH move; kept sweeps store theta, lp, augmentation
         _scores(Xb, M, vkind, scale, D, theta, m, s)
-        # J of the current state, when a move has it (the terms are then not kept)
+        # J of the current state (and its terms), when a move has it
         known = False
         lt = 0.0
         if line:
-            lt = -_line_move(code, p0, p1, M, vkind, scale, D, y, sw, theta, m, s, line_v,
-                             line_u, line_c, line_a, rng, line_stats)
-            known = not store_terms
+            J_line, moved = _line_move(code, p0, p1, M, vkind, scale, D, y, sw, theta, m, s,
+                                       line_v, line_u, line_c, line_a, rng, line_stats,
+                                       cur_terms, prop_terms)
+            if moved:
+                cur_terms, prop_terms = prop_terms, cur_terms
+            lt = -J_line
+            known = True
         if mh:
             if not known:
                 lt = _log_target(code, p0, p1, D, y, sw, theta, m, s, cur_terms)
