@@ -15,8 +15,8 @@ from bayesdrop import (
 )
 from bayesdrop._arviz import mcse
 from bayesdrop.samplers import sample
-from bayesdrop.samplers.augmentation import polya_gamma_moments
 from bayesdrop.samplers._gibbs_dense import polya_gamma_compiled
+from bayesdrop.samplers.augmentation import polya_gamma_moments
 from bayesdrop.samplers.driver import compiled_setup
 from bayesdrop.solvers import fit_problem
 
@@ -506,7 +506,12 @@ def test_dual_draw_on_binary_features_skips_the_values_and_draws_the_same(fit_in
 
     from bayesdrop import Design
     from bayesdrop.linalg.wls import normal_matrix, normal_rhs
-    from bayesdrop.samplers._gibbs_sparse import dual_arrays, dual_blocks, dual_draw, dual_work
+    from bayesdrop.samplers._gibbs_sparse import (
+        dual_arrays,
+        dual_blocks,
+        dual_draw,
+        dual_work,
+    )
 
     rng = np.random.default_rng(2)
     n, D = 40, 90

@@ -35,9 +35,9 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from .._validation import as_float_design
+from ..solvers._newton_dense import _term
 from .design import Design
 from .noise import FeatureVariance
-from ..solvers._newton_dense import _term
 
 __all__ = ["LatentDesign", "latent_gradients", "latent_objective", "noise_entries"]
 

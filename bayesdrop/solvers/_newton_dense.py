@@ -21,8 +21,13 @@ import numba
 import numpy as np
 
 from ..linalg.kernels import dense_hessian_block
-from ..model.losses import (ROOT_FLOOR, EpsilonInsensitiveLoss, HingeLoss, LogisticLoss,
-                            SquaredLoss)
+from ..model.losses import (
+    ROOT_FLOOR,
+    EpsilonInsensitiveLoss,
+    HingeLoss,
+    LogisticLoss,
+    SquaredLoss,
+)
 
 __all__ = ["loss_code", "newton_dense", "terms_curvature"]
 
