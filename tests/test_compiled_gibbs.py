@@ -213,6 +213,19 @@ def test_intercept_line_move_mixes_the_intercept_faster():
 
 
 # ---------------------------------------------------------------- the sparse (CSR) sweep
+def _dense_draw(design, rho, t, theta, alpha, z1, z2, z3):
+    """The over-relaxed Gaussian draw from the same standard normals by a dense solve:
+    ``A^{-1}((1 - alpha) r + sqrt(1 - alpha^2) eta) + alpha theta`` with
+    ``eta = sqrt(2) I' z1 + Xbar^T (sqrt(rho) z2) + sqrt(V^T rho) z3``."""
+    from bayesdrop.linalg.wls import normal_matrix, normal_rhs
+
+    pad = np.zeros(design.n_params - design.n_features)
+    eta = (np.sqrt(2.0) * np.append(z1, pad) + design.rmatvec(np.sqrt(rho) * z2)
+           + np.sqrt(design.noise_diagonal(rho)) * np.append(z3, pad))
+    return np.linalg.solve(normal_matrix(design, rho), (1 - alpha) * normal_rhs(design, t)
+                           + np.sqrt(1 - alpha ** 2) * eta) + alpha * theta
+
+
 def _sparse_noise_arrays(design):
     V, X = design.variance, design.X
     if V.is_zero:
@@ -234,7 +247,6 @@ def test_sparse_dual_draw_is_the_exact_gaussian_step(noise, fit_intercept, block
     import scipy.sparse as sp
 
     from bayesdrop import Design
-    from bayesdrop.linalg.wls import normal_matrix, normal_rhs
     from bayesdrop.samplers._gibbs_sparse import (
         dual_arrays,
         dual_blocks,
@@ -274,12 +286,7 @@ def test_sparse_dual_draw_is_the_exact_gaussian_step(noise, fit_intercept, block
                                  dual_work(D, singleton_blocks(n)))
         assert iters < iters_jacobi
         np.testing.assert_allclose(out, jacobi, rtol=1e-9, atol=1e-9 * np.abs(jacobi).max())
-    pad = np.zeros(design.n_params - D)
-    eta = (np.sqrt(2.0) * np.append(z1, pad) + design.rmatvec(np.sqrt(rho) * z2)
-           + np.sqrt(design.noise_diagonal(rho)) * np.append(z3, pad))
-    A = normal_matrix(design, rho)
-    ref = np.linalg.solve(A, (1 - alpha) * normal_rhs(design, t)
-                          + np.sqrt(1 - alpha ** 2) * eta) + alpha * theta
+    ref = _dense_draw(design, rho, t, theta, alpha, z1, z2, z3)
     np.testing.assert_allclose(out, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
     m, s = np.empty(n), np.empty(n)
     scores_csr(X.indptr, X.indices, X.data, mdata, vkind, scale, D, fit_intercept, theta,
@@ -505,7 +512,6 @@ def test_dual_draw_on_binary_features_skips_the_values_and_draws_the_same(fit_in
     import scipy.sparse as sp
 
     from bayesdrop import Design
-    from bayesdrop.linalg.wls import normal_matrix, normal_rhs
     from bayesdrop.samplers._gibbs_sparse import (
         dual_arrays,
         dual_blocks,
@@ -532,9 +538,5 @@ def test_dual_draw_on_binary_features_skips_the_values_and_draws_the_same(fit_in
                   rho, t, theta, -0.5, z1, z2, z3, 1e-12, out, blocks, dual_work(D, blocks))
         outs.append(out)
     np.testing.assert_array_equal(outs[0], outs[1])
-    pad = np.zeros(design.n_params - D)
-    eta = (np.sqrt(2.0) * np.append(z1, pad) + design.rmatvec(np.sqrt(rho) * z2)
-           + np.sqrt(design.noise_diagonal(rho)) * np.append(z3, pad))
-    ref = np.linalg.solve(normal_matrix(design, rho), 1.5 * normal_rhs(design, t)
-                          + np.sqrt(0.75) * eta) - 0.5 * theta
+    ref = _dense_draw(design, rho, t, theta, -0.5, z1, z2, z3)
     np.testing.assert_allclose(outs[0], ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
