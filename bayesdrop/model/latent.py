@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from .._validation import as_float_design
-from ..solvers._newton_dense import _term
+from ..solvers._newton_dense import _term_and_value, loss_code
 from .design import Design
 from .noise import FeatureVariance
 
@@ -291,7 +291,7 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
     else:
         np.matmul(X, aw, out=pre)
     G, Gp, C = buf("G", NK), buf("Gp", NK), buf("C", NK)
-    code = _compiled_loss(loss)
+    code = loss_code(loss)
     P = buf("P", NK)
     if V is not None and code is not None:
         m = np.empty(n)
@@ -368,12 +368,6 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
     return J, grad_theta, grad_alpha
 
 
-def _compiled_loss(loss):
-    from ..solvers._newton_dense import loss_code
-
-    return loss_code(loss)
-
-
 @numba.njit(cache=True, nogil=True)
 def _latent_hidden(pre, bias, w, b, G, Gp, C, m):
     """``G = sigmoid(pre + bias)``, ``Gp = G (1 - G)``, ``C = Gp w``, ``m = G w + b``."""
@@ -406,8 +400,7 @@ def _latent_scores(code, p0, p1, V, U, m, y, sw, d_m):
         si = 0.0
         for d in range(D):
             si += V[i, d] * U[i, d] * U[i, d]
-        value = _term(code, p0, p1, m[i], si, y[i], 0)[0]
-        _, dm, ds, _, _, _ = _term(code, p0, p1, m[i], si, y[i], 1)
+        value, dm, ds, _, _, _ = _term_and_value(code, p0, p1, m[i], si, y[i], 1)
         total += sw[i] * value
         d_m[i] = sw[i] * dm
         f = sw[i] * ds

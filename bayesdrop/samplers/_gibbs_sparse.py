@@ -171,7 +171,7 @@ def _rmatvec(indptr, indices, xdata, a, out):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _pair_sums(ptr, idx, data, lo, hi, V, init0, init1):
+def _pair_sums(idx, data, lo, hi, V, init0, init1):
     """``(init0 + sum_k data_k V[idx_k, 0], init1 + sum_k data_k V[idx_k, 1])`` over the
     entries ``lo <= k < hi``, each sum in four interleaved partial sums (entries ``k``
     modulo 4), which quarters the chain of dependent additions (on newsgroups the
@@ -234,11 +234,11 @@ def _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q
 def _dual_sums(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q, tmp):
     """The two passes of :func:`_dual_apply2` (``xdata = cdata = None``: unit values)."""
     for j in range(cptr.shape[0] - 1):
-        s0, s1 = _pair_sums(cptr, cidx, cdata, cptr[j], cptr[j + 1], P, 0.0, 0.0)
+        s0, s1 = _pair_sums(cidx, cdata, cptr[j], cptr[j + 1], P, 0.0, 0.0)
         tmp[j, 0] = kdiag[j] * s0
         tmp[j, 1] = kdiag[j] * s1
     for i in range(indptr.shape[0] - 1):
-        Q[i, 0], Q[i, 1] = _pair_sums(indptr, indices, xdata, indptr[i], indptr[i + 1], tmp,
+        Q[i, 0], Q[i, 1] = _pair_sums(indices, xdata, indptr[i], indptr[i + 1], tmp,
                                       inv_rho[i] * P[i, 0], inv_rho[i] * P[i, 1])
 
 

@@ -330,12 +330,8 @@ def compiled_setup(problem, linalg="auto"):
         M = np.ascontiguousarray(V.matrix.toarray() if hasattr(V.matrix, "toarray")
                                  else V.matrix, dtype=np.float64)
     sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights)
-    # the intercept's own MH move wherever J has curvature in b (not the hinge and
-    # epsilon-insensitive losses at zero noise: piecewise linear in b)
-    intercept_move = bool(design.fit_intercept
-                          and (loss.smooth or not V.is_zero and design.every_row_noisy))
     return dict(kind="dense", code=code, p0=float(p0), p1=float(p1), Xb=Xb, M=M,
-                vkind=vkind, scale=float(scale), D=D, intercept_move=intercept_move,
+                vkind=vkind, scale=float(scale), D=D, fit_intercept=design.fit_intercept,
                 y=np.ascontiguousarray(problem.y, dtype=np.float64), sw=sw,
                 n_aug=loss.n_augmentation, pg_tables=_pg_tables(code, p0, sw))
 
@@ -407,7 +403,9 @@ def intercept_line(setup, laplace):
     shifts the weights along ``v`` with it, so the intercept changes by its marginal
     spread rather than by its much narrower conditional one given the weights (on breast
     cancer the Gibbs step's slowest parameter). None without an intercept or a Laplace
-    approximation (``laplace``: :func:`laplace_proposal`).
+    approximation (``laplace``: :func:`laplace_proposal`, which exists only where ``J``
+    is twice differentiable: not for the hinge and epsilon-insensitive losses at zero
+    noise, whose ``J`` is piecewise linear in ``b``).
 
     Examples
     --------
@@ -424,7 +422,7 @@ def intercept_line(setup, laplace):
     >>> bool(np.allclose(H @ line[:3], [0.0, 0.0, 1.0 / line[4] ** 2]))
     True
     """
-    if laplace is None or not setup.get("intercept_move"):
+    if laplace is None or not setup["fit_intercept"]:
         return None
     mu, Lq = laplace
     Xb = setup["Xb"]

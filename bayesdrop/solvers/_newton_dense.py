@@ -112,6 +112,16 @@ def _term(code, p0, p1, m, s, y, derivs):
     return 0.5 * p0 * (r * r + s), -p0 * r, 0.5 * p0, p0, 0.0, 0.0
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _term_and_value(code, p0, p1, m, s, y, derivs):
+    """:func:`_term` with the value filled in for every loss (the logistic branch of
+    :func:`_term` leaves it out when derivatives are asked for)."""
+    out = _term(code, p0, p1, m, s, y, derivs)
+    if code != 1:
+        return out
+    return (_term(code, p0, p1, m, s, y, 0)[0],) + out[1:]
+
+
 @numba.njit(cache=True, nogil=True)
 def terms_curvature(code, p0, p1, m, s, y, sw, value, d_m, d_s, d_mm, d_ms, d_ss):
     """Every example's (weighted) term of ``J`` and its first and second derivatives in
@@ -119,10 +129,9 @@ def terms_curvature(code, p0, p1, m, s, y, sw, value, d_m, d_s, d_mm, d_ms, d_ss
     ``loss.terms`` and ``loss.curvature`` for the built-in losses (one pass, no
     temporaries)."""
     for i in range(m.shape[0]):
-        out = _term(code, p0, p1, m[i], s[i], y[i], 2)
-        v = _term(code, p0, p1, m[i], s[i], y[i], 0)[0] if code == 1 else out[0]
+        out = _term_and_value(code, p0, p1, m[i], s[i], y[i], 2)
         w = sw[i]
-        value[i] = w * v
+        value[i] = w * out[0]
         d_m[i] = w * out[1]
         d_s[i] = w * out[2]
         d_mm[i] = w * out[3]
