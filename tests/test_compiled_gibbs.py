@@ -16,6 +16,14 @@ from bayesdrop import (
 from bayesdrop._arviz import mcse
 from bayesdrop.samplers import sample
 from bayesdrop.samplers._gibbs_dense import polya_gamma_compiled
+from bayesdrop.samplers._gibbs_sparse import (
+    dual_arrays,
+    dual_blocks,
+    dual_draw,
+    dual_work,
+    scores_csr,
+    singleton_blocks,
+)
 from bayesdrop.samplers.augmentation import polya_gamma_moments
 from bayesdrop.samplers.driver import compiled_setup
 from bayesdrop.solvers import fit_problem
@@ -247,15 +255,6 @@ def test_sparse_dual_draw_is_the_exact_gaussian_step(noise, fit_intercept, block
     import scipy.sparse as sp
 
     from bayesdrop import Design
-    from bayesdrop.samplers._gibbs_sparse import (
-        dual_arrays,
-        dual_blocks,
-        dual_draw,
-        dual_work,
-        scores_csr,
-        singleton_blocks,
-    )
-
     rng = np.random.default_rng(0)
     n, D = 30, 80
     X = sp.random(n, D, density=0.2, format="csr", random_state=1)
@@ -301,8 +300,6 @@ def test_dual_blocks_group_near_duplicates_and_respect_the_size_cap():
     one near-duplicate group together, unrelated rows alone, and a group above
     ``max_block`` split into blocks of at most that size."""
     import scipy.sparse as sp
-
-    from bayesdrop.samplers._gibbs_sparse import dual_blocks
 
     rng = np.random.default_rng(0)
     base = rng.random(50)
@@ -512,13 +509,6 @@ def test_dual_draw_on_binary_features_skips_the_values_and_draws_the_same(fit_in
     import scipy.sparse as sp
 
     from bayesdrop import Design
-    from bayesdrop.samplers._gibbs_sparse import (
-        dual_arrays,
-        dual_blocks,
-        dual_draw,
-        dual_work,
-    )
-
     rng = np.random.default_rng(2)
     n, D = 40, 90
     X = sp.random(n, D, density=0.15, format="csr", random_state=3)
