@@ -65,7 +65,7 @@ def test_zero_noise_hinge_weighted_dual_matches_libsvm():
     w = RNG.uniform(0.2, 3.0, size=60)
     ours = DropoutSVC(C=0.7, noise="none", tol=1e-12).fit(X, Y_BIN, sample_weight=w)
     ref = SVC(kernel="linear", C=0.7, tol=1e-12).fit(X, Y_BIN, sample_weight=w)
-    assert ours.solver_[0] == "dual"
+    assert ours.solver_[0].startswith("dual")
     np.testing.assert_allclose(ours.coef_, ref.coef_, atol=1e-6)
     np.testing.assert_allclose(ours.intercept_, ref.intercept_, atol=1e-6)
 

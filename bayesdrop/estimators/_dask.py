@@ -110,9 +110,9 @@ def fit_dask(estimator, X, y, sample_weight=None):
     rows = _rows(estimator, X, y, sample_weight, noise, loss)
     estimator.n_features_in_ = rows[0].n_features
     solver, _ = estimator._solvers()
-    if solver == "dual":
-        raise ValueError("solver='dual' needs the data in memory; use 'auto', 'newton' or "
-                         "'irls' with a dask X")
+    if solver in ("dual", "smoothing"):
+        raise ValueError(f"solver={solver!r} needs the data in memory; use 'auto', "
+                         "'newton' or 'irls' with a dask X")
 
     def fit_binary(k, _, start):
         r = rows[k]
@@ -155,7 +155,7 @@ def sample_posterior_dask(estimator, X, y, *, sample_weight=None, draws=1000, tu
     results, modes, mode_lp = [], [], []
     for k, r in enumerate(rows):
         theta0 = np.append(coef[k], intercept[k])[: r.n_params]
-        mode = fit_rows(r, theta0, solver="auto" if solver == "dual" else solver,
+        mode = fit_rows(r, theta0, solver="auto" if solver in ("dual", "smoothing") else solver,
                         tol=min(float(estimator.tol), 1e-8), max_iter=estimator.max_iter,
                         warn=False)
         modes.append(mode.theta)

@@ -54,16 +54,18 @@ _CLASS_WEIGHT_DOC = """class_weight : dict, "balanced" or None, default=None
 _SOLVER_DOC = """
     fit_intercept : bool, default=True
         Fit an unpenalised, uncorrupted intercept.
-    solver : {"auto", "newton", "irls", "dual"}, default="auto"
+    solver : {"auto", "newton", "irls", "smoothing", "dual"}, default="auto"
         The optimiser of ``J`` (:mod:`bayesdrop.solvers`): Newton's method with a line
         search (:mod:`bayesdrop.solvers.newton`), variational IRLS
-        (:mod:`bayesdrop.solvers.irls`), or -- the zero-noise hinge loss only -- SMO on
-        the dual with an exact polish (:mod:`bayesdrop.solvers.dual`). ``"auto"`` uses
+        (:mod:`bayesdrop.solvers.irls`), or -- the zero-noise hinge and
+        epsilon-insensitive losses only -- Newton on the smoothed ``J`` with an exact
+        polish (:mod:`bayesdrop.solvers.smoothing`) or, the hinge loss only, SMO on the
+        dual with an exact polish (:mod:`bayesdrop.solvers.dual`). ``"auto"`` uses
         Newton whenever ``J`` is twice differentiable (the logistic loss, and the hinge /
-        epsilon-insensitive losses under non-zero noise), the dual for the zero-noise
-        hinge loss with an intercept up to 5000 examples, and IRLS (with its exact
-        active-set polish) otherwise (:func:`bayesdrop.solvers.choose_solver`). All reach
-        the same optimum.
+        epsilon-insensitive losses under non-zero noise); at zero noise the smoothing
+        solver up to 2000 parameters, else the dual for the hinge loss with an intercept
+        up to 5000 examples; IRLS (with its exact active-set polish) otherwise
+        (:func:`bayesdrop.solvers.choose_solver`). All reach the same optimum.
     linalg : {"auto", "cholesky", "woodbury", "cg"}, default="auto"
         The linear-algebra back-end: dense Cholesky, the Woodbury dual (IRLS only,
         ``D > N``), or matrix-free conjugate gradients (never forms a ``D x D``

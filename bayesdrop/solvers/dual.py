@@ -14,8 +14,11 @@ run to a maximal KKT violation of 3e-2 (then 1e-3, 1e-6, 1e-9: :data:`SMO_STAGES
 point the active-set polish of
 :func:`bayesdrop.solvers.irls.active_set_polish`, started from the free support vectors
 (``0 < a_n < C``, :data:`FREE_TOL`), solves the equality-constrained problem on the margin
-exactly and certifies it by the KKT conditions. Without a certificate the
-solver continues with IRLS from the SMO point.
+exactly and certifies it by the KKT conditions. Where the smoothing solver
+(:mod:`bayesdrop.solvers.smoothing`) applies (at most 2000 parameters) it continues from
+the SMO point when a stage does not reach its tolerance within :data:`FIRST_STAGE_STEPS`
+``N`` steps (SMO converges slowly on ill-conditioned data, e.g. redundant features) or
+the last stage does not certify; otherwise IRLS does.
 
 The compiled loop is :func:`_smo` (numba, ``O(N)`` per step with the Gram matrix in
 memory); the solver applies up to :data:`MAX_DUAL_SAMPLES` examples.
@@ -45,6 +48,9 @@ SMO_TOL = 1e-9
 #: them. From the free support vectors of a rough SMO point the polish usually certifies
 #: the optimum (breast cancer and newsgroups at 3e-2; 1e-3 is libsvm's default).
 SMO_STAGES = (3e-2, 1e-3, 1e-6, 1e-9)
+
+#: SMO steps per example and stage when the smoothing solver can take over
+FIRST_STAGE_STEPS = 5
 
 _TAU = 1e-12
 
@@ -225,7 +231,8 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO
     Returns
     -------
     SolverResult
-        ``solver`` is ``"dual"`` (certified by the polish) or ``"dual+irls"``.
+        ``solver`` is ``"dual"`` (certified by the polish), ``"dual+smoothing"`` or
+        ``"dual+irls"``.
 
     Examples
     --------
@@ -239,7 +246,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO
     >>> res.solver, bool(np.allclose(res.theta[:3], ref.coef_[0], atol=1e-6))
     ('dual', True)
     """
-    from . import irls
+    from . import irls, smoothing
 
     if not applicable(problem):
         raise ValueError("the dual solver needs the hinge loss at zero noise with an "
@@ -261,9 +268,15 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO
     a, G = np.zeros(n), -np.ones(n)
     it = 0
     history = []
+    handover = smoothing.applicable(problem)
     for stage_tol in SMO_STAGES:
-        # SMO to a KKT violation stage_tol, then try to certify the exact optimum
-        it += _smo(K, yc, C / scale, max(stage_tol, smo_tol), smo_max_iter - it, a, G)
+        # SMO to a KKT violation stage_tol, then try to certify the exact optimum; with
+        # the smoothing solver to hand over to, a stage gets FIRST_STAGE_STEPS n steps
+        budget = smo_max_iter - it
+        if handover:
+            budget = min(budget, FIRST_STAGE_STEPS * n)
+        steps = _smo(K, yc, C / scale, max(stage_tol, smo_tol), budget, a, G)
+        it += steps
         w = np.asarray(design.X.T @ (a * y)).ravel() * scale
         b = _intercept(a, G, y, C / scale) * scale
         theta = np.append(w, b)
@@ -278,6 +291,11 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO
             certified = _certify(problem, theta, history, it, start)
         if certified is not None:
             return certified
+        if handover and (steps >= budget or last):
+            # SMO stalls (ill-conditioned data, e.g. redundant features) or its last
+            # stage did not certify: the smoothing solver continues from its point
+            res = smoothing.fit(problem, theta, tol=tol, max_iter=max_iter, warn=warn)
+            return res.after(history, it, it, start, "dual+" + res.solver)
         if last:
             break
     res = irls.fit(problem, theta, tol=tol, max_iter=max_iter, warn=warn)
