@@ -277,14 +277,16 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True):
 
     Examples
     --------
-    >>> from bayesdrop import Problem, HingeLoss
-    >>> from sklearn.svm import SVC
+    Linear support-vector regression (libsvm's ``SVR`` minimises the same objective):
+
+    >>> from bayesdrop import Problem, EpsilonInsensitiveLoss
+    >>> from sklearn.svm import SVR
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(80, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=80))
-    >>> problem = Problem.create(X, y, HingeLoss(1.0), "none")
-    >>> res = fit(problem)
-    >>> ref = SVC(kernel="linear", C=1.0, tol=1e-10).fit(X, y)
-    >>> res.solver, bool(np.allclose(res.theta[:3], ref.coef_[0], atol=1e-6))
+    >>> X = rng.normal(size=(120, 4)); y = X @ [1.0, -2.0, 0.0, 0.5] + rng.normal(size=120)
+    >>> res = fit(Problem.create(X, y, EpsilonInsensitiveLoss(2.0, 0.3), "none"))
+    >>> ref = SVR(kernel="linear", C=2.0, epsilon=0.3, tol=1e-10).fit(X, y)
+    >>> res.solver, bool(np.allclose(res.theta, np.append(ref.coef_, ref.intercept_),
+    ...                               atol=1e-6))
     ('smoothing', True)
     """
     from . import irls
