@@ -62,10 +62,11 @@ _SOLVER_DOC = """
         polish (:mod:`bayesdrop.solvers.smoothing`) or, the hinge loss only, SMO on the
         dual with an exact polish (:mod:`bayesdrop.solvers.dual`). ``"auto"`` uses
         Newton whenever ``J`` is twice differentiable (the logistic loss, and the hinge /
-        epsilon-insensitive losses under non-zero noise); at zero noise the smoothing
-        solver up to 2000 parameters, else the dual for the hinge loss with an intercept
-        up to 5000 examples; IRLS (with its exact active-set polish) otherwise
-        (:func:`bayesdrop.solvers.choose_solver`). All reach the same optimum.
+        epsilon-insensitive losses under non-zero noise); at zero noise the dual for the
+        hinge loss with an intercept up to 1000 examples (and up to 5000 beyond 2000
+        parameters), else the smoothing solver up to 2000 parameters; IRLS (with its
+        exact active-set polish) otherwise (:func:`bayesdrop.solvers.choose_solver`).
+        All reach the same optimum.
     linalg : {"auto", "cholesky", "woodbury", "cg"}, default="auto"
         The linear-algebra back-end: dense Cholesky, the Woodbury dual (IRLS only,
         ``D > N``), or matrix-free conjugate gradients (never forms a ``D x D``

@@ -58,9 +58,9 @@ def check_solver(solver, linalg):
     if solver in LINALG and solver != "auto":
         warnings.warn(
             f"solver={solver!r} names a linear-algebra back-end; pass linalg={solver!r} "
-            "instead (solver= now picks the optimiser: 'auto', 'newton', 'irls', 'smoothing' or "
-            "'dual'). "
-            "This fallback is removed in 0.3.", FutureWarning, stacklevel=3)
+            "instead (solver= now picks the optimiser: 'auto', 'newton', 'irls', "
+            "'smoothing' or 'dual'). This fallback is removed in 0.3.", FutureWarning,
+            stacklevel=3)
         if linalg not in ("auto", solver):
             raise ValueError(f"solver={solver!r} (a back-end) conflicts with linalg={linalg!r}")
         solver, linalg = "auto", solver

@@ -16,7 +16,7 @@ point the active-set polish of
 (``0 < a_n < C``, :data:`FREE_TOL`), solves the equality-constrained problem on the margin
 exactly and certifies it by the KKT conditions. Where the smoothing solver
 (:mod:`bayesdrop.solvers.smoothing`) applies (at most 2000 parameters) it continues from
-the SMO point when a stage does not reach its tolerance within :data:`FIRST_STAGE_STEPS`
+the SMO point when a stage does not reach its tolerance within :data:`STAGE_STEPS`
 ``N`` steps (SMO converges slowly on ill-conditioned data, e.g. redundant features) or
 the last stage does not certify; otherwise IRLS does.
 
@@ -50,7 +50,7 @@ SMO_TOL = 1e-9
 SMO_STAGES = (3e-2, 1e-3, 1e-6, 1e-9)
 
 #: SMO steps per example and stage when the smoothing solver can take over
-FIRST_STAGE_STEPS = 5
+STAGE_STEPS = 5
 
 _TAU = 1e-12
 
@@ -202,10 +202,17 @@ def _certify(problem, theta, history, it, start, on_kink=None):
     polished, J_p = active_set_polish(problem, theta, on_kink)
     if polished is None or J_p > history[-1] * (1.0 + 1e-12) + 1e-300:
         return None
-    grad = problem.objective(polished, gradient=True)[1]
-    return SolverResult(polished, np.array(history + [J_p]), it, True,
+    return exact_result(problem, polished, history + [J_p], it, start, "dual", it)
+
+
+def exact_result(problem, theta, history, n_iter, start, solver, n_evals):
+    """A converged :class:`SolverResult` at ``theta`` (an optimum certified by its caller)
+    with the objective ``history`` ending at ``J(theta)``; ``start`` from
+    ``time.perf_counter()``."""
+    grad = problem.objective(theta, gradient=True)[1]
+    return SolverResult(theta, np.array(history), n_iter, True,
                         float(np.max(np.abs(grad), initial=0.0)), time.perf_counter() - start,
-                        "dual", it, "cholesky")
+                        solver, n_evals, "cholesky")
 
 
 @with_single_blas_pool
@@ -271,10 +278,10 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO
     handover = smoothing.applicable(problem)
     for stage_tol in SMO_STAGES:
         # SMO to a KKT violation stage_tol, then try to certify the exact optimum; with
-        # the smoothing solver to hand over to, a stage gets FIRST_STAGE_STEPS n steps
+        # the smoothing solver to hand over to, a stage gets STAGE_STEPS n steps
         budget = smo_max_iter - it
         if handover:
-            budget = min(budget, FIRST_STAGE_STEPS * n)
+            budget = min(budget, STAGE_STEPS * n)
         steps = _smo(K, yc, C / scale, max(stage_tol, smo_tol), budget, a, G)
         it += steps
         w = np.asarray(design.X.T @ (a * y)).ravel() * scale

@@ -13,14 +13,19 @@ is: ``e_n`` equals ``l_n(m) - mu s^2 / 2`` on each piece of slope ``s`` shifted 
 ``mu s``, and ``l_n(p_j) + (m - p_j)^2 / (2 mu)`` in the zone ``p_j + mu s_{j-1} <= m <=
 p_j + mu s_j`` around each kink, so ``e_n' = s`` or ``(m - p_j) / mu`` and ``e_n'' = 0``
 or ``1 / mu`` -- a piecewise quadratic ``J_mu`` whose Hessian
-``2 I' + Xbar_Z^T Xbar_Z / mu`` involves only the examples ``Z`` in a zone. Newton with
-a backtracking Armijo search minimises ``J_mu`` in a few steps (it ends with an exact
-step once ``Z`` no longer changes); ``mu`` then shrinks tenfold from the warm start. As
-``mu -> 0`` the zone examples become the examples on the margin (the kinks) at the
-optimum of ``J``; from them the active-set polish
+``2 I' + Xbar_Z^T Xbar_Z / mu`` involves only the examples ``Z`` in a zone. Newton's
+method minimises ``J_mu`` in a few steps: the step length is the exact minimiser along
+the direction (:func:`exact_step`; Armijo's condition is checked as a safeguard), and the
+step is exact once ``Z`` no longer changes; ``mu`` then shrinks tenfold from that
+optimum. As ``mu -> 0`` the zone examples become the examples on the margin (the kinks)
+at the optimum of ``J``; from them the active-set polish
 (:func:`bayesdrop.solvers.irls.active_set_polish`) solves the equality-constrained
 problem on the margin exactly and certifies it by the KKT conditions. The polish is
-tried after every ``mu`` from :data:`POLISH_FROM_MU` on, whenever ``|Z| <= n_params``.
+tried after every ``mu`` from :data:`POLISH_FROM_MU` on. Where it cannot certify (a
+degenerate optimum with more examples on the margin than parameters, as with duplicated
+rows) the envelope bounds the excess: ``J_mu <= J <= J_mu + mu sum_n max_j s_nj^2 / 2``,
+so the exact minimiser of ``J_mu`` is within ``mu sum_n max_j s_nj^2 / 2`` of ``J*``;
+the solver returns it once that is at most ``GAP_FACTOR tol |J|``.
 
 One Newton step costs a product with ``Xbar`` and ``Xbar^T`` (``O(N D)``) and the Gram
 matrix of the zone rows (``O(|Z| D^2)``, ``|Z|`` about the number of support vectors on
@@ -38,7 +43,6 @@ import scipy.sparse as sp
 
 from .._threads import with_single_blas_pool
 from ..linalg.wls import MAX_CHOLESKY_PARAMS
-from .result import SolverResult
 
 __all__ = ["MU_FACTOR", "applicable", "envelope", "fit"]
 
@@ -85,6 +89,14 @@ def applicable(problem):
                 and design.n_params <= MAX_CHOLESKY_PARAMS)
 
 
+def _term(m, pos, slopes):
+    """``l_n(m_n) = s_0 (m - p_0) + sum_j (s_{j+1} - s_j) max(0, m - p_j)``."""
+    out = slopes[:, 0] * (m - pos[:, 0])
+    for j in range(pos.shape[1]):
+        out += (slopes[:, j + 1] - slopes[:, j]) * np.maximum(m - pos[:, j], 0.0)
+    return out
+
+
 def envelope(m, pos, slopes, mu):
     """Moreau envelope ``e_n(m_n)`` of convex piecewise-linear terms, up to a constant
     per example, with its first and second derivatives.
@@ -119,22 +131,15 @@ def envelope(m, pos, slopes, mu):
     d1 = np.empty(n)
     d2 = np.zeros(n)
     # pieces: s_0 left of the first zone, s_j between zones j-1 and j, s_k right of the last
-    lin = slopes[:, 0] * (m - pos[:, 0])
-    for j in range(k):
-        lin += (slopes[:, j + 1] - slopes[:, j]) * np.maximum(m - pos[:, j], 0.0)
+    lin = _term(m, pos, slopes)
     s = slopes[:, 0].copy()
     done = np.zeros(n, dtype=bool)
     for j in range(k):
         lo = pos[:, j] + mu * slopes[:, j]
         hi = pos[:, j] + mu * slopes[:, j + 1]
         zone = (m >= lo) & (m <= hi) & ~done
-        if j:
-            kink_val = slopes[:, 0] * (pos[:, j] - pos[:, 0]) + sum(
-                (slopes[:, i + 1] - slopes[:, i]) * (pos[:, j] - pos[:, i]) for i in range(j))
-        else:
-            kink_val = 0.0
         r = m - pos[:, j]
-        value = np.where(zone, kink_val + r * r / (2.0 * mu), value)
+        value = np.where(zone, _term(pos[:, j], pos, slopes) + r * r / (2.0 * mu), value)
         d1 = np.where(zone, r / mu, d1)
         d2 = np.where(zone, 1.0 / mu, d2)
         done |= zone
@@ -290,7 +295,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True):
     ('smoothing', True)
     """
     from . import irls
-    from .dual import _certify
+    from .dual import _certify, exact_result
 
     if not applicable(problem):
         raise ValueError("the smoothing solver needs a piecewise-linear loss (hinge, "
@@ -353,10 +358,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True):
         if exact and mu * gap <= GAP_FACTOR * tol * max(abs(history[-1]), 1.0):
             # no polish certificate (a degenerate optimum: more examples on the margin
             # than parameters), but J(theta) - J* <= J(theta) - J_mu(theta) <= mu gap
-            grad = problem.objective(theta, gradient=True)[1]
-            return SolverResult(theta, np.array(history), steps, True,
-                                float(np.max(np.abs(grad), initial=0.0)),
-                                time.perf_counter() - start, "smoothing", rounds, "cholesky")
+            return exact_result(problem, theta, history, steps, start, "smoothing", rounds)
         mu *= MU_FACTOR
     res = irls.fit(problem, theta, tol=tol, max_iter=max_iter, warn=warn)
     return res.after(history, steps, rounds, start, "smoothing+irls")
