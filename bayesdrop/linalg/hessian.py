@@ -27,7 +27,7 @@ import numpy as np
 
 from . import kernels
 
-__all__ = ["Curvature", "curvature", "hessian_matrix", "hessian_operator",
+__all__ = ["Curvature", "curvature", "gradient", "hessian_matrix", "hessian_operator",
            "hessian_vector_product", "hessian_diagonal"]
 
 
@@ -107,6 +107,30 @@ def curvature(problem, theta, m=None, s=None):
     return J, grad, Curvature(w, d_m, d_s, np.maximum(d_mm, 0.0), d_ms, d_ss, noise_diag)
 
 
+def gradient(problem, theta, m, s):
+    """``J`` and its gradient at ``theta`` from its scores ``(m, s)`` (first derivatives
+    only: the pass of a Newton step that reuses an earlier Hessian).
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(50, 3)); y = np.sign(X[:, 0] + rng.normal(size=50))
+    >>> problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.3))
+    >>> theta = rng.normal(size=4)
+    >>> J, g = gradient(problem, theta, *problem.design.scores(theta))
+    >>> J2, g2 = problem.objective(theta, gradient=True)
+    >>> bool(np.isclose(J, J2) and np.allclose(g, g2))
+    True
+    """
+    design, loss, y = problem
+    w, _ = design.split(theta)
+    value, d_m, d_s = loss.terms(m, s, y)
+    grad = design.rmatvec(d_m)
+    grad[: design.n_features] += 2.0 * w + 2.0 * design.noise_rmatvec(d_s) * w
+    return float(w @ w + np.sum(value)), grad
+
+
 def _compiled_diagonal(design, curv, compiled):
     """The diagonal of ``H`` by the compiled row pass."""
     kind, arrays, scale = compiled
@@ -159,21 +183,26 @@ HESSIAN_BLOCKED_MIN = 200_000
 
 def _dense_hessian_blocked(design, curv, X, M, scale):
     """The rows' share of ``H`` for dense ``X`` and ``V = scale * M`` in one pass of
-    cache-sized blocks: with ``Z = [Xbar; Gbar]`` (the block's rows, then its ``G`` rows,
-    ``G = 2 scale M diag(w)``) and ``Y = [d_mm Xbar + d_ms Gbar; d_ms Xbar + d_ss Gbar]``
-    the block adds ``Z^T Y`` -- the three products of :func:`hessian_matrix` as one BLAS
-    ``gemm`` without ``N x D`` temporaries. The noise diagonal is not included."""
+    cache-sized blocks: each example's 2 x 2 curvature in ``(m, s)`` split into its signed
+    eigen-terms where that is accurate (:func:`bayesdrop.linalg.kernels.dense_hessian_split`),
+    so that a block adds ``P^T P - Q^T Q`` -- two symmetric rank-k products (BLAS
+    ``syrk``) -- plus the exact ``Z^T Y`` of the other examples, without ``N x D``
+    temporaries. The noise diagonal is not included."""
     n, D = X.shape
     p = design.n_params
     B = min(HESSIAN_BLOCK, n)
     g = 2.0 * scale * curv.w
-    Z, Y = np.empty((2 * B, p)), np.empty((2 * B, p))
+    P, Q, Z, Y = (np.empty((2 * B, p)) for _ in range(4))
     H = np.zeros((p, p))
     args = (X, M, g, design.fit_intercept, curv.d_mm, curv.d_ms, curv.d_ss)
     for start in range(0, n, B):
         nb = min(start + B, n) - start
-        kernels.dense_hessian_block(*args, start, nb, Z, Y)
-        H += Z[:2 * nb].T @ Y[:2 * nb]
+        n_p, n_q, n_z = kernels.dense_hessian_split(*args, start, nb, P, Q, Z, Y)
+        Pb, Qb = P[:n_p], Q[:n_q]
+        H += Pb.T @ Pb  # numpy calls syrk for a product with its own transpose
+        H -= Qb.T @ Qb
+        if n_z:
+            H += Z[:n_z].T @ Y[:n_z]
     return 0.5 * (H + H.T)
 
 

@@ -23,7 +23,7 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["csr_noise_entries", "csr_hvp", "csr_pcg", "dense_hvp", "csr_hdiag", "dense_hdiag", "dense_hessian_block"]
+__all__ = ["csr_noise_entries", "csr_hvp", "csr_pcg", "dense_hvp", "csr_hdiag", "dense_hdiag", "dense_hessian_split"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -223,28 +223,115 @@ def dense_hdiag(X, M, scale, fit_intercept, w, d_mm, d_ms, d_ss, noise_diag, out
     return out
 
 
-@numba.njit(cache=True, nogil=True)
-def dense_hessian_block(X, M, g, fit_intercept, d_mm, d_ms, d_ss, start, nb, Z, Y):
-    """Fill the stacked block of :func:`bayesdrop.linalg.hessian._dense_hessian_blocked`:
-    rows ``0..nb`` of ``Z`` are ``xbar_n``, rows ``nb..2nb`` are ``g * m_n`` (zero
-    intercept entry); ``Y`` holds ``d_mm xbar + d_ms gbar`` and ``d_ms xbar + d_ss gbar``
-    (one pass, no temporaries; the caller adds ``Z^T Y`` by BLAS)."""
+@numba.njit(cache=True, nogil=True, inline="always")
+def _eigen2(a, b, c):
+    """Eigen-decomposition of the symmetric ``[[a, b], [b, c]]``: ``(l1, l2, u, v)`` with
+    ``l1 >= l2`` and unit eigenvectors ``(u, v)`` of ``l1`` and ``(-v, u)`` of ``l2``
+    (the eigenvector formula without cancellation: the longer of the two candidates)."""
+    if b == 0.0:
+        if a >= c:
+            return a, c, 1.0, 0.0
+        return c, a, 0.0, 1.0
+    half = 0.5 * (a - c)
+    big = max(abs(half), abs(b))  # scaled: no overflow in the squares
+    rad = big * math.sqrt((half / big) ** 2 + (b / big) ** 2)
+    mean = 0.5 * (a + c)
+    # the eigenvalue of larger magnitude directly, the other as det / it (mean -+ rad
+    # would cancel when the two differ by orders of magnitude)
+    scale = max(abs(a), abs(b), abs(c))
+    det = (a / scale) * (c / scale) - (b / scale) ** 2
+    if mean >= 0.0:
+        l1 = mean + rad
+        l2 = det * scale * (scale / l1)
+    else:
+        l2 = mean - rad
+        l1 = det * scale * (scale / l2)
+    if half >= 0.0:
+        u, v = half + rad, b
+    else:
+        u, v = b, rad - half
+    norm = big * math.sqrt((u / big) ** 2 + (v / big) ** 2)
+    return l1, l2, u / norm, v / norm
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _put_row(Z, row, X, M, g, r, fit_intercept, cx, cg):
+    """``Z[row] = cx * xbar_r + cg * gbar_r`` (``gbar_r = g * M[r]``, zero intercept)."""
     D = X.shape[1]
+    for j in range(D):
+        Z[row, j] = cx * X[r, j] + cg * (M[r, j] * g[j])
+    if fit_intercept:
+        Z[row, D] = cx
+
+
+#: an example's 2 x 2 curvature ``C_n`` is split into signed squares only when
+#: ``d_ms^2 <= SPLIT_MAX_RATIO |d_mm d_ss|``: for a strongly indefinite ``C_n`` the two
+#: squares are much larger than ``C_n``'s entries and their difference would lose
+#: ``log10(d_ms^2 / |d_mm d_ss|)`` digits; those examples use the exact product instead
+#: (see :func:`dense_hessian_split`). Measured at the optimum at q = 0.3: every example of
+#: 10^4 x 50 logistic / hinge and of breast cancer is below 400.
+SPLIT_MAX_RATIO = 1e4
+
+
+@numba.njit(cache=True, nogil=True)
+def dense_hessian_split(X, M, g, fit_intercept, d_mm, d_ms, d_ss, start, nb, P, Q, Z, Y):
+    """The rows ``start .. start + nb`` of the Hessian's data part, as signed squares.
+
+    Row ``n`` adds ``[xbar_n, gbar_n] C_n [xbar_n, gbar_n]^T`` to ``H`` with the 2 x 2
+    curvature ``C_n = [[d_mm, d_ms], [d_ms, d_ss]]`` and ``gbar_n = g * M[n]`` (zero
+    intercept entry). With ``C_n = l1 e1 e1^T + l2 e2 e2^T`` each eigenpair is one
+    rank-one term ``l (e . [xbar, gbar]) (e . [xbar, gbar])^T``: rows with ``l > 0`` go to
+    ``P`` scaled by ``sqrt(l)``, rows with ``l < 0`` to ``Q`` scaled by ``sqrt(-l)``, so
+    that the block adds ``P^T P - Q^T Q`` -- two symmetric rank-k updates (``syrk``),
+    half the work of the general product ``Z^T (C Z)``. Examples whose ``C_n`` is strongly
+    indefinite (``d_ms^2 > SPLIT_MAX_RATIO |d_mm d_ss|``) go to ``Z`` (rows ``xbar_n``,
+    ``gbar_n``) and ``Y`` (rows ``C_n [xbar_n, gbar_n]``) instead, adding the exact
+    ``Z^T Y``. ``P``, ``Q``, ``Z`` and ``Y`` need ``2 nb`` rows; returns how many rows of
+    ``P``, ``Q`` and ``Z`` were filled."""
+    n_p = 0
+    n_q = 0
+    n_z = 0
+    D = X.shape[1]
+    g_zero = True  # w = 0: every gbar_n is zero and only d_mm xbar xbar^T remains
+    for j in range(g.shape[0]):
+        if g[j] != 0.0:
+            g_zero = False
     for i in range(nb):
         r = start + i
-        a = d_mm[r]
-        b = d_ms[r]
-        c = d_ss[r]
-        for j in range(D):
-            x = X[r, j]
-            gm = M[r, j] * g[j]
-            Z[i, j] = x
-            Z[nb + i, j] = gm
-            Y[i, j] = a * x + b * gm
-            Y[nb + i, j] = b * x + c * gm
-        if fit_intercept:
-            Z[i, D] = 1.0
-            Z[nb + i, D] = 0.0
-            Y[i, D] = a
-            Y[nb + i, D] = b
-    return Z
+        a, b, c = d_mm[r], d_ms[r], d_ss[r]
+        if g_zero:
+            l1, l2, u, v = a, 0.0, 1.0, 0.0
+        elif b * b > SPLIT_MAX_RATIO * abs(a * c):
+            for j in range(D):
+                x = X[r, j]
+                gm = M[r, j] * g[j]
+                Z[n_z, j] = x
+                Z[n_z + 1, j] = gm
+                Y[n_z, j] = a * x + b * gm
+                Y[n_z + 1, j] = b * x + c * gm
+            if fit_intercept:
+                Z[n_z, D] = 1.0
+                Z[n_z + 1, D] = 0.0
+                Y[n_z, D] = a
+                Y[n_z + 1, D] = b
+            n_z += 2
+            continue
+        else:
+            l1, l2, u, v = _eigen2(a, b, c)
+        if l1 > 0.0:
+            root = math.sqrt(l1)
+            _put_row(P, n_p, X, M, g, r, fit_intercept, root * u, root * v)
+            n_p += 1
+        elif l1 < 0.0:
+            root = math.sqrt(-l1)
+            _put_row(Q, n_q, X, M, g, r, fit_intercept, root * u, root * v)
+            n_q += 1
+        if l2 > 0.0:
+            root = math.sqrt(l2)
+            _put_row(P, n_p, X, M, g, r, fit_intercept, -root * v, root * u)
+            n_p += 1
+        elif l2 < 0.0:
+            root = math.sqrt(-l2)
+            _put_row(Q, n_q, X, M, g, r, fit_intercept, -root * v, root * u)
+            n_q += 1
+    return n_p, n_q, n_z

@@ -3,10 +3,11 @@
 Same algorithm, formulas and stopping rule as :mod:`bayesdrop.solvers.newton` -- per
 example the terms of ``J`` and their first and second derivatives in ``(m, s)``
 (MATH.md section 3; the closed forms of :mod:`bayesdrop.model.losses`), the Hessian of
-:mod:`bayesdrop.linalg.hessian` assembled block by block as one stacked Gram product
-(:func:`bayesdrop.linalg.kernels.dense_hessian_block` + BLAS, no ``N x D`` temporaries), a Cholesky
-solve and a backtracking Armijo line search -- with no Python between the steps, so that a
-small problem costs a few BLAS calls per step rather than dozens of numpy calls.
+:mod:`bayesdrop.linalg.hessian` assembled block by block as signed squares
+(:func:`bayesdrop.linalg.kernels.dense_hessian_split` + BLAS ``dsyrk``, no ``N x D``
+temporaries), a Cholesky factor that is reused close to the optimum, and a backtracking
+Armijo line search -- with no Python between the steps, so that a small problem costs a
+few BLAS calls per step rather than dozens of numpy calls.
 The conformance suite runs it against L-BFGS-B on ``J`` like every other solver.
 
 Loss codes: 0 hinge ``(C, margin)``, 1 logistic ``(h = 2C, -)``, 2 epsilon-insensitive
@@ -20,7 +21,8 @@ import math
 import numba
 import numpy as np
 
-from ..linalg.kernels import dense_hessian_block
+from ..linalg._blas import syrk_rows, syrk_work
+from ..linalg.kernels import dense_hessian_split
 from ..model.losses import (
     ROOT_FLOOR,
     EpsilonInsensitiveLoss,
@@ -190,13 +192,93 @@ def _irls_map(code, p0, p1, Xb, M, scale, y, sw, m, s, p):
 
 
 @numba.njit(cache=True, nogil=True)
+def _derivatives(code, p0, p1, m, s, y, sw, order, d_m, d_s, d_mm, d_ms, d_ss):
+    """Every example's (weighted) derivatives of its term in ``(m, s)``: the first ones,
+    and with ``order=2`` the second ones too."""
+    for i in range(m.shape[0]):
+        _, dm, ds, dmm, dms, dss = _term(code, p0, p1, m[i], s[i], y[i], order)
+        w = sw[i]
+        d_m[i] = w * dm
+        d_s[i] = w * ds
+        if order == 2:
+            d_mm[i], d_ms[i], d_ss[i] = w * dmm, w * dms, w * dss
+
+
+@numba.njit(cache=True, nogil=True)
+def _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, P, Q, Z, Y, syrk, work):
+    """Lower Cholesky factor of ``H``: the rows' share as ``P^T P - Q^T Q + Z^T Y`` block
+    by block (:func:`bayesdrop.linalg.kernels.dense_hessian_split`: two ``dsyrk`` per
+    block, and a product for strongly indefinite examples), then ``2 I'`` and the noise
+    diagonal ``nd``; a relative ridge if ``H`` is singular to working precision."""
+    n, D = X.shape
+    p = P.shape[1]
+    B = P.shape[0] // 2
+    Hp = np.zeros((p, p))
+    Hq = np.zeros((p, p))
+    Hz = np.zeros((p, p))
+    two_w = 2.0 * scale * theta[:D]
+    for start in range(0, n, B):
+        nb = min(start + B, n) - start
+        n_p, n_q, n_z = dense_hessian_split(X, M, two_w, fi, d_mm, d_ms, d_ss, start, nb,
+                                            P, Q, Z, Y)
+        if n_p:
+            syrk_rows(syrk, P, n_p, Hp, work)
+        if n_q:
+            syrk_rows(syrk, Q, n_q, Hq, work)
+        if n_z:
+            Hz += Z[:n_z].T @ Y[:n_z]
+    H = np.empty((p, p))
+    for a in range(p):  # the upper triangles of Hp, Hq hold their sums (syrk_rows)
+        for c in range(a, p):
+            v = Hp[a, c] - Hq[a, c] + 0.5 * (Hz[a, c] + Hz[c, a])
+            H[a, c] = v
+            H[c, a] = v
+    for d in range(D):
+        H[d, d] += 2.0 + nd[d]
+    hmax = 1.0
+    for a in range(p):
+        hmax = max(hmax, H[a, a])
+    try:
+        L = np.linalg.cholesky(H)
+    except Exception:  # noqa: BLE001 - numba raises LinAlgError
+        for a in range(p):
+            H[a, a] += ridge * hmax
+        L = np.linalg.cholesky(H)
+    return L
+
+
+@numba.njit(cache=True, nogil=True)
+def _solve(L, g):
+    """``-H^{-1} g`` from the lower Cholesky factor ``L`` of ``H``."""
+    p = g.shape[0]
+    u = np.empty(p)
+    for a in range(p):
+        acc = -g[a]
+        for c in range(a):
+            acc -= L[a, c] * u[c]
+        u[a] = acc / L[a, a]
+    step = np.empty(p)
+    for a in range(p - 1, -1, -1):
+        acc = u[a]
+        for c in range(a + 1, p):
+            acc -= L[c, a] * step[c]
+        step[a] = acc / L[a, a]
+    return step
+
+
+@numba.njit(cache=True, nogil=True)
 def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, armijo, min_step,
-                 ridge, irls_start):
+                 ridge, irls_start, reuse, contraction, chord_stop, syrk):
     """Newton's method on ``J`` for dense ``X`` and ``V = scale * M``; example ``i``'s
     term is scaled by ``sw[i]`` (its sample weight).
 
     ``irls_start``: first move by one IRLS map (hinge and epsilon-insensitive losses from
-    zero). Returns ``(theta, history, n_iter, status, grad)``; ``status`` 1 converged, 0 not,
+    zero). ``reuse``, ``contraction``, ``chord_stop``: when the Cholesky factor of ``H``
+    is kept for the next direction, and when such a step ends the iteration
+    (:data:`bayesdrop.solvers.newton.REUSE_DECREMENT`,
+    :data:`bayesdrop.solvers.newton.CONTRACTION`, :data:`bayesdrop.solvers.newton.CHORD_STOP`). ``syrk``: the address of BLAS
+    ``dsyrk`` (:func:`bayesdrop.linalg._blas.dsyrk_address`). Returns
+    ``(theta, history, n_iter, status, grad, n_factors)``; ``status`` 1 converged, 0 not,
     2 the line search could not decrease ``J`` (rounding level reached), -1 a non-finite
     direction, -2 ``J`` not finite at ``theta0``.
     """
@@ -213,14 +295,16 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     d_ms = np.empty(n)
     d_ss = np.empty(n)
     history = np.empty(max_iter + 1)
-    grad = np.empty(p)
     B = min(_HESSIAN_ROWS, n)
+    P = np.empty((2 * B, p))
+    Q = np.empty((2 * B, p))
     Z = np.empty((2 * B, p))
     Y = np.empty((2 * B, p))
+    work = syrk_work()
     J = _objective(code, p0, p1, X, M, scale, fi, y, sw, theta, m, s)
     if not np.isfinite(J):
         history[0] = J
-        return theta, history[:1], 0, -2, np.full(p, np.nan)
+        return theta, history[:1], 0, -2, np.full(p, np.nan), 0
     if irls_start:
         # at w = 0 every score variance is 0 and the Hessian singular: start from one IRLS
         # map (it never raises J, MM)
@@ -240,58 +324,34 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     history[0] = J
     status = 0
     it = 0
+    n_factors = 0
+    L = np.zeros((p, p))
+    fresh_next = True  # the next direction needs a new factor
+    order = 2  # derivatives known at theta: 1 first, 2 also second
+    _derivatives(code, p0, p1, m, s, y, sw, 2, d_m, d_s, d_mm, d_ms, d_ss)
+    g = _gradient(X, M, scale, fi, d_m, d_s, theta)
+    prev_dec = np.inf
+    cand = np.empty(p)
     while it < max_iter:
         it += 1
-        # derivatives at theta (m, s are current)
-        for i in range(n):
-            _, dm, ds, dmm, dms, dss = _term(code, p0, p1, m[i], s[i], y[i], 2)
-            w = sw[i]
-            d_m[i], d_s[i], d_mm[i], d_ms[i], d_ss[i] = w * dm, w * ds, w * dmm, w * dms, w * dss
-        # gradient: Xbar^T d_m + (2 w + 2 scale (M^T d_s) w)
-        g = _gradient(X, M, scale, fi, d_m, d_s, theta)
-        nd = 2.0 * scale * (M.T @ d_s)
-        grad[:] = g
-        # Hessian: the rows' share in cache-sized stacked blocks (one BLAS gemm per block,
-        # see bayesdrop.linalg.hessian._dense_hessian_blocked), then 2 I' + noise diagonal
-        H = np.zeros((p, p))
-        two_w = 2.0 * scale * theta[:D]
-        for start in range(0, n, B):
-            nb = min(start + B, n) - start
-            dense_hessian_block(X, M, two_w, fi, d_mm, d_ms, d_ss, start, nb, Z, Y)
-            H += Z[: 2 * nb].T @ Y[: 2 * nb]
-        for a in range(p):
-            for c in range(a + 1, p):
-                v = 0.5 * (H[a, c] + H[c, a])
-                H[a, c] = v
-                H[c, a] = v
-        for d in range(D):
-            H[d, d] += 2.0 + nd[d]
-        # Cholesky (a relative ridge if H is singular to working precision)
-        hmax = 1.0
-        for a in range(p):
-            hmax = max(hmax, H[a, a])
-        try:
-            L = np.linalg.cholesky(H)
-        except Exception:  # noqa: BLE001 - numba raises LinAlgError
+        fresh = fresh_next
+        for attempt in range(2):
+            if fresh:
+                if order < 2:
+                    _derivatives(code, p0, p1, m, s, y, sw, 2, d_m, d_s, d_mm, d_ms, d_ss)
+                    order = 2
+                nd = 2.0 * scale * (M.T @ d_s)
+                L = _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, P, Q, Z,
+                            Y, syrk, work)
+                n_factors += 1
+            step = _solve(L, g)
+            decrement = 0.0
             for a in range(p):
-                H[a, a] += ridge * hmax
-            L = np.linalg.cholesky(H)
-        # step = -H^{-1} g by two triangular solves
-        u = np.empty(p)
-        for a in range(p):
-            acc = -g[a]
-            for c in range(a):
-                acc -= L[a, c] * u[c]
-            u[a] = acc / L[a, a]
-        step = np.empty(p)
-        for a in range(p - 1, -1, -1):
-            acc = u[a]
-            for c in range(a + 1, p):
-                acc -= L[c, a] * step[c]
-            step[a] = acc / L[a, a]
-        decrement = 0.0
-        for a in range(p):
-            decrement -= g[a] * step[a]
+                decrement -= g[a] * step[a]
+            # a kept factor must shrink the decrement fast enough, else a new one
+            if fresh or (np.isfinite(decrement) and decrement <= contraction * prev_dec):
+                break
+            fresh = True
         if not np.isfinite(decrement):
             status = -1
             break
@@ -301,7 +361,6 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
             break
         # backtracking line search
         t = 1.0
-        cand = np.empty(p)
         while True:
             for a in range(p):
                 cand[a] = theta[a] + t * step[a]
@@ -310,6 +369,10 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
                 break
             t *= 0.5
         if t < min_step and J_c > J:
+            if not fresh:  # a kept factor failed: the same step with a new one
+                fresh_next = True
+                it -= 1
+                continue
             status = 1 if decrement <= 2.0 * tol * max(abs(J), 1.0) else 2
             it -= 1
             break
@@ -318,15 +381,15 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
         s[:] = s_c
         J = J_c
         history[it] = J
-        if decrement <= 2.0 * tol * max(abs(J), 1.0):
+        prev_dec = decrement
+        fresh_next = not (t == 1.0 and decrement <= reuse * max(abs(J), 1.0))
+        order = 2 if fresh_next else 1
+        _derivatives(code, p0, p1, m, s, y, sw, order, d_m, d_s, d_mm, d_ms, d_ss)
+        g = _gradient(X, M, scale, fi, d_m, d_s, theta)
+        if decrement <= 2.0 * tol * (1.0 if fresh else chord_stop) * max(abs(J), 1.0):
             status = 1
             break
-    # gradient at the final point
-    for i in range(n):
-        _, dm, ds, _, _, _ = _term(code, p0, p1, m[i], s[i], y[i], 1)
-        d_m[i], d_s[i] = sw[i] * dm, sw[i] * ds
-    g = _gradient(X, M, scale, fi, d_m, d_s, theta)
-    return theta, history[: it + 1], it, status, g
+    return theta, history[: it + 1], it, status, g, n_factors
 
 
 @numba.njit(cache=True, nogil=True)

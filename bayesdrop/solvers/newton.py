@@ -14,11 +14,21 @@ Nocedal & Wright 2006, section 7.1) -- and a backtracking Armijo line search on 
 the full step. The scores are updated along the line (``m + t Xbar p``), so a trial point
 costs one product with ``V``.
 
+Close to the optimum the Cholesky factor is **reused** (Shamanskii's variant: a chord
+step ``p = -H_k^{-1} g`` with the ``H_k`` of an earlier step; :data:`REUSE_DECREMENT`,
+:data:`CONTRACTION`): such a step costs one pass over the data instead of a Hessian
+(``O(N D)`` instead of ``O(N D^2)``) and is kept only while it shrinks the decrement at
+least tenfold per step, otherwise ``H`` is recomputed. The dense Hessian is assembled from
+each example's 2 x 2 curvature in ``(m, s)`` split into signed squares, two BLAS ``syrk``
+products (:func:`bayesdrop.linalg.kernels.dense_hessian_split`).
+
 Stopping rule: the **Newton decrement** ``lambda^2 = -g.p = g^T H^{-1} g`` (exact with
 Cholesky) estimates twice the distance to the optimum, ``J - J* ~ lambda^2 / 2``. The
 solver stops after the step whose decrement satisfies ``lambda^2 / 2 <= tol max(|J|, 1)``;
 quadratic convergence then puts the final ``J`` far closer than ``tol`` (relative) to
-``J*``. This is the stopping rule of scikit-learn's Newton solvers, applied to ``J``.
+``J*``. This is the stopping rule of scikit-learn's Newton solvers, applied to ``J``. A
+step with a reused factor converges only linearly, so it stops the iteration at
+:data:`CHORD_STOP` times that threshold: the final ``J`` is as close to ``J*``.
 
 The kernel API matches :mod:`bayesdrop.solvers.irls`: :func:`fit` is the driver.
 """
@@ -48,6 +58,22 @@ LINALG = ("auto", "cholesky", "cg")
 ARMIJO = 1e-4
 #: smallest step length tried by the line search
 MIN_STEP = 1e-12
+#: Hessian reuse (a chord step, Shamanskii's variant of Newton's method): after a full
+#: step whose decrement was at most ``REUSE_DECREMENT * max(|J|, 1)`` -- close to the
+#: optimum, where ``H`` changes little from step to step -- the next direction is solved
+#: with the same Cholesky factor, and so on while every such direction's decrement is at
+#: most :data:`CONTRACTION` times the previous one; otherwise (or if its line search
+#: fails) the step is recomputed with a new ``H``. A reused step costs one pass over the
+#: data instead of a Hessian. Measured on 10^4 x 50 logistic at q = 0.3: 2 Hessians and 5
+#: steps instead of 4 and 4; hinge 1 and 4 instead of 3 and 3.
+REUSE_DECREMENT = 1e-2
+#: see :data:`REUSE_DECREMENT`
+CONTRACTION = 0.1
+#: A step with a kept factor converges linearly (by about its contraction), not
+#: quadratically: it ends the iteration only when its decrement is below ``CHORD_STOP``
+#: times the Newton threshold ``2 tol max(|J|, 1)``, so that the result is as close to
+#: the optimum as after a final Newton step (``J`` within about ``tol^2`` relative).
+CHORD_STOP = 1e-4
 
 
 def applicable(problem):
@@ -114,14 +140,14 @@ def _subsample_applies(problem):
 RIDGE = 1e-10
 
 
-def _direction_cholesky(design, curv, g):
+def _factor_cholesky(design, curv):
+    """``cho_factor`` of ``H`` (a relative ridge if singular to working precision)."""
     H = hess.hessian_matrix(design, curv)
     try:
-        c = sla.cho_factor(H, lower=True, check_finite=False)
+        return sla.cho_factor(H, lower=True, check_finite=False)
     except np.linalg.LinAlgError:
         H[np.diag_indices_from(H)] += RIDGE * max(float(np.max(np.diag(H))), 1.0)
-        c = sla.cho_factor(H, lower=True, check_finite=False)
-    return -sla.cho_solve(c, g, check_finite=False), 0
+        return sla.cho_factor(H, lower=True, check_finite=False)
 
 
 def _direction_cg(design, curv, g, rtol, maxiter):
@@ -192,21 +218,23 @@ def _dense_arrays(design, compiled="auto"):
 
 
 def _fit_compiled(problem, theta, code, arrays, tol, max_iter, irls_start):
+    from ..linalg._blas import dsyrk_address
     from ._newton_dense import newton_dense
 
     X, M, scale = arrays
     design = problem.design
-    theta, history, it, status, grad = newton_dense(
+    theta, history, it, status, grad, n_factors = newton_dense(
         code[0], float(code[1]), float(code[2]), X, M, float(scale), design.fit_intercept,
         np.ascontiguousarray(problem.y, dtype=np.float64),
         np.ones(design.n_samples) if problem.loss.weights is None else problem.loss.weights,
         theta, float(tol), int(max_iter),
-        ARMIJO, MIN_STEP, RIDGE, irls_start)
+        ARMIJO, MIN_STEP, RIDGE, irls_start, REUSE_DECREMENT, CONTRACTION, CHORD_STOP,
+        dsyrk_address())
     if status == -2:
         raise FloatingPointError("J is not finite at the starting point")
     if status == -1:
         raise FloatingPointError("the Newton direction is not finite")
-    return theta, history, it, status == 1, grad
+    return theta, history, it, status == 1, grad, n_factors
 
 
 def _result(theta, history, it, converged, g, start, n_evals, linalg, warn, max_iter, tol):
@@ -253,6 +281,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     Returns
     -------
     SolverResult
+        ``n_iter`` counts the steps, ``n_evals`` the Hessians (Cholesky) or CG solves.
 
     Examples
     --------
@@ -311,9 +340,9 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     if compiled_run is not None:
         code, arrays = compiled_run
         irls_start = theta0 is None and not loss.smooth
-        theta, history, it, converged, g = _fit_compiled(problem, theta, code, arrays,
-                                                         tol, max_iter, irls_start)
-        return _result(theta, history, it, converged, g, start, it, linalg,
+        theta, history, it, converged, g, n_factors = _fit_compiled(
+            problem, theta, code, arrays, tol, max_iter, irls_start)
+        return _result(theta, history, it, converged, g, start, n_factors, linalg,
                        warn and not converged, max_iter, tol)
     m, s = design.scores(theta)
     J, g, curv = hess.curvature(problem, theta, m, s)
@@ -325,14 +354,28 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     n_evals = 0
     it = 0
     D = design.n_features
-    for it in range(1, max_iter + 1):
-        if linalg == "cholesky":
-            step, _ = _direction_cholesky(design, curv, g)
-        else:
-            rtol = min(0.5, np.sqrt(np.linalg.norm(g) / g0))
-            step, _ = _direction_cg(design, curv, g, rtol, cg_maxiter)
-        n_evals += 1
-        decrement = float(-(g @ step))
+    factor, fresh_next, prev_dec = None, True, np.inf
+    while it < max_iter:
+        it += 1
+        fresh = fresh_next or linalg != "cholesky"  # CG: a new operator every step
+        for _ in range(2):
+            if fresh:
+                if curv is None:  # second derivatives at theta (m, s are current)
+                    J, g, curv = hess.curvature(problem, theta, m, s)
+                if linalg == "cholesky":
+                    factor = _factor_cholesky(design, curv)
+                    n_evals += 1
+                    step = -sla.cho_solve(factor, g, check_finite=False)
+                else:
+                    rtol = min(0.5, np.sqrt(np.linalg.norm(g) / g0))
+                    step, _ = _direction_cg(design, curv, g, rtol, cg_maxiter)
+                    n_evals += 1
+            else:  # the factor of an earlier H (see REUSE_DECREMENT)
+                step = -sla.cho_solve(factor, g, check_finite=False)
+            decrement = float(-(g @ step))
+            if fresh or (np.isfinite(decrement) and decrement <= CONTRACTION * prev_dec):
+                break
+            fresh = True  # the kept factor does not contract fast enough: a new one
         if not np.isfinite(decrement):
             raise FloatingPointError(f"the Newton direction is not finite at iteration {it}")
         if decrement <= 0.0:  # at the optimum to rounding: no descent direction left
@@ -351,15 +394,25 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
             if J_c <= J - ARMIJO * t * decrement or t < MIN_STEP:
                 break
             t *= 0.5
-        if t < MIN_STEP and J_c > J:  # no decrease possible: rounding level reached
-            converged = decrement <= 2.0 * tol * max(abs(J), 1.0)
+        if t < MIN_STEP and J_c > J:  # no decrease possible
+            if not fresh:  # with a kept factor: the same step with a new one
+                fresh_next = True
+                it -= 1
+                continue
+            converged = decrement <= 2.0 * tol * max(abs(J), 1.0)  # rounding level reached
             it -= 1  # no step taken
             break
         theta = theta + t * step
         m, s = m_c, s_c
-        J, g, curv = hess.curvature(problem, theta, m, s)
+        prev_dec = decrement
+        fresh_next = not (t == 1.0 and decrement <= REUSE_DECREMENT * max(abs(J_c), 1.0))
+        if fresh_next or linalg != "cholesky":
+            J, g, curv = hess.curvature(problem, theta, m, s)
+        else:  # the next direction reuses the factor: first derivatives only
+            J, g = hess.gradient(problem, theta, m, s)
+            curv = None
         history.append(J)
-        if decrement <= 2.0 * tol * max(abs(J), 1.0):
+        if decrement <= 2.0 * tol * (1.0 if fresh else CHORD_STOP) * max(abs(J), 1.0):
             converged = True
             break
     return _result(theta, history, it, converged, g, start, n_evals, linalg,
@@ -428,8 +481,10 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=100, warn=True):
     >>> X = rng.normal(size=(200, 4)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=200))
     >>> problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
     >>> a, b = fit_rows(InMemoryRows(problem)), fit(problem)
-    >>> bool(np.allclose(a.theta, b.theta, rtol=1e-10, atol=1e-12)), a.n_iter == b.n_iter
-    (True, True)
+    >>> bool(abs(a.objective[-1] - b.objective[-1]) <= 1e-13 * b.objective[-1])
+    True
+    >>> bool(np.allclose(a.theta, b.theta, rtol=1e-7, atol=1e-10))
+    True
     """
     tol = check_scalar(tol, "tol", min_val=0.0, include_min=False)
     max_iter = check_scalar(max_iter, "max_iter", min_val=1, integer=True)

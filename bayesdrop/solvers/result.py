@@ -31,7 +31,8 @@ class SolverResult(NamedTuple):
     solver : str
         Which optimiser produced it (``"irls"``, ``"newton"``, ...).
     n_evals : int
-        Work units: IRLS maps, or Newton linear solves.
+        Work units: IRLS maps, Newton Hessians (factorisations or CG solves), passes
+        over the data of a row back-end.
     linalg : str
         The linear-algebra back-end used (``"cholesky"``, ``"cg"``, ...).
     """

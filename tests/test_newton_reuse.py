@@ -1,0 +1,127 @@
+"""Newton's Hessian as signed squares (``kernels.dense_hessian_split``) and the steps that
+reuse a Cholesky factor (``newton.REUSE_DECREMENT``): exact to rounding against
+independent references (1000-digit decimal eigenvalues, the generic three-product Hessian,
+classical Newton at a tight tolerance)."""
+
+from __future__ import annotations
+
+from decimal import Decimal, getcontext
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+
+from bayesdrop import Dropout, HingeLoss, LogisticLoss, Problem
+from bayesdrop.linalg import hessian, kernels
+from bayesdrop.solvers import newton
+
+
+def _eigen_decimal(a, b, c):
+    """Eigenvalues of ``[[a, b], [b, c]]`` (larger first) to 1000 digits (enough for
+    entries 600 orders of magnitude apart)."""
+    getcontext().prec = 1000
+    a, b, c = Decimal(a), Decimal(b), Decimal(c)
+    mean, half = (a + c) / 2, (a - c) / 2
+    rad = (half * half + b * b).sqrt()
+    return float(mean + rad), float(mean - rad)
+
+
+CURVATURES = [
+    (1.0, 0.3, -0.2),
+    (2.0, 0.0, 5.0),            # diagonal, c larger
+    (-1.0, 0.0, -3.0),          # negative definite, diagonal
+    (1.0, 1.0, 1.0),            # singular
+    (4.0, -1.0, 4.0),           # equal diagonal
+    (3.018e6, 3.0098e17, -8.273e25),  # from a hinge fit: eigenvalues 26 orders apart
+    (1e-300, 1e-160, -1e-20),
+    (1e200, 1e250, -1e280),     # squares would overflow
+]
+
+
+@pytest.mark.parametrize("abc", CURVATURES)
+def test_eigen2_matches_exact_eigenvalues_and_reconstructs(abc):
+    a, b, c = abc
+    l1, l2, u, v = kernels._eigen2(a, b, c)
+    r1, r2 = _eigen_decimal(a, b, c)
+    # each eigenvalue to relative accuracy (the small one too: det / the large one)
+    assert l1 == pytest.approx(r1, rel=1e-13, abs=1e-300)
+    assert l2 == pytest.approx(r2, rel=1e-13, abs=1e-300)
+    assert u * u + v * v == pytest.approx(1.0, rel=1e-15)
+    C = np.array([[a, b], [b, c]])
+    e1, e2 = np.array([u, v]), np.array([-v, u])
+    np.testing.assert_allclose(C @ e1, l1 * e1, rtol=1e-13, atol=1e-13 * np.max(np.abs(C)))
+    np.testing.assert_allclose(C @ e2, l2 * e2, rtol=1e-13, atol=1e-13 * np.max(np.abs(C)))
+
+
+def _problem(n=400, d=6, loss=None, q=0.2, seed=0, weights=None):
+    X, y = make_classification(n, d, n_informative=3, random_state=seed)
+    loss = HingeLoss(1.0) if loss is None else loss
+    return Problem.create(X, 2.0 * y - 1.0, loss, Dropout(q), True, weights)
+
+
+@pytest.mark.parametrize("loss", [HingeLoss(1.0), LogisticLoss(1.0)])
+@pytest.mark.parametrize("spread, q", [(0.1, 0.2), (3.0, 1e-6)])
+def test_split_hessian_equals_the_three_products(loss, spread, q, monkeypatch):
+    """The signed-square Hessian (blocks of 7 rows: partial blocks, both kernels' paths)
+    equals the generic ``Xbar^T diag Xbar + cross + noise`` products to rounding --
+    ``q = 1e-6`` puts the examples far from their kink relative to their score
+    deviation (strongly indefinite curvature: the exact-product path)."""
+    problem = _problem(loss=loss, q=q)
+    rng = np.random.default_rng(1)
+    theta = spread * rng.normal(size=problem.design.n_params)
+    _, _, curv = hessian.curvature(problem, theta)
+    whole = hessian.hessian_matrix(problem.design, curv)
+    monkeypatch.setattr(hessian, "HESSIAN_BLOCKED_MIN", 0)
+    monkeypatch.setattr(hessian, "HESSIAN_BLOCK", 7)
+    split = hessian.hessian_matrix(problem.design, curv)
+    np.testing.assert_allclose(split, whole, rtol=0, atol=1e-13 * np.max(np.abs(whole)))
+    ratio = curv.d_ms ** 2 / np.maximum(np.abs(curv.d_mm * curv.d_ss), 1e-300)
+    if q < 0.1:  # both paths exercised
+        assert np.any(ratio > kernels.SPLIT_MAX_RATIO) and np.any(ratio <= kernels.SPLIT_MAX_RATIO)
+
+
+def test_split_hessian_keeps_the_small_eigenvalue_of_an_ill_conditioned_H(monkeypatch):
+    """A weighted hinge fit near its optimum: ``H`` has eigenvalues from 0.4 to 10^10
+    (examples close to their kink); the split form keeps the smallest to the rounding
+    level of ``H`` (``~ eps ||H||``, shared by any way of summing it), and the compiled
+    Newton loop converges where it once hit a non-positive-definite ``H``."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(60, 4))
+    labels = np.random.default_rng(0).integers(0, 3, size=60)
+    y = np.where(labels == 1, 1.0, -1.0)
+    w = np.array([2.0, 0.5, 1.0])[labels]
+    problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.2), True, w)
+    late = newton.fit(problem, compiled=False, max_iter=9, warn=False).theta
+    _, _, curv = hessian.curvature(problem, late)
+    whole = hessian.hessian_matrix(problem.design, curv)
+    monkeypatch.setattr(hessian, "HESSIAN_BLOCKED_MIN", 0)
+    split = hessian.hessian_matrix(problem.design, curv)
+    ew, es = np.linalg.eigvalsh(whole), np.linalg.eigvalsh(split)
+    assert ew[-1] / ew[0] > 1e9
+    assert es[0] == pytest.approx(ew[0], abs=100 * np.finfo(float).eps * ew[-1])
+    assert es[0] > 0.3
+    a = newton.fit(problem, compiled=True)
+    b = newton.fit(problem, compiled=False)
+    assert a.converged and b.converged
+    assert a.objective[-1] == pytest.approx(b.objective[-1], rel=1e-12)
+
+
+@pytest.mark.parametrize("loss", [HingeLoss(1.0), LogisticLoss(1.0)])
+@pytest.mark.parametrize("compiled", [True, False])
+def test_reused_factors_reach_the_classical_newton_optimum(loss, compiled, monkeypatch):
+    """With factor reuse Newton computes fewer Hessians than it takes steps and ends as
+    close to ``J*`` as classical Newton (every step a new Hessian, ``REUSE_DECREMENT =
+    0``): within ``1e-13`` relative at the default ``tol`` (``CHORD_STOP``)."""
+    problem = _problem(n=3000, d=20, loss=loss, q=0.3, seed=3)
+    fast = newton.fit(problem, compiled=compiled)
+    monkeypatch.setattr(newton, "REUSE_DECREMENT", 0.0)
+    classic = newton.fit(problem, compiled=compiled)
+    tight = newton.fit(problem, tol=1e-15, compiled=compiled, warn=False)
+    assert fast.converged and classic.converged
+    assert classic.n_evals == classic.n_iter  # one Hessian per step
+    assert fast.n_evals < classic.n_evals and fast.n_evals < fast.n_iter
+    J = tight.objective[-1]
+    assert fast.objective[-1] - J <= 1e-13 * J
+    assert classic.objective[-1] - J <= 1e-13 * J
+    np.testing.assert_allclose(fast.theta, tight.theta, rtol=1e-6, atol=1e-9)
+    assert np.all(np.diff(fast.objective) <= 1e-12 * J)  # monotone
