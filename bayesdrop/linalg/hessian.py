@@ -107,9 +107,10 @@ def curvature(problem, theta, m=None, s=None):
     return J, grad, Curvature(w, d_m, d_s, np.maximum(d_mm, 0.0), d_ms, d_ss, noise_diag)
 
 
-def gradient(problem, theta, m, s):
+def gradient(problem, theta, m, s, terms=None):
     """``J`` and its gradient at ``theta`` from its scores ``(m, s)`` (first derivatives
-    only: the pass of a Newton step that reuses an earlier Hessian).
+    only: the pass of a Newton step that reuses an earlier Hessian); ``terms``: the
+    loss's ``terms(m, s, y)`` if already computed.
 
     Examples
     --------
@@ -125,7 +126,7 @@ def gradient(problem, theta, m, s):
     """
     design, loss, y = problem
     w, _ = design.split(theta)
-    value, d_m, d_s = loss.terms(m, s, y)
+    value, d_m, d_s = loss.terms(m, s, y) if terms is None else terms
     grad = design.rmatvec(d_m)
     grad[: design.n_features] += 2.0 * w + 2.0 * design.noise_rmatvec(d_s) * w
     return float(w @ w + np.sum(value)), grad

@@ -386,11 +386,20 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         xs = design.matvec(step)
         w, step_w = theta[:D], step[:D]
         t = 1.0
+        # near the optimum the full step is taken and the next one reuses the factor:
+        # the derivatives at the trial point then serve as the gradient pass
+        terms_c = None
+        chord_next = linalg == "cholesky" and decrement <= REUSE_DECREMENT * max(abs(J), 1.0)
         while True:
             cand_w = w + t * step_w
             m_c = m + t * xs
             s_c = design.noise_matvec(cand_w * cand_w)
-            J_c = float(cand_w @ cand_w + np.sum(loss.value(m_c, s_c, y)))
+            if t == 1.0 and chord_next:
+                terms_c = loss.terms(m_c, s_c, y)
+                J_c = float(cand_w @ cand_w + np.sum(terms_c[0]))
+            else:
+                terms_c = None
+                J_c = float(cand_w @ cand_w + np.sum(loss.value(m_c, s_c, y)))
             if J_c <= J - ARMIJO * t * decrement or t < MIN_STEP:
                 break
             t *= 0.5
@@ -409,7 +418,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         if fresh_next or linalg != "cholesky":
             J, g, curv = hess.curvature(problem, theta, m, s)
         else:  # the next direction reuses the factor: first derivatives only
-            J, g = hess.gradient(problem, theta, m, s)
+            J, g = hess.gradient(problem, theta, m, s, terms_c)
             curv = None
         history.append(J)
         if decrement <= 2.0 * tol * (1.0 if fresh else CHORD_STOP) * max(abs(J), 1.0):
