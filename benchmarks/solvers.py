@@ -34,8 +34,9 @@ Three comparisons, every ratio measured in the same run on the same machine:
    200 (``LinearSVC`` minimises the squared hinge with a penalised intercept, a different
    objective: the row compares time and held-out accuracy).
 
-Times are the best of ``repeat`` runs (20 for breast cancer / diabetes, 3 for the 10k and
-newsgroups problems, 1 for the 10^6-row problem) of the whole call,
+Times are the best of ``repeat`` runs (part 1: 20 for breast cancer / diabetes, 10 for the
+10k problems, 3 for newsgroups and the 10^6-row problem; parts 2-3: 20 for breast cancer,
+3 otherwise) of the whole call,
 including input validation; numba compilation is excluded by a warm-up fit on the same
 problem. One process, BLAS with its default threads (2 cores).
 """
@@ -286,8 +287,8 @@ def problems(quick):
         ("breast cancer 569x30 SVC q=.3", Problem.create(Xc, yc, HingeLoss(1.0), Dropout(0.3)), 20),
         ("diabetes 442x10 SVR q=.3", Problem.create(Xd, (yd - yd.mean()) / yd.std(),
                                                     EpsilonInsensitiveLoss(1.0, 0.1), Dropout(0.3)), 20),
-        ("synthetic 10000x50 LR q=.3", Problem.create(Xs, ys, LogisticLoss(1.0), Dropout(0.3)), 3),
-        ("synthetic 10000x50 SVC q=.3", Problem.create(Xs, ys, HingeLoss(1.0), Dropout(0.3)), 3),
+        ("synthetic 10000x50 LR q=.3", Problem.create(Xs, ys, LogisticLoss(1.0), Dropout(0.3)), 10),
+        ("synthetic 10000x50 SVC q=.3", Problem.create(Xs, ys, HingeLoss(1.0), Dropout(0.3)), 10),
     ]
     if not quick:
         Xn, yn = load_newsgroups()
@@ -299,7 +300,7 @@ def problems(quick):
         rng = np.random.default_rng(0)
         Xt = rng.normal(size=(1_000_000, 20))
         yt = np.where(Xt @ rng.normal(size=20) + rng.normal(size=1_000_000) > 0, 1.0, -1.0)
-        out.append(("tall 1e6x20 LR q=.3", Problem.create(Xt, yt, LogisticLoss(1.0), Dropout(0.3)), 1))
+        out.append(("tall 1e6x20 LR q=.3", Problem.create(Xt, yt, LogisticLoss(1.0), Dropout(0.3)), 3))
     return out
 
 

@@ -382,7 +382,9 @@ def test_subsample_start_reaches_the_same_optimum(kind, loss_name, noise, monkey
     weighted J of those rows, and the fit reaches the full fit's optimum (Newton and IRLS
     without the subsample start) with no more Hessians of the full data (fewer at 10^6
     rows: benchmarks/results/solvers.txt; ``n_evals`` counts them, ``n_iter`` also the
-    steps that reuse a factor)."""
+    steps that reuse a factor). The module's step (every 32nd row) leaves 11 rows for 8
+    parameters here, a start too rough to save Hessians but still the same optimum; its
+    saving is measured at 10^6 rows (benchmarks/results/solvers.txt)."""
     X, y = _data(kind, loss_name, seed=11)
     X = sp.vstack([X] * 4).tocsr() if kind == "sparse" else np.vstack([X] * 4)
     y = np.tile(y, 4)
@@ -396,9 +398,12 @@ def test_subsample_start_reaches_the_same_optimum(kind, loss_name, noise, monkey
     full = newton.fit(problem, tol=1e-12)
     monkeypatch.setattr(newton, "SUBSAMPLE_MIN_ROWS", 100)
     assert newton._subsample_applies(problem)
+    rough = newton.fit(problem, tol=1e-12)  # from every 32nd row
+    monkeypatch.setattr(newton, "SUBSAMPLE_STEP", 8)
     fast = newton.fit(problem, tol=1e-12)
     ref = irls.fit(problem, tol=1e-13, max_iter=5000)
     assert fast.converged and fast.n_evals <= full.n_evals
     J = ref.objective[-1]
-    assert abs(fast.objective[-1] - J) <= 1e-10 * J
-    np.testing.assert_allclose(fast.theta, full.theta, rtol=1e-6, atol=1e-8)
+    for res in (fast, rough):
+        assert res.converged and abs(res.objective[-1] - J) <= 1e-10 * J
+        np.testing.assert_allclose(res.theta, full.theta, rtol=1e-6, atol=1e-8)
