@@ -268,7 +268,7 @@ def _solve(L, g):
 
 @numba.njit(cache=True, nogil=True)
 def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, armijo, min_step,
-                 ridge, irls_start, reuse, contraction, chord_stop, syrk):
+                 ridge, irls_start, reuse, contraction, chord_stop, expand, syrk):
     """Newton's method on ``J`` for dense ``X`` and ``V = scale * M``; example ``i``'s
     term is scaled by ``sw[i]`` (its sample weight).
 
@@ -276,7 +276,8 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     zero). ``reuse``, ``contraction``, ``chord_stop``: when the Cholesky factor of ``H``
     is kept for the next direction, and when such a step ends the iteration
     (:data:`bayesdrop.solvers.newton.REUSE_DECREMENT`,
-    :data:`bayesdrop.solvers.newton.CONTRACTION`, :data:`bayesdrop.solvers.newton.CHORD_STOP`). ``syrk``: the address of BLAS
+    :data:`bayesdrop.solvers.newton.CONTRACTION`, :data:`bayesdrop.solvers.newton.CHORD_STOP`);
+    ``expand``: doublings of a far step (:data:`bayesdrop.solvers.newton.EXPAND_STEPS`). ``syrk``: the address of BLAS
     ``dsyrk`` (:func:`bayesdrop.linalg._blas.dsyrk_address`). Returns
     ``(theta, history, n_iter, status, grad, n_factors)``; ``status`` 1 converged, 0 not,
     2 the line search could not decrease ``J`` (rounding level reached), -1 a non-finite
@@ -332,6 +333,9 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     g = _gradient(X, M, scale, fi, d_m, d_s, theta)
     prev_dec = np.inf
     cand = np.empty(p)
+    cand_e = np.empty(p)
+    m_e = np.empty(n)
+    s_e = np.empty(n)
     while it < max_iter:
         it += 1
         fresh = fresh_next
@@ -368,6 +372,19 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
             if J_c <= J - armijo * t * decrement or t < min_step:
                 break
             t *= 0.5
+        if t == 1.0 and decrement > reuse * max(abs(J), 1.0):
+            # far from the optimum: longer steps while J keeps falling
+            for _ in range(expand):
+                for a in range(p):
+                    cand_e[a] = theta[a] + 2.0 * t * step[a]
+                J_e = _objective(code, p0, p1, X, M, scale, fi, y, sw, cand_e, m_e, s_e)
+                if not J_e < J_c:
+                    break
+                t *= 2.0
+                J_c = J_e
+                cand, cand_e = cand_e, cand
+                m_c, m_e = m_e, m_c
+                s_c, s_e = s_e, s_c
         if t < min_step and J_c > J:
             if not fresh:  # a kept factor failed: the same step with a new one
                 fresh_next = True
