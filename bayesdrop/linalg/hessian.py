@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..model._logistic_rows import SIMD_MIN_ROWS, logistic_rows
 from . import kernels
 
 __all__ = ["Curvature", "curvature", "gradient", "hessian_matrix", "hessian_operator",
@@ -56,14 +57,17 @@ class Curvature(NamedTuple):
 
 def _terms_curvature(loss, m, s, y):
     """``loss.terms`` and ``loss.curvature`` at once: one compiled pass for the built-in
-    losses (:func:`bayesdrop.solvers._newton_dense.terms_curvature`), else the loss's
-    numpy methods."""
+    losses (:func:`bayesdrop.solvers._newton_dense.terms_curvature`; the logistic loss
+    on many rows by :func:`bayesdrop.model._logistic_rows.logistic_rows`), else the
+    loss's numpy methods."""
     from ..solvers._newton_dense import loss_code, terms_curvature
 
     code = loss_code(loss)
     if code is None:
         return loss.terms(m, s, y) + tuple(loss.curvature(m, s, y))
     n = m.shape[0]
+    if code[0] == 1 and n >= SIMD_MIN_ROWS:  # numpy's SIMD exp / log1p / tanh
+        return tuple(logistic_rows(code[1], m, s, y, loss.weights, 2))
     out = np.empty((6, n))
     sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights,
                                                                       dtype=np.float64)

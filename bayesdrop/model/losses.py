@@ -39,6 +39,9 @@ import numpy as np
 
 from .._validation import as_float_vector, check_binary_labels, check_scalar
 from ..samplers.augmentation import inverse_gaussian, polya_gamma
+from ._logistic_rows import KAPPA_SERIES as _KAPPA_SERIES
+from ._logistic_rows import PSI_SERIES as _PSI_SERIES
+from ._logistic_rows import SIMD_MIN_ROWS, logistic_rows
 
 __all__ = [
     "ROOT_FLOOR",
@@ -53,15 +56,6 @@ __all__ = [
 #: Floor on ``sqrt(E zeta^2)`` (hinge) and ``sqrt(E (Delta -+ eps)^2)`` (epsilon-insensitive)
 #: used in the IRLS weights and in derivatives.
 ROOT_FLOOR = 1e-9
-
-#: Below this ``psi`` the logistic weight ``tanh(psi/2)/psi`` uses its Taylor series.
-_PSI_SERIES = 1e-4
-
-#: Below this ``psi`` the logistic curvature ``lambda'(psi) / psi`` uses its Taylor series
-#: (the closed form cancels to relative error ``eps / psi^2``; the series' first omitted
-#: term is ``psi^6`` relative).
-_KAPPA_SERIES = 1e-2
-
 
 def _root_curvature(a, s, C):
     """Second derivatives of ``C sqrt(a^2 + s)`` with ``da/dm = -1``.
@@ -335,7 +329,21 @@ class LogisticLoss(Loss):
         return np.where(small, h / 4.0 * (1.0 - psi * psi / 12.0),
                         h / (2.0 * safe) * np.tanh(safe / 2.0))
 
+    def _rows(self, m, s, y, order):
+        """:func:`bayesdrop.model._logistic_rows.logistic_rows` (numpy's SIMD
+        transcendental functions, the arithmetic compiled) for 1-D inputs of
+        ``SIMD_MIN_ROWS`` rows or more; None otherwise (the numpy formulas below)."""
+        n = np.shape(m)[0] if np.ndim(m) == 1 else 0
+        if n < SIMD_MIN_ROWS or np.shape(s) != (n,) or np.shape(y) != (n,):
+            return None
+        if self.weights is not None and np.shape(self.weights) != (n,):
+            return None
+        return logistic_rows(2.0 * self.C, m, s, y, self.weights, order)
+
     def terms(self, m, s, y):
+        rows = self._rows(m, s, y, 1)
+        if rows is not None:
+            return rows[0], rows[1], rows[2]
         h = self.h
         psi = np.sqrt(m * m + s)
         excess, _ = _excess_root(m, s)  # psi - |m|
@@ -346,19 +354,26 @@ class LogisticLoss(Loss):
     def curvature(self, m, s, y):
         # term = f(psi) - (h/2) y m with f' = psi lam; lam' = d lam / d psi, kappa = lam'/psi:
         # d2/dm2 = lam + m^2 kappa, d2/dm ds = m kappa / 2, d2/ds2 = kappa / 4
+        rows = self._rows(m, s, y, 2)
+        if rows is not None:
+            return rows[3], rows[4], rows[5]
         h = self.h
         psi = np.sqrt(m * m + s)
         lam = self._mean_pg(psi)
         small = psi < _KAPPA_SERIES
         p = np.where(small, 1.0, psi)
         x = 0.5 * p
-        exact = 0.5 * h * (0.5 / np.cosh(x) ** 2 / (p * p) - np.tanh(x) / (p * p * p))
+        with np.errstate(over="ignore"):  # cosh^2 -> inf: 1 / cosh^2 -> 0, as it should
+            exact = 0.5 * h * (0.5 / np.cosh(x) ** 2 / (p * p) - np.tanh(x) / (p * p * p))
         p2 = psi * psi
         series = 0.25 * h * (-1.0 / 6.0 + p2 / 30.0 - 17.0 * p2 * p2 / 3360.0)
         kappa = np.where(small, series, exact)
-        return lam + m * m * kappa, 0.5 * m * kappa, 0.25 * kappa
+        return np.maximum(lam + m * m * kappa, 0.0), 0.5 * m * kappa, 0.25 * kappa
 
     def value(self, m, s, y):
+        rows = self._rows(m, s, y, 0)
+        if rows is not None:
+            return rows[0]
         psi = np.sqrt(m * m + s)
         excess, _ = _excess_root(m, s)
         return self.h * (0.5 * excess + np.log1p(np.exp(-psi)) + np.maximum(-y * m, 0.0))

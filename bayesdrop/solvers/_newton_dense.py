@@ -23,6 +23,7 @@ import numpy as np
 
 from ..linalg._blas import syrk_rows, syrk_work
 from ..linalg.kernels import dense_hessian_split
+from ..model._logistic_rows import logistic_from
 from ..model.losses import (
     ROOT_FLOOR,
     EpsilonInsensitiveLoss,
@@ -36,9 +37,6 @@ __all__ = ["loss_code", "newton_dense", "terms_curvature"]
 #: rows per block of the Hessian's stacked Gram product (see
 #: :data:`bayesdrop.linalg.hessian.HESSIAN_BLOCK`)
 _HESSIAN_ROWS = 2048
-
-_PSI_SERIES = 1e-4
-_KAPPA_SERIES = 1e-2
 
 
 def loss_code(loss):
@@ -77,32 +75,12 @@ def _term(code, p0, p1, m, s, y, derivs):
         value = v + 2.0 * p0 * max(zeta, 0.0)
         # d zeta / dm = -y: chain rule on the root part, plus -C y from the linear part
         return value, y * dm - p0 * y, ds, dmm, y * dms, dss
-    if code == 1:  # logistic, h = p0
-        h = p0
+    if code == 1:  # logistic, h = p0 (bayesdrop.model._logistic_rows.logistic_from)
         psi = math.sqrt(m * m + s)
         if not derivs:
-            denom = psi + abs(m)
-            excess = s / denom if denom > 0.0 else 0.0
-            value = h * (0.5 * excess + math.log1p(math.exp(-psi)) + max(-y * m, 0.0))
-            return value, 0.0, 0.0, 0.0, 0.0, 0.0
+            return logistic_from(p0, m, s, y, psi, math.log1p(math.exp(-psi)), 0.0, True, 0)
         # derivatives only (the callers have the value): one tanh
-        th = math.tanh(0.5 * psi)
-        if psi < _PSI_SERIES:
-            lam = h / 4.0 * (1.0 - psi * psi / 12.0)
-        else:
-            lam = h / (2.0 * psi) * th
-        if derivs == 1:
-            return 0.0, lam * m - 0.5 * h * y, 0.5 * lam, 0.0, 0.0, 0.0
-        if psi < _KAPPA_SERIES:
-            p2 = psi * psi
-            kappa = 0.25 * h * (-1.0 / 6.0 + p2 / 30.0 - 17.0 * p2 * p2 / 3360.0)
-        else:
-            # 1 / cosh^2(psi/2) = (1 - th)(1 + th): its rounding error is below 1e-15 of
-            # kappa wherever the term matters
-            kappa = 0.5 * h * (0.5 * (1.0 - th) * (1.0 + th) / (psi * psi)
-                               - th / (psi * psi * psi))
-        dmm = max(lam + m * m * kappa, 0.0)
-        return 0.0, lam * m - 0.5 * h * y, 0.5 * lam, dmm, 0.5 * m * kappa, 0.25 * kappa
+        return logistic_from(p0, m, s, y, psi, 0.0, math.tanh(0.5 * psi), False, derivs)
     if code == 2:  # epsilon-insensitive: C (sqrt(e+) + sqrt(e-) - 2 eps)
         r = y - m
         vp, dmp, dsp, dmmp, dmsp, dssp = _root_terms(r - p1, s, p0)

@@ -203,23 +203,25 @@ def _irls_start(problem, linalg):
     return theta if problem.objective(theta) <= problem.objective(zero) else zero
 
 
-#: ``compiled="auto"`` runs the compiled dense loop up to this many entries ``N x D``, or
-#: for at most :data:`MAX_COMPILED_PARAMS` parameters at any ``N``. Beyond both the
-#: Hessian's Gram products dominate and numpy's threaded BLAS is faster than the compiled
-#: loop's (scipy's BLAS, one thread under :func:`bayesdrop._threads.single_blas_pool`).
-#: Measured on 2 cores: breast cancer 569 x 30 twice as fast compiled; 5e4 x 20 1.4-1.9x
-#: and 1e6 x 20 1.25x faster compiled; 1e4 x 50 equal; 2.5e5 x 64 0.75-1.2x.
-MAX_COMPILED_ENTRIES = 100_000
-#: see :data:`MAX_COMPILED_ENTRIES`
-MAX_COMPILED_PARAMS = 32
+#: ``compiled="auto"`` runs the compiled dense loop up to this many rows ``N`` and
+#: :data:`MAX_COMPILED_ENTRIES` entries ``N x D``. Beyond, the Python loop is faster: its
+#: logistic terms take numpy's SIMD ``exp`` / ``log1p`` / ``tanh``
+#: (:mod:`bayesdrop.model._logistic_rows`; numba's are scalar, 5-10x slower per row) and
+#: its products numpy's threaded BLAS. Measured on 2 cores (logistic / hinge at q = 0.3,
+#: Python loop time over compiled): 569 x 30 2.2 / 2.3, 1000 x 30 1.36 / 1.27,
+#: 2000 x 20 1.02 / 1.13, 3000 x 10 0.77 / 1.06, 2000 x 50 0.91 / 0.72,
+#: 2e4 x 20 0.47 / 0.57, 1e6 x 20 0.48 / 1.08.
+MAX_COMPILED_ROWS = 2000
+#: see :data:`MAX_COMPILED_ROWS`
+MAX_COMPILED_ENTRIES = 40_000
 
 
 def _dense_arrays(design, compiled="auto"):
     """``(X, M, scale)`` for the compiled dense loop, or None."""
     if design.sparse:
         return None
-    if (compiled == "auto" and design.n_samples * design.n_features > MAX_COMPILED_ENTRIES
-            and design.n_params > MAX_COMPILED_PARAMS):
+    if compiled == "auto" and (design.n_samples > MAX_COMPILED_ROWS or design.n_samples
+                               * design.n_features > MAX_COMPILED_ENTRIES):
         return None
     compiled = design.row_kernel_arrays()
     if compiled is not None:
@@ -289,8 +291,8 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     compiled : {"auto", True, False}
         With ``linalg="cholesky"`` and a dense design, run the whole loop compiled
         (:mod:`bayesdrop.solvers._newton_dense`: the same steps without Python between
-        them). ``"auto"``: up to :data:`MAX_COMPILED_ENTRIES` entries in ``X`` or up to
-        :data:`MAX_COMPILED_PARAMS` parameters.
+        them). ``"auto"``: up to :data:`MAX_COMPILED_ROWS` rows and
+        :data:`MAX_COMPILED_ENTRIES` entries in ``X``.
 
     Returns
     -------
@@ -333,13 +335,12 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
             compiled_run = code, arrays
         elif compiled is True:
             raise ValueError("compiled=True needs a dense design and a built-in loss")
-    sub_iter = 0
     if theta0 is None and _subsample_applies(problem):
         # many rows: start from the optimum of every SUBSAMPLE_STEP-th example (weighted
         # SUBSAMPLE_STEP, the same J in expectation); one full Hessian then suffices
         sub = fit(subsample_rows(problem, SUBSAMPLE_STEP), tol=tol, max_iter=max_iter,
                   linalg=linalg, warn=False, cg_maxiter=cg_maxiter, compiled=compiled)
-        theta0, sub_iter = sub.theta, sub.n_iter
+        theta0 = sub.theta
     if theta0 is None:
         theta = np.zeros(p_dim)
         if not loss.smooth and compiled_run is None:
