@@ -154,3 +154,24 @@ def test_expanded_far_steps_save_hessians_and_reach_the_same_optimum(loss, compi
         assert np.all(np.diff(res.objective) <= 0.0)
         # theta to sqrt(J excess / smallest curvature ~ 1) ~ 1e-7
         np.testing.assert_allclose(res.theta, tight.theta, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("loss", [HingeLoss(1.0), LogisticLoss(1.0)])
+@pytest.mark.parametrize("path", ["compiled", "python", "subsample"])
+def test_max_iter_k_stops_the_same_iteration_after_step_k(loss, path, monkeypatch):
+    """``max_iter=k`` gives the first ``k`` steps of the unlimited run exactly (the same
+    ``J`` history and, after the last step, the same ``theta``) -- also with the subsample
+    start, which keeps its own step budget. The solver benchmark times "time to 1e-8" as
+    the fit stopped after the first step within 1e-8 of ``J*``."""
+    compiled = path == "compiled"
+    if path == "subsample":
+        monkeypatch.setattr(newton, "SUBSAMPLE_MIN_ROWS", 1000)
+        monkeypatch.setattr(newton, "SUBSAMPLE_STEP", 4)
+    problem = _problem(n=3000, d=20, loss=loss, q=0.3, seed=5)
+    full = newton.fit(problem, compiled=compiled)
+    assert full.converged and full.n_iter >= 3
+    for k in range(1, full.n_iter + 1):
+        part = newton.fit(problem, max_iter=k, compiled=compiled, warn=False)
+        assert part.n_iter == k
+        np.testing.assert_array_equal(part.objective, full.objective[: k + 1])
+    np.testing.assert_array_equal(part.theta, full.theta)

@@ -137,6 +137,8 @@ def choose_linalg(design, linalg="auto"):
 SUBSAMPLE_MIN_ROWS = 200_000
 #: see :data:`SUBSAMPLE_MIN_ROWS`
 SUBSAMPLE_STEP = 32
+#: steps of the subsample start at least (see ``max_iter`` of :func:`fit`)
+SUBSAMPLE_MAX_ITER = 100
 #: the subsample of :func:`fit_rows` (every 8th row of each block): without factor reuse
 #: each further step there costs a pass over the (cluster's) data, so it starts closer
 ROWS_SUBSAMPLE_STEP = 8
@@ -280,7 +282,9 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         Stop after the step whose Newton decrement satisfies
         ``lambda^2 / 2 <= tol * max(|J|, 1)``.
     max_iter : int >= 1
-        Maximum Newton steps.
+        Maximum Newton steps on all rows (the subsample start takes up to
+        ``max(max_iter, SUBSAMPLE_MAX_ITER)`` of its own, so that ``max_iter=k`` stops the
+        same iteration after its ``k``-th step).
     linalg : {"auto", "cholesky", "cg"}
         Dense Hessian and Cholesky, or matrix-free preconditioned CG (see
         :func:`choose_linalg`).
@@ -338,8 +342,9 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     if theta0 is None and _subsample_applies(problem):
         # many rows: start from the optimum of every SUBSAMPLE_STEP-th example (weighted
         # SUBSAMPLE_STEP, the same J in expectation); one full Hessian then suffices
-        sub = fit(subsample_rows(problem, SUBSAMPLE_STEP), tol=tol, max_iter=max_iter,
-                  linalg=linalg, warn=False, cg_maxiter=cg_maxiter, compiled=compiled)
+        sub = fit(subsample_rows(problem, SUBSAMPLE_STEP), tol=tol,
+                  max_iter=max(max_iter, SUBSAMPLE_MAX_ITER), linalg=linalg, warn=False,
+                  cg_maxiter=cg_maxiter, compiled=compiled)
         theta0 = sub.theta
     if theta0 is None:
         theta = np.zeros(p_dim)
@@ -534,8 +539,8 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=100, warn=True):
     if theta0 is None and rows.n_samples >= SUBSAMPLE_MIN_ROWS:
         # as in fit: start from the optimum of every ROWS_SUBSAMPLE_STEP-th row of each
         # block (its passes touch 1 / ROWS_SUBSAMPLE_STEP of the rows)
-        theta0 = fit_rows(rows.subsample(ROWS_SUBSAMPLE_STEP), tol=tol, max_iter=max_iter,
-                          warn=False).theta
+        theta0 = fit_rows(rows.subsample(ROWS_SUBSAMPLE_STEP), tol=tol,
+                          max_iter=max(max_iter, SUBSAMPLE_MAX_ITER), warn=False).theta
     if theta0 is None:
         theta = np.zeros(p_dim)
         if not loss.smooth:  # one IRLS map off the kinks at w = 0 (see :func:`fit`)
