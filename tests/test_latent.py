@@ -170,6 +170,31 @@ def test_w_step_with_frozen_hidden_layer(loss, sparse):
     assert np.allclose(fit0.theta[:-1], lin.coef_[0], atol=1e-6)
 
 
+@pytest.mark.parametrize("loss", [HingeLoss(0.7), LogisticLoss(1.3)], ids=repr)
+@pytest.mark.parametrize("noise", [NoNoise(), Dropout(0.3)], ids=repr)
+def test_w_step_solver_reaches_the_irls_optimum(loss, noise):
+    """``alternating.w_step``: Newton on the plain hidden-feature design for a smooth loss
+    at zero noise, IRLS otherwise; either way the minimiser of ``J`` over ``theta`` --
+    the same ``J`` as IRLS run to ``tol = 1e-14`` (relative 1e-10) and a stationary
+    point of the latent objective in ``theta``."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 5))
+    y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=300) > 0, 1.0, -1.0)
+    alpha = 2.0 * rng.normal(size=(6, 8))
+    loss = type(loss)(20.0)  # weak penalty: Newton needs several steps
+    design = LatentDesign(X, noise_entries(X, noise), alpha, True)
+    res = alternating.w_step(design, loss, y, None, 100)
+    ref = irls.fit(Problem(design, loss, y), None, tol=1e-14, max_iter=100000, warn=False)
+    newton_path = loss.smooth and isinstance(noise, NoNoise)
+    assert (res.solver == "newton") == newton_path
+    assert res.objective[-1] == pytest.approx(ref.objective[-1], rel=1e-10)
+    assert res.objective[-1] <= ref.objective[-1] * (1 + 1e-12)
+    if loss.smooth:  # the theta-gradient of the latent objective vanishes there
+        _, g_theta, _ = latent_gradients(X, noise_entries(X, noise), y, loss, res.theta,
+                                         alpha, 0.0)
+        assert np.max(np.abs(g_theta)) <= 1e-6 * max(1.0, abs(res.objective[-1]))
+
+
 def test_zero_noise_objective_is_plain_one_hidden_layer_svm():
     X, y = make_moons(120, noise=0.2, random_state=1)
     y = 2.0 * y - 1

@@ -14,9 +14,7 @@ from scipy.optimize import minimize
 
 from .._threads import with_single_blas_pool
 from ..model.latent import LatentDesign, latent_gradients
-from ..model.problem import Problem
-from . import irls
-from .alternating import LatentResult, clean_start_point, latent_setup
+from .alternating import LatentResult, clean_start_point, latent_setup, w_step
 
 __all__ = ["LATENT_WINDOW", "fit_latent", "minimize_lbfgs"]
 
@@ -112,8 +110,8 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
             X, y, loss, alpha, rng, n_hidden=n_hidden, alpha_penalty=alpha_penalty,
             fit_intercept=fit_intercept, clean_start=clean_start, w_iter=w_iter, tol=tol)
     if theta0 is None:
-        problem = Problem(LatentDesign(X, entries, alpha, fit_intercept), loss, y)
-        theta0 = irls.fit(problem, None, tol=1e-10, max_iter=w_iter, warn=False).theta
+        design = LatentDesign(X, entries, alpha, fit_intercept)
+        theta0 = w_step(design, loss, y, None, w_iter).theta
     theta0 = np.asarray(theta0, dtype=float)
     n_theta = theta0.shape[0]
     shape = alpha.shape
