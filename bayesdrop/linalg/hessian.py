@@ -25,7 +25,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..model._logistic_rows import SIMD_MIN_ROWS, logistic_rows
 from . import kernels
 
 __all__ = ["Curvature", "curvature", "gradient", "hessian_matrix", "hessian_operator",
@@ -65,9 +64,11 @@ def _terms_curvature(loss, m, s, y):
     code = loss_code(loss)
     if code is None:
         return loss.terms(m, s, y) + tuple(loss.curvature(m, s, y))
+    if code[0] == 1:  # the logistic loss's own rule for its SIMD rows
+        rows = loss._rows(m, s, y, 2)
+        if rows is not None:
+            return tuple(rows)
     n = m.shape[0]
-    if code[0] == 1 and n >= SIMD_MIN_ROWS:  # numpy's SIMD exp / log1p / tanh
-        return tuple(logistic_rows(code[1], m, s, y, loss.weights, 2))
     out = np.empty((6, n))
     sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights,
                                                                       dtype=np.float64)

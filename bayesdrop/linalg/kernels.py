@@ -291,7 +291,6 @@ def dense_hessian_split(X, M, g, fit_intercept, d_mm, d_ms, d_ss, start, nb, P, 
     n_p = 0
     n_q = 0
     n_z = 0
-    D = X.shape[1]
     g_zero = True  # w = 0: every gbar_n is zero and only d_mm xbar xbar^T remains
     for j in range(g.shape[0]):
         if g[j] != 0.0:
@@ -302,18 +301,11 @@ def dense_hessian_split(X, M, g, fit_intercept, d_mm, d_ms, d_ss, start, nb, P, 
         if g_zero:
             l1, l2, u, v = a, 0.0, 1.0, 0.0
         elif b * b > SPLIT_MAX_RATIO * abs(a * c):
-            for j in range(D):
-                x = X[r, j]
-                gm = M[r, j] * g[j]
-                Z[n_z, j] = x
-                Z[n_z + 1, j] = gm
-                Y[n_z, j] = a * x + b * gm
-                Y[n_z + 1, j] = b * x + c * gm
-            if fit_intercept:
-                Z[n_z, D] = 1.0
-                Z[n_z + 1, D] = 0.0
-                Y[n_z, D] = a
-                Y[n_z + 1, D] = b
+            # rows xbar, gbar of Z and C_n [xbar, gbar] of Y: the exact Z^T Y
+            _put_row(Z, n_z, X, M, g, r, fit_intercept, 1.0, 0.0)
+            _put_row(Z, n_z + 1, X, M, g, r, fit_intercept, 0.0, 1.0)
+            _put_row(Y, n_z, X, M, g, r, fit_intercept, a, b)
+            _put_row(Y, n_z + 1, X, M, g, r, fit_intercept, b, c)
             n_z += 2
             continue
         else:

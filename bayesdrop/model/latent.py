@@ -411,14 +411,14 @@ def _latent_scores(code, p0, p1, V, U, m, y, sw, d_m):
     ``F = d_s V U``. Returns the sum of the terms. The logistic terms by
     :func:`bayesdrop.model._logistic_rows.logistic_rows` (SIMD ``exp`` / ``log1p`` /
     ``tanh``), the others compiled."""
-    s = np.empty(m.shape[0])
+    n = m.shape[0]
+    s = np.empty(n)
     _row_quadratic(V, U, s)
     if code == 1:
-        value, dm, ds = logistic_rows(p0, m, s, y, sw, 1)
+        value, d_m[:], ds = logistic_rows(p0, m, s, y, sw, 1)
     else:
-        value, dm, ds = np.empty(m.shape[0]), d_m, np.empty(m.shape[0])
-        _scalar_terms(code, p0, p1, m, s, y, sw, value, dm, ds)
-    d_m[:] = dm
+        value, ds = np.empty(n), np.empty(n)
+        _scalar_terms(code, p0, p1, m, s, y, sw, value, d_m, ds)
     _scale_rows(U, V, ds)
     return float(np.sum(value))
 

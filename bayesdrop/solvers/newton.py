@@ -156,14 +156,26 @@ def _subsample_applies(problem):
 RIDGE = 1e-10
 
 
-def _factor_cholesky(design, curv):
-    """``cho_factor`` of ``H`` (a relative ridge if singular to working precision)."""
-    H = hess.hessian_matrix(design, curv)
+def _cho_factor(H):
+    """``cho_factor`` of ``H`` (of a copy with a relative ridge :data:`RIDGE` if ``H`` is
+    singular to working precision)."""
     try:
         return sla.cho_factor(H, lower=True, check_finite=False)
     except np.linalg.LinAlgError:
+        H = H.copy()
         H[np.diag_indices_from(H)] += RIDGE * max(float(np.max(np.diag(H))), 1.0)
         return sla.cho_factor(H, lower=True, check_finite=False)
+
+
+def _factor_cholesky(design, curv):
+    """``cho_factor`` of the Hessian (see :func:`_cho_factor`)."""
+    return _cho_factor(hess.hessian_matrix(design, curv))
+
+
+def _near(decrement, J):
+    """Whether a step's decrement is small enough for the next one to reuse its factor
+    (:data:`REUSE_DECREMENT`); far from the optimum a full step may be doubled instead."""
+    return decrement <= REUSE_DECREMENT * max(abs(J), 1.0)
 
 
 def _direction_cg(design, curv, g, rtol, maxiter):
@@ -409,7 +421,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         # near the optimum the full step is taken and the next one reuses the factor:
         # the derivatives at the trial point then serve as the gradient pass
         terms_c = None
-        chord_next = linalg == "cholesky" and decrement <= REUSE_DECREMENT * max(abs(J), 1.0)
+        chord_next = linalg == "cholesky" and _near(decrement, J)
         while True:
             cand_w = w + t * step_w
             m_c = m + t * xs
@@ -423,8 +435,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
             if J_c <= J - ARMIJO * t * decrement or t < MIN_STEP:
                 break
             t *= 0.5
-        if (t == 1.0 and linalg == "cholesky"
-                and decrement > REUSE_DECREMENT * max(abs(J), 1.0)):
+        if t == 1.0 and linalg == "cholesky" and not _near(decrement, J):
             # far from the optimum: longer steps while J keeps falling (EXPAND_STEPS)
             for _ in range(EXPAND_STEPS):
                 cand_w = w + 2.0 * t * step_w
@@ -445,7 +456,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         theta = theta + t * step
         m, s = m_c, s_c
         prev_dec = decrement
-        fresh_next = not (t == 1.0 and decrement <= REUSE_DECREMENT * max(abs(J_c), 1.0))
+        fresh_next = not (t == 1.0 and _near(decrement, J_c))
         if fresh_next or linalg != "cholesky":
             J, g, curv = hess.curvature(problem, theta, m, s)
         else:  # the next direction reuses the factor: first derivatives only
@@ -468,13 +479,7 @@ ROW_SHORT_STEPS = 0.5 ** np.arange(5, 41)
 
 
 def _cholesky_direction(H, g):
-    try:
-        c = sla.cho_factor(H, lower=True, check_finite=False)
-    except np.linalg.LinAlgError:
-        H = H.copy()
-        H[np.diag_indices_from(H)] += RIDGE * max(float(np.max(np.diag(H))), 1.0)
-        c = sla.cho_factor(H, lower=True, check_finite=False)
-    return -sla.cho_solve(c, g, check_finite=False)
+    return -sla.cho_solve(_cho_factor(H), g, check_finite=False)
 
 
 @with_single_blas_pool
