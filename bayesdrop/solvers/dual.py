@@ -21,7 +21,9 @@ the SMO point when a stage does not reach its tolerance within :data:`STAGE_STEP
 the last stage does not certify; otherwise IRLS does.
 
 The compiled loop is :func:`_smo` (numba, ``O(N)`` per step with the Gram matrix in
-memory); the solver applies up to :data:`MAX_DUAL_SAMPLES` examples.
+memory, ``O(working set)`` once libsvm's shrinking has left out the variables at a bound
+that cannot enter a violating pair: :data:`SHRINK_EVERY`, :data:`SHRINK_FRACTION`); the
+solver applies up to :data:`MAX_DUAL_SAMPLES` examples.
 """
 
 from __future__ import annotations
@@ -78,48 +80,177 @@ def applicable(problem):
                 and design.n_samples <= MAX_DUAL_SAMPLES)
 
 
+#: SMO steps between two shrinking passes (libsvm shrinks every ``min(N, 1000)`` steps. More often here: with the Gram matrix in memory a step costs
+#: ``O(working set)`` and there is no kernel cache to keep warm, so early shrinking costs
+#: only the gradient reconstructions. Measured on breast cancer (569 examples, 41 support
+#: vectors, SMO to a violation of 3e-2, 957-986 steps): every 1000 / 200 / 100 / 50 / 20
+#: steps 954 / 453 / 397 / 335 / 326 us, against 816 us for the loop without shrinking)
+SHRINK_EVERY = 50
+#: a shrinking pass from the full set is kept only if it leaves at most this fraction of
+#: the variables: the loops over a working set read through an index array, slower per
+#: element than the contiguous loops (newsgroups, 827 of 1427 left: 9.8 against 6.2 ms)
+SHRINK_FRACTION = 0.5
+
+
 @numba.njit(cache=True, nogil=True)
-def _smo(K, y, C, tol, max_iter, a, G):
+def _reconstruct(K, y, a, G, idx, n_act):
+    """``G_t = sum_s y_t y_s K_ts a_s - 1`` for the shrunk indices ``idx[n_act:]`` (their
+    gradient is not updated while they are out of the working set)."""
+    n = y.shape[0]
+    for k in range(n_act, n):
+        G[idx[k]] = -1.0
+    for s in range(n):
+        if a[s] != 0.0:
+            ya = y[s] * a[s]
+            Ks = K[s]
+            for k in range(n_act, n):
+                t = idx[k]
+                G[t] += y[t] * ya * Ks[t]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pair_all(K, Kd, y, a, C, G):
+    """WSS 3 over all variables: ``(i, j, m(a), M(a))``; ``i`` or ``j`` is -1 if none."""
+    n = y.shape[0]
+    gmax = -np.inf
+    i = -1
+    for t in range(n):  # i: the maximal violating index in I_up
+        if (y[t] > 0 and a[t] < C[t]) or (y[t] < 0 and a[t] > 0):
+            v = -y[t] * G[t]
+            if v >= gmax:
+                gmax = v
+                i = t
+    gmin = np.inf
+    j = -1
+    obj_min = np.inf
+    Ki = K[max(i, 0)]
+    for t in range(n):  # j: the largest second-order decrease with i, in I_low
+        if (y[t] > 0 and a[t] > 0) or (y[t] < 0 and a[t] < C[t]):
+            v = -y[t] * G[t]
+            if v < gmin:
+                gmin = v
+            if i >= 0:
+                b = gmax - v
+                if b > 0.0:
+                    quad = Kd[i] + Kd[t] - 2.0 * Ki[t]
+                    if quad <= 0.0:
+                        quad = _TAU
+                    val = -(b * b) / quad
+                    if val <= obj_min:
+                        obj_min = val
+                        j = t
+    return i, j, gmax, gmin
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pair_set(K, Kd, y, a, C, G, idx, n_act):
+    """:func:`_pair_all` over the working set ``idx[:n_act]`` (the same loops through the
+    index array: one function indexing every element was 30-40% slower on the full set,
+    breast cancer 1100 against 770 us, so the full set keeps its contiguous copy)."""
+    gmax = -np.inf
+    i = -1
+    for k in range(n_act):
+        t = idx[k]
+        if (y[t] > 0 and a[t] < C[t]) or (y[t] < 0 and a[t] > 0):
+            v = -y[t] * G[t]
+            if v >= gmax:
+                gmax = v
+                i = t
+    gmin = np.inf
+    j = -1
+    obj_min = np.inf
+    Ki = K[max(i, 0)]
+    for k in range(n_act):
+        t = idx[k]
+        if (y[t] > 0 and a[t] > 0) or (y[t] < 0 and a[t] < C[t]):
+            v = -y[t] * G[t]
+            if v < gmin:
+                gmin = v
+            if i >= 0:
+                b = gmax - v
+                if b > 0.0:
+                    quad = Kd[i] + Kd[t] - 2.0 * Ki[t]
+                    if quad <= 0.0:
+                        quad = _TAU
+                    val = -(b * b) / quad
+                    if val <= obj_min:
+                        obj_min = val
+                        j = t
+    return i, j, gmax, gmin
+
+
+@numba.njit(cache=True, nogil=True)
+def _smo(K, y, C, tol, max_iter, a, G, shrink_every=SHRINK_EVERY):
     """SMO with WSS 3 on ``min 1/2 a^T Q a - 1^T a``, ``0 <= a_n <= C_n``, from
-    ``(a, G = Q a - 1)``, in place; returns the number of steps. ``K`` is symmetric: rows
-    are read, never columns. ``C`` holds each example's box (``C w_n`` when weighted)."""
+    ``(a, G = Q a - 1)``, in place; returns the number of steps and the smallest working
+    set. ``K`` is symmetric: rows are read, never columns. ``C`` holds each example's box
+    (``C w_n`` when weighted).
+
+    Shrinking (libsvm's rule, Fan, Chen & Lin 2005, section 4): every ``shrink_every``
+    steps the variables at a bound that cannot enter a violating pair are left out of the
+    working-set selection and of the gradient update; at the first KKT violation below
+    ``10 tol`` and before stopping, their gradient is reconstructed and every variable
+    checked again, so the stopping rule holds for all of them. ``G`` is complete on
+    return."""
     n = y.shape[0]
     Kd = np.empty(n)
     for t in range(n):
         Kd[t] = K[t, t]
+    idx = np.arange(n)
+    n_act = n
+    counter = shrink_every
+    unshrunk = False
     it = 0
+    smallest = n
     while it < max_iter:
-        # i: the maximal violating index in I_up
-        gmax = -np.inf
-        i = -1
-        for t in range(n):
-            if (y[t] > 0 and a[t] < C[t]) or (y[t] < 0 and a[t] > 0):
-                v = -y[t] * G[t]
-                if v >= gmax:
-                    gmax = v
-                    i = t
-        gmin = np.inf
-        j = -1
-        obj_min = np.inf
-        Ki = K[max(i, 0)]
-        for t in range(n):
-            if (y[t] > 0 and a[t] > 0) or (y[t] < 0 and a[t] < C[t]):
-                v = -y[t] * G[t]
-                if v < gmin:
-                    gmin = v
-                if i >= 0:
-                    b = gmax - v
-                    if b > 0.0:
-                        quad = Kd[i] + Kd[t] - 2.0 * Ki[t]
-                        if quad <= 0.0:
-                            quad = _TAU
-                        val = -(b * b) / quad
-                        if val <= obj_min:
-                            obj_min = val
-                            j = t
+        counter -= 1
+        if counter == 0:
+            counter = shrink_every
+            # m(a) and -M(a) on the working set, then libsvm's be_shrunk test
+            g1 = -np.inf
+            g2 = -np.inf
+            for k in range(n_act):
+                t = idx[k]
+                if (y[t] > 0 and a[t] < C[t]) or (y[t] < 0 and a[t] > 0):
+                    g1 = max(g1, -y[t] * G[t])
+                if (y[t] > 0 and a[t] > 0) or (y[t] < 0 and a[t] < C[t]):
+                    g2 = max(g2, y[t] * G[t])
+            if not unshrunk and g1 + g2 <= 10.0 * tol:
+                unshrunk = True
+                _reconstruct(K, y, a, G, idx, n_act)
+                n_act = n
+            was = n_act
+            k = 0
+            while k < n_act:
+                t = idx[k]
+                if a[t] >= C[t]:
+                    out = -G[t] > (g1 if y[t] > 0 else g2)
+                elif a[t] <= 0.0:
+                    out = G[t] > (g2 if y[t] > 0 else g1)
+                else:
+                    out = False
+                if out:
+                    n_act -= 1
+                    idx[k] = idx[n_act]
+                    idx[n_act] = t
+                else:
+                    k += 1
+            if was == n and n_act > SHRINK_FRACTION * n:
+                n_act = n  # too few left out to pay for the indexed loops
+            smallest = min(smallest, n_act)
+        if n_act == n:  # nothing shrunk: contiguous loops
+            i, j, gmax, gmin = _pair_all(K, Kd, y, a, C, G)
+        else:
+            i, j, gmax, gmin = _pair_set(K, Kd, y, a, C, G, idx, n_act)
         if i < 0 or j < 0 or gmax - gmin < tol:
+            if n_act < n:  # optimal on the working set: check every variable
+                _reconstruct(K, y, a, G, idx, n_act)
+                n_act = n
+                counter = 2  # select on all of them now, shrink again after the step
+                continue
             break
         it += 1
+        Ki = K[i]
         # two-variable update (libsvm's solver, with clipping to the box)
         Qii, Qjj = Kd[i], Kd[j]
         Qij = y[i] * y[j] * K[i, j]
@@ -175,9 +306,16 @@ def _smo(K, y, C, tol, max_iter, a, G):
         di = (a[i] - ai_old) * y[i]
         dj = (a[j] - aj_old) * y[j]
         Kj = K[j]
-        for t in range(n):
-            G[t] += y[t] * (Ki[t] * di + Kj[t] * dj)
-    return it
+        if n_act == n:
+            for t in range(n):
+                G[t] += y[t] * (Ki[t] * di + Kj[t] * dj)
+        else:
+            for k in range(n_act):
+                t = idx[k]
+                G[t] += y[t] * (Ki[t] * di + Kj[t] * dj)
+    if n_act < n:
+        _reconstruct(K, y, a, G, idx, n_act)
+    return it, smallest
 
 
 def _intercept(a, G, y, C):
@@ -282,7 +420,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO
         budget = smo_max_iter - it
         if handover:
             budget = min(budget, STAGE_STEPS * n)
-        steps = _smo(K, yc, C / scale, max(stage_tol, smo_tol), budget, a, G)
+        steps = _smo(K, yc, C / scale, max(stage_tol, smo_tol), budget, a, G)[0]
         it += steps
         w = np.asarray(design.X.T @ (a * y)).ravel() * scale
         b = _intercept(a, G, y, C / scale) * scale
