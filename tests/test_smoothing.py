@@ -182,3 +182,70 @@ def test_smoothing_does_not_modify_the_callers_arrays():
     theta0 = np.zeros(6)
     smoothing.fit(problem, theta0)
     assert np.array_equal(X, X0) and np.array_equal(y, y0) and not np.any(theta0)
+
+
+def _minimise_J_mu(problem, theta, pos, slopes, mu):
+    """Newton with the exact line search on J_mu until the zone set is stable (the module's
+    own steps, run to the exact minimiser of the piecewise quadratic)."""
+    design = problem.design
+    m = design.matvec(theta)
+    for _ in range(200):
+        J, g, d1, d2 = smoothing._smoothed(problem, theta, m, pos, slopes, mu)
+        p = smoothing._newton_direction(design, g, d2, 1e-10 * design.n_samples / mu)
+        dm = design.matvec(p)
+        slope = float(g @ p)
+        if not slope < -1e-28:
+            break
+        pw = p[: design.n_features]
+        t = smoothing.exact_step(m, dm, pos, slopes, mu, slope, 2.0 * float(pw @ pw), d1)
+        theta, m = theta + t * p, m + t * dm
+    return theta, m
+
+
+@pytest.mark.parametrize("loss_name", ["hinge", "epsilon"])
+def test_predictor_lands_on_the_minimiser_when_the_zone_set_stays(loss_name):
+    """From the minimiser of J_mu1, the predictor for mu2 = mu1 / 10 is Newton's step on
+    J_mu2 with the mu1 zone set in its zones: where that zone set is also J_mu2's at the
+    predicted point, the point is J_mu2's exact minimiser (zero gradient, no lower J_mu2
+    nearby); checked over seeds, at least one of which keeps its zone set."""
+    kept = 0
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        X = rng.normal(size=(80, 3))
+        y, loss, (pos, slopes) = _pieces(loss_name, 80, rng)
+        if loss_name == "hinge":
+            y = np.sign(X[:, 0] + 0.3 * rng.normal(size=80))
+            pos, slopes = loss.kinks(y)
+        problem = Problem.create(X, y, loss, "none")
+        jump = float(np.max(np.diff(slopes, axis=1)))
+        mu1 = 1e-2 / jump
+        theta1, m1 = _minimise_J_mu(problem, np.zeros(4), pos, slopes, mu1)
+        _, g1, d1, d2 = smoothing._smoothed(problem, theta1, m1, pos, slopes, mu1)
+        assert np.max(np.abs(g1)) <= 1e-9 * max(1.0, np.max(np.abs(theta1)))
+        zone1 = d2 > 0
+        mu2 = mu1 / 10
+        _, g, d1, _ = smoothing._smoothed(problem, theta1, m1, pos, slopes, mu2)
+        p = smoothing._predictor(problem.design, m1, pos, zone1, g, d1, mu2, 1e-10 * 80)
+        theta2 = theta1 + p
+        m2 = problem.design.matvec(theta2)
+        J2, g2, _, d2_2 = smoothing._smoothed(problem, theta2, m2, pos, slopes, mu2)
+        if np.array_equal(d2_2 > 0, zone1):
+            kept += 1
+            assert np.max(np.abs(g2)) <= 1e-8 * max(1.0, np.max(np.abs(theta2)))
+            ref = _minimise_J_mu(problem, theta1, pos, slopes, mu2)[0]
+            J_ref = smoothing._smoothed(problem, ref, problem.design.matvec(ref), pos,
+                                        slopes, mu2)[0]
+            assert J2 <= J_ref + 1e-10 * abs(J_ref)
+    assert kept >= 1, kept
+
+
+def test_predictor_reaches_the_same_certified_optimum_in_fewer_steps(monkeypatch):
+    X, y = make_classification(1000, 20, n_informative=5, n_redundant=10, random_state=1)
+    problem = Problem.create(X, 2.0 * y - 1.0, HingeLoss(1.0), "none")
+    with_pred = smoothing.fit(problem)
+    monkeypatch.setattr(smoothing, "PREDICT", False)
+    without = smoothing.fit(problem)
+    assert with_pred.solver == without.solver == "smoothing"
+    assert with_pred.objective[-1] == pytest.approx(without.objective[-1], rel=1e-12)
+    np.testing.assert_allclose(with_pred.theta, without.theta, rtol=1e-9, atol=1e-9)
+    assert with_pred.n_iter < without.n_iter  # 33 against 44 Newton steps

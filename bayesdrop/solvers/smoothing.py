@@ -17,7 +17,7 @@ or ``1 / mu`` -- a piecewise quadratic ``J_mu`` whose Hessian
 method minimises ``J_mu`` in a few steps: the step length is the exact minimiser along
 the direction (:func:`exact_step`; Armijo's condition is checked as a safeguard), and the
 step is exact once ``Z`` no longer changes; ``mu`` then shrinks tenfold from that
-optimum. As ``mu -> 0`` the zone examples become the examples on the margin (the kinks)
+optimum, the first direction keeping that ``Z`` in its zones (:func:`_predictor`). As ``mu -> 0`` the zone examples become the examples on the margin (the kinks)
 at the optimum of ``J``; from them the active-set polish
 (:func:`bayesdrop.solvers.irls.active_set_polish`) solves the equality-constrained
 problem on the margin exactly and certifies it by the KKT conditions. The polish is
@@ -63,6 +63,11 @@ GAP_FACTOR = 1e-3
 
 #: Newton steps per smoothed problem at most.
 MAX_NEWTON = 50
+
+#: Start each smoothed problem after the first with :func:`_predictor`'s direction
+#: (measured on make_classification 20000 x 200, hinge, C = 1: 112 Newton steps instead of
+#: 150, 0.53 against 0.64 s).
+PREDICT = True
 
 ARMIJO = 1e-4
 
@@ -185,6 +190,21 @@ def _newton_direction(design, g, d2, intercept_floor):
                               check_finite=False)
     except np.linalg.LinAlgError:
         return -np.linalg.lstsq(H, g, rcond=None)[0]
+
+
+def _predictor(design, m, pos, zone, g, d1, mu, floor):
+    """The first direction after ``mu`` shrinks: Newton's direction for ``J_mu`` as if the
+    examples of ``zone`` (the zone set at the optimum of the previous, larger ``mu``) were
+    in the quadratic zone of their nearest kink -- the step to the exact minimiser of
+    ``J_mu`` if the zone set stays the same. (From the previous optimum their scores lie
+    outside the narrower zones, so the plain Newton direction leaves them out and the next
+    steps re-discover them a few at a time.)"""
+    d1_model = d1.copy()
+    idx = np.flatnonzero(zone)
+    kink = np.argmin(np.abs(m[idx, None] - pos[idx]), axis=1)
+    d1_model[idx] = (m[idx] - pos[idx, kink]) / mu
+    g_model = g + design.rmatvec(d1_model - d1)
+    return _newton_direction(design, g_model, np.where(zone, 1.0 / mu, 0.0), floor / mu)
 
 
 def _derivative_at(m1, dm, pos, slopes, mu, slope0, curv_w, d1_0):
@@ -324,15 +344,26 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True):
     history = [problem.objective(theta)]
     steps = rounds = 0
     m = design.matvec(theta)
+    prev_zone = None
     while mu * jump >= MIN_MU:
         rounds += 1
         J, g, d1, d2 = _smoothed(problem, theta, m, pos, slopes, mu)
         exact = False
-        for _ in range(MAX_NEWTON):
+        for k in range(MAX_NEWTON):
             zone = d2 > 0.0
-            p = _newton_direction(design, g, d2, floor / mu)
-            dm = design.matvec(p)
-            slope = float(g @ p)
+            p = None
+            if k == 0 and prev_zone is not None and PREDICT:
+                # the previous mu's zone set kept (see _predictor); a Newton step if it is
+                # not a descent direction
+                p = _predictor(design, m, pos, prev_zone, g, d1, mu, floor)
+                dm = design.matvec(p)
+                slope = float(g @ p)
+                if not slope < 0.0:
+                    p = None
+            if p is None:
+                p = _newton_direction(design, g, d2, floor / mu)
+                dm = design.matvec(p)
+                slope = float(g @ p)
             if not slope < 0.0:
                 break
             pw = p[: design.n_features]
@@ -351,6 +382,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True):
                 break  # J_mu is quadratic on this zone set: the step was exact
         history.append(problem.objective(theta))
         zone = d2 > 0.0
+        prev_zone = zone
         if mu * jump <= POLISH_FROM_MU:
             certified = _certify(problem, theta, history, steps, start, zone)
             if certified is not None:
