@@ -190,7 +190,7 @@ def _minimise_J_mu(problem, theta, pos, slopes, mu):
     design = problem.design
     m = design.matvec(theta)
     for _ in range(200):
-        J, g, d1, d2 = smoothing._smoothed(problem, theta, m, pos, slopes, mu)
+        _, g, d1, d2 = smoothing._smoothed(problem, theta, m, pos, slopes, mu)
         p = smoothing._newton_direction(design, g, d2, 1e-10 * design.n_samples / mu)
         dm = design.matvec(p)
         slope = float(g @ p)
