@@ -67,7 +67,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
 from bayesdrop import (DropoutLatentLogisticRegression, DropoutLogisticRegression, DropoutSVC,
-                       DropoutSVR, Problem, EpsilonInsensitiveLoss, HingeLoss, LogisticLoss)
+                       Problem, EpsilonInsensitiveLoss, HingeLoss, LogisticLoss)
 from bayesdrop._threads import single_blas_pool
 from bayesdrop.model.noise import Dropout
 from bayesdrop.solvers import irls, newton

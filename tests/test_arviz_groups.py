@@ -2,7 +2,6 @@
 predictive group (az.plot_ppc), wall-clock sampling_time, the pandas index as the example
 coordinate; and the driver's interrupt / SIGTERM / progress behaviour."""
 
-import os
 import subprocess
 import sys
 import textwrap
