@@ -187,18 +187,22 @@ HESSIAN_BLOCK = 2048
 HESSIAN_BLOCKED_MIN = 200_000
 
 
-def _dense_hessian_blocked(design, curv, X, M, scale):
+def _dense_hessian_blocked(design, curv, X, M, scale, single=False):
     """The rows' share of ``H`` for dense ``X`` and ``V = scale * M`` in one pass of
     cache-sized blocks: each example's 2 x 2 curvature in ``(m, s)`` split into its signed
     eigen-terms where that is accurate (:func:`bayesdrop.linalg.kernels.dense_hessian_split`),
     so that a block adds ``P^T P - Q^T Q`` -- two symmetric rank-k products (BLAS
     ``syrk``) -- plus the exact ``Z^T Y`` of the other examples, without ``N x D``
-    temporaries. The noise diagonal is not included."""
+    temporaries. With ``single`` the ``P`` and ``Q`` rows are stored and multiplied in
+    float32 (each block's products summed into the float64 ``H``; ``Z^T Y`` stays
+    float64). The noise diagonal is not included."""
     n, D = X.shape
     p = design.n_params
     B = min(HESSIAN_BLOCK, n)
     g = 2.0 * scale * curv.w
-    P, Q, Z, Y = (np.empty((2 * B, p)) for _ in range(4))
+    rows = np.float32 if single else np.float64
+    P, Q = np.empty((2 * B, p), dtype=rows), np.empty((2 * B, p), dtype=rows)
+    Z, Y = np.empty((2 * B, p)), np.empty((2 * B, p))
     H = np.zeros((p, p))
     args = (X, M, g, design.fit_intercept, curv.d_mm, curv.d_ms, curv.d_ss)
     for start in range(0, n, B):
@@ -212,11 +216,22 @@ def _dense_hessian_blocked(design, curv, X, M, scale):
     return 0.5 * (H + H.T)
 
 
-def hessian_matrix(design, curv, penalty=True):
+def single_applies(design):
+    """Whether ``hessian_matrix(design, curv, single=True)`` multiplies in float32 (a
+    dense design with noise and :data:`HESSIAN_BLOCKED_MIN` stored entries or more)."""
+    compiled = design.row_kernel_arrays()
+    return (compiled is not None and compiled[0] == "dense" and not design.variance.is_zero
+            and design.n_samples * design.n_features >= HESSIAN_BLOCKED_MIN)
+
+
+def hessian_matrix(design, curv, penalty=True, single=False):
     """Dense Hessian ``H`` of shape (n_params, n_params) (see the module docstring).
 
     With ``penalty=False`` the ``2 I'`` of the penalty is left out: the rows' share of
-    ``H``, which sums over row blocks (:mod:`bayesdrop.linalg.backend`).
+    ``H``, which sums over row blocks (:mod:`bayesdrop.linalg.backend`). With
+    ``single=True`` the data part of a large dense design (:data:`HESSIAN_BLOCKED_MIN`
+    entries or more) is multiplied in float32 -- about a third faster, with an error of
+    order ``1e-7 ||H||`` (a Newton solver's approximate Hessian; elsewhere ignored).
 
     Examples
     --------
@@ -234,10 +249,9 @@ def hessian_matrix(design, curv, penalty=True):
     """
     _check_design(design)
     D = design.n_features
-    compiled = design.row_kernel_arrays()
-    if (compiled is not None and compiled[0] == "dense" and not design.variance.is_zero
-            and design.n_samples * D >= HESSIAN_BLOCKED_MIN):
-        H = _dense_hessian_blocked(design, curv, *compiled[1], compiled[2])
+    if single_applies(design):
+        compiled = design.row_kernel_arrays()
+        H = _dense_hessian_blocked(design, curv, *compiled[1], compiled[2], single)
         if penalty:
             H[np.diag_indices_from(H)] += 2.0 * design.penalty_mask()
         H[np.arange(D), np.arange(D)] += curv.noise_diag

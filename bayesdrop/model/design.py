@@ -254,10 +254,12 @@ class Design:
     #: linear-algebra back-ends valid for this design (see :mod:`bayesdrop.linalg.wls`)
     linalg_backends = ("cholesky", "woodbury", "cg")
 
-    def gram(self, rho):
+    def gram(self, rho, single=False):
         """Dense ``Xbar.T diag(rho) Xbar`` of shape (n_params, n_params); ``rho >= 0``.
 
         Cost ``O(N D^2)`` dense (one BLAS ``syrk``-like product), ``O(nnz D)`` sparse.
+        With ``single=True`` a dense ``X``'s product runs in float32 (about twice as fast,
+        relative error of order ``1e-7``: for approximate normal matrices only).
         """
         X = self.X
         p, D = self.n_params, self.n_features
@@ -265,7 +267,8 @@ class Design:
         if self.sparse:
             G[:D, :D] = (X.T @ X.multiply(rho[:, None]).tocsr()).toarray()
         else:
-            Xs = X * np.sqrt(rho)[:, None]
+            Xs = np.multiply(X, np.sqrt(rho)[:, None], casting="same_kind",
+                             out=np.empty(X.shape, np.float32 if single else np.float64))
             G[:D, :D] = Xs.T @ Xs
         if self.fit_intercept:
             col = np.asarray(X.T @ rho).ravel()

@@ -1,0 +1,130 @@
+"""Newton's float32 Hessian products on large dense designs (``newton.SINGLE_MAX_COND``,
+``hessian.hessian_matrix(single=True)``, ``Design.gram(single=True)``): the products are
+close to float64 at float32's rounding level, the optimum is the all-float64 one to the
+last digits, and an ill-conditioned ``H`` or a failed line search falls back to float64."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+
+from bayesdrop import Dropout, EpsilonInsensitiveLoss, HingeLoss, LogisticLoss, NoNoise, Problem
+from bayesdrop.linalg import hessian
+from bayesdrop.solvers import newton
+
+N, D = 10_000, 30  # N D = 3e5 >= HESSIAN_BLOCKED_MIN
+
+
+def _problem(loss="logistic", C=1.0, noise=None, intercept=True, weights=None, X=None,
+             n=N, d=D):
+    X0, y = make_classification(n, d, n_informative=10, random_state=0)
+    X = X0 if X is None else X
+    noise = Dropout(0.3) if noise is None else noise
+    if loss == "epsilon":
+        target = X0 @ np.random.default_rng(2).normal(size=d)
+        target += 0.1 * np.random.default_rng(3).normal(size=n)
+        return Problem.create(X, target, EpsilonInsensitiveLoss(C, 0.1), noise, intercept,
+                              weights)
+    L = HingeLoss(C) if loss == "hinge" else LogisticLoss(C)
+    return Problem.create(X, 2.0 * y - 1.0, L, noise, intercept, weights)
+
+
+@pytest.fixture
+def factors(monkeypatch):
+    """Record, for every Cholesky factor Newton computes, (float32 allowed, used)."""
+    log = []
+    original = newton._factor_cholesky
+
+    def spy(design, curv, single=False):
+        factor, used = original(design, curv, single)
+        log.append((single, used))
+        return factor, used
+
+    monkeypatch.setattr(newton, "_factor_cholesky", spy)
+    return log
+
+
+def test_single_applies_only_to_large_dense_noisy_designs():
+    assert hessian.single_applies(_problem().design)
+    assert not hessian.single_applies(_problem(noise=NoNoise()).design)  # no noise
+    assert not hessian.single_applies(_problem(n=2000).design)  # 6e4 entries
+    X, _ = make_classification(N, D, n_informative=10, random_state=0)
+    assert not hessian.single_applies(_problem(X=sp.csr_matrix(X)).design)  # sparse
+
+
+@pytest.mark.parametrize("loss", ["logistic", "hinge", "epsilon"])
+def test_single_hessian_is_float64_hessian_to_float32_rounding(loss):
+    problem = _problem(loss)
+    theta = 0.1 * np.random.default_rng(4).normal(size=problem.design.n_params)
+    _, _, curv = hessian.curvature(problem, theta)
+    H = hessian.hessian_matrix(problem.design, curv)
+    H32 = hessian.hessian_matrix(problem.design, curv, single=True)
+    assert H32.dtype == np.float64 and np.array_equal(H32, H32.T)
+    err = np.linalg.norm(H32 - H) / np.linalg.norm(H)
+    # float32 rows (eps 6e-8) summed over 2048-row blocks into float64
+    assert 1e-10 < err < 1e-6
+
+
+def test_single_gram_is_float64_gram_to_float32_rounding():
+    design = _problem().design
+    rho = np.random.default_rng(5).uniform(0.1, 2.0, size=N)
+    G, G32 = design.gram(rho), design.gram(rho, single=True)
+    err = np.linalg.norm(G32 - G) / np.linalg.norm(G)
+    assert 1e-10 < err < 1e-6
+    np.testing.assert_array_equal(G32[-1], G[-1])  # intercept row: float64 sums
+
+
+@pytest.mark.parametrize("loss,intercept,weighted", [
+    ("logistic", True, False), ("hinge", True, False), ("epsilon", True, False),
+    ("hinge", False, False), ("logistic", False, True), ("epsilon", True, True)])
+def test_float32_products_reach_the_float64_optimum(loss, intercept, weighted, factors,
+                                                    monkeypatch):
+    w = np.random.default_rng(6).uniform(0.0, 3.0, N) if weighted else None
+    problem = _problem(loss, intercept=intercept, weights=w)
+    fast = newton.fit(problem, compiled=False)
+    assert factors and all(used for _, used in factors)  # every factor from float32
+    monkeypatch.setattr(newton, "SINGLE_MAX_COND", 0.0)
+    factors.clear()
+    exact = newton.fit(problem, compiled=False)
+    assert factors and not any(used for _, used in factors)
+    tight = newton.fit(problem, compiled=False, tol=1e-14, warn=False)
+    assert fast.converged and exact.converged
+    J = tight.objective[-1]
+    assert fast.objective[-1] == pytest.approx(exact.objective[-1], rel=1e-13)
+    assert fast.objective[-1] - J <= 1e-13 * abs(J)
+    assert fast.n_iter <= exact.n_iter + 1
+
+
+def test_ill_conditioned_hessian_is_factored_in_float64(factors, monkeypatch):
+    """Two columns 1e-4 apart with almost no noise: ``cond(H)`` far above 1e4, so every
+    factor is recomputed in float64, and the fit ends at the tight optimum."""
+    X, _ = make_classification(N, D, n_informative=10, random_state=0)
+    X[:, 1] = X[:, 0] + 1e-4 * np.random.default_rng(1).normal(size=N)
+    problem = _problem("logistic", C=100.0, noise=Dropout(1e-5), X=X)
+    result = newton.fit(problem, compiled=False)
+    assert result.converged
+    assert factors and all(single and not used for single, used in factors)
+    tight = newton.fit(problem, compiled=False, tol=1e-14, warn=False)
+    J = tight.objective[-1]
+    assert result.objective[-1] - J <= 1e-12 * abs(J)
+    # without the guard the same fit uses the float32 factors
+    monkeypatch.setattr(newton, "SINGLE_MAX_COND", np.inf)
+    factors.clear()
+    newton.fit(problem, compiled=False)
+    assert factors and all(used for _, used in factors)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "hinge"])
+def test_failed_line_search_with_a_float32_factor_retries_in_float64(loss, factors,
+                                                                     monkeypatch):
+    """A line search that cannot shorten the step (``MIN_STEP`` 0.9) from a far start:
+    the float32 step fails, the same step is retried with a float64 factor, and float32
+    is not tried again."""
+    problem = _problem(loss, C=10.0)
+    monkeypatch.setattr(newton, "MIN_STEP", 0.9)
+    theta0 = np.full(problem.design.n_params, 3.0)
+    newton.fit(problem, theta0, compiled=False, warn=False)
+    assert factors[0] == (True, True)
+    assert factors[1:] and all(not single for single, _ in factors[1:])
