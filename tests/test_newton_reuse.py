@@ -176,3 +176,47 @@ def test_max_iter_k_stops_the_same_iteration_after_step_k(loss, path, monkeypatc
         assert part.n_iter == k
         np.testing.assert_array_equal(part.objective, full.objective[: k + 1])
     np.testing.assert_array_equal(part.theta, full.theta)
+
+
+def _tall(loss, misleading=False, n=40_000, d=6):
+    X, y = make_classification(n, d, n_informative=3, random_state=3)
+    if misleading:  # feature 0 only on the rows the subsample keeps: its H_00 32x too big
+        X[np.arange(n) % newton.SUBSAMPLE_STEP != 0, 0] = 0.0
+    return Problem.create(X, 2.0 * y - 1.0, loss, Dropout(0.3))
+
+
+@pytest.mark.parametrize("loss", [HingeLoss(1.0), LogisticLoss(1.0)])
+@pytest.mark.parametrize("compiled", ["auto", False])
+def test_the_subsample_start_hands_its_factor_to_the_steps_on_all_rows(loss, compiled,
+                                                                       monkeypatch):
+    """From the subsample's optimum, the subsample's last Cholesky factor (an estimate of
+    ``H`` on all rows: every ``SUBSAMPLE_STEP``-th row weighted ``SUBSAMPLE_STEP``)
+    directs chord steps on all rows: no Hessian of all the rows is computed
+    (``n_evals == 0``), and the optimum is the one of Newton from zero at a tight tol.
+    The subsample itself runs compiled (1250 rows) or in the Python loop."""
+    problem = _tall(loss)
+    ref = newton.fit(problem, tol=1e-14, compiled=compiled)
+    assert ref.n_evals >= 1  # without the subsample start: Hessians of all rows
+    monkeypatch.setattr(newton, "SUBSAMPLE_MIN_ROWS", 20_000)
+    res = newton.fit(problem, compiled=compiled)
+    assert res.converged and res.n_evals == 0
+    J = ref.objective[-1]
+    assert abs(res.objective[-1] - J) <= 1e-12 * J
+    assert np.all(np.diff(res.objective) <= 0.0)
+    np.testing.assert_allclose(res.theta, ref.theta, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("loss", [HingeLoss(1.0), LogisticLoss(1.0)])
+def test_a_misleading_subsample_factor_is_replaced(loss, monkeypatch):
+    """A subsample that overstates one feature's curvature 32-fold (the feature is nonzero
+    only on the rows it keeps): its chord steps contract by about 1 - 1/32 along that
+    feature, fail the :data:`newton.CONTRACTION` test, and a Hessian of all rows takes
+    over; the optimum is the same."""
+    problem = _tall(loss, misleading=True)
+    ref = newton.fit(problem, tol=1e-14)
+    monkeypatch.setattr(newton, "SUBSAMPLE_MIN_ROWS", 20_000)
+    res = newton.fit(problem)
+    assert res.converged and res.n_evals >= 1
+    J = ref.objective[-1]
+    assert abs(res.objective[-1] - J) <= 1e-12 * J
+    np.testing.assert_allclose(res.theta, ref.theta, rtol=1e-6, atol=1e-7)

@@ -257,7 +257,8 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     :data:`bayesdrop.solvers.newton.CONTRACTION`, :data:`bayesdrop.solvers.newton.CHORD_STOP`);
     ``expand``: doublings of a far step (:data:`bayesdrop.solvers.newton.EXPAND_STEPS`). ``syrk``: the address of BLAS
     ``dsyrk`` (:func:`bayesdrop.linalg._blas.dsyrk_address`). Returns
-    ``(theta, history, n_iter, status, grad, n_factors)``; ``status`` 1 converged, 0 not,
+    ``(theta, history, n_iter, status, grad, n_factors, L)`` (``L``: the last Cholesky
+    factor of ``H``, lower triangular, zeros if none); ``status`` 1 converged, 0 not,
     2 the line search could not decrease ``J`` (rounding level reached), -1 a non-finite
     direction, -2 ``J`` not finite at ``theta0``.
     """
@@ -283,7 +284,7 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     J = _objective(code, p0, p1, X, M, scale, fi, y, sw, theta, m, s)
     if not np.isfinite(J):
         history[0] = J
-        return theta, history[:1], 0, -2, np.full(p, np.nan), 0
+        return theta, history[:1], 0, -2, np.full(p, np.nan), 0, np.zeros((p, p))
     if irls_start:
         # at w = 0 every score variance is 0 and the Hessian singular: start from one IRLS
         # map (it never raises J, MM)
@@ -384,7 +385,7 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
         if decrement <= 2.0 * tol * (1.0 if fresh else chord_stop) * max(abs(J), 1.0):
             status = 1
             break
-    return theta, history[: it + 1], it, status, g, n_factors
+    return theta, history[: it + 1], it, status, g, n_factors, L
 
 
 @numba.njit(cache=True, nogil=True)

@@ -146,9 +146,13 @@ def choose_linalg(design, linalg="auto"):
 #: Newton from zeros on at least this many examples (a dense or sparse ``Design``) starts
 #: from the optimum of every :data:`SUBSAMPLE_STEP`-th example, each weighted
 #: ``SUBSAMPLE_STEP`` -- recursively, so 10^7 rows go through 3.1 x 10^5 and 9.8 x 10^3.
-#: From there one Hessian of all the data and a few steps that reuse its factor remain
-#: (measured at 10^6 x 20 logistic, q = 0.3: 0.40 s with every 32nd row, 0.49 s with
-#: every 8th, 0.67 s from zeros; 1 Hessian and 4 steps).
+#: From there a few steps on all the data remain (measured at 10^6 x 20 logistic,
+#: q = 0.3: 0.40 s with every 32nd row, 0.49 s with every 8th, 0.67 s from zeros; 1
+#: Hessian and 4 steps). Those steps start as chord steps with the subsample's last
+#: Cholesky factor (the Hessian of the subsample, weighted ``SUBSAMPLE_STEP``: an estimate
+#: of ``H`` on all rows), kept while they contract (:data:`CONTRACTION`): at 10^6 x 20 no
+#: Hessian of all the rows is then needed (to ``J`` within 1e-8 of ``J*``: 183 -> 128 ms;
+#: the whole fit 259 -> 217 ms, 4 chord steps).
 SUBSAMPLE_MIN_ROWS = 200_000
 #: see :data:`SUBSAMPLE_MIN_ROWS`
 SUBSAMPLE_STEP = 32
@@ -300,7 +304,7 @@ def _fit_compiled(problem, theta, code, arrays, tol, max_iter, irls_start):
 
     X, M, scale = arrays
     design = problem.design
-    theta, history, it, status, grad, n_factors = newton_dense(
+    theta, history, it, status, grad, n_factors, L = newton_dense(
         code[0], float(code[1]), float(code[2]), X, M, float(scale), design.fit_intercept,
         np.ascontiguousarray(problem.y, dtype=np.float64),
         np.ones(design.n_samples) if problem.loss.weights is None else problem.loss.weights,
@@ -311,7 +315,8 @@ def _fit_compiled(problem, theta, code, arrays, tol, max_iter, irls_start):
         raise FloatingPointError("J is not finite at the starting point")
     if status == -1:
         raise FloatingPointError("the Newton direction is not finite")
-    return theta, history, it, status == 1, grad, n_factors
+    factor = (L, True) if n_factors else None  # as scipy's cho_factor: (c, lower)
+    return theta, history, it, status == 1, grad, n_factors, factor
 
 
 def _result(theta, history, it, converged, g, start, n_evals, linalg, warn, max_iter, tol):
@@ -336,7 +341,9 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         Starting point (warm start). By default zeros, or for the hinge and
         epsilon-insensitive losses one IRLS map from zero (at ``w = 0`` their terms sit on
         their kinks, where ``H`` is singular); from :data:`SUBSAMPLE_MIN_ROWS` examples on,
-        the optimum of a subsample (``n_iter`` then counts the steps on all the data).
+        the optimum of a subsample, whose last Cholesky factor also directs the first
+        steps on all the data (``n_iter`` and ``n_evals`` then count the steps and
+        Hessians on all the data).
     tol : float > 0
         Stop after the step whose Newton decrement satisfies
         ``lambda^2 / 2 <= tol * max(|J|, 1)``.
@@ -360,7 +367,8 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     Returns
     -------
     SolverResult
-        ``n_iter`` counts the steps, ``n_evals`` the Hessians (Cholesky) or CG solves.
+        ``n_iter`` counts the steps, ``n_evals`` the Hessians (Cholesky) or CG solves
+        (0 when the subsample's factor sufficed).
 
     Examples
     --------
@@ -376,6 +384,13 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     >>> bool(abs(res.objective[-1] - ref.objective[-1]) <= 1e-10 * ref.objective[-1])
     True
     """
+    return _fit(problem, theta0, tol=tol, max_iter=max_iter, linalg=linalg, warn=warn,
+                cg_maxiter=cg_maxiter, compiled=compiled)[0]
+
+
+def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=True,
+         cg_maxiter=None, compiled="auto"):
+    """:func:`fit`, and the last Cholesky factor (or None): ``(result, factor)``."""
     tol = check_scalar(tol, "tol", min_val=0.0, include_min=False)
     max_iter = check_scalar(max_iter, "max_iter", min_val=1, integer=True)
     if not applicable(problem):
@@ -389,6 +404,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     p_dim = design.n_params
     cg_maxiter = min(p_dim, 250) if cg_maxiter is None else int(cg_maxiter)
     start = time.perf_counter()
+    factor0 = None
     compiled_run = None
     if linalg == "cholesky" and compiled:
         from ._newton_dense import loss_code
@@ -401,9 +417,9 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     if theta0 is None and _subsample_applies(problem):
         # many rows: start from the optimum of every SUBSAMPLE_STEP-th example (weighted
         # SUBSAMPLE_STEP, the same J in expectation); one full Hessian then suffices
-        sub = fit(subsample_rows(problem, SUBSAMPLE_STEP), tol=tol,
-                  max_iter=max(max_iter, SUBSAMPLE_MAX_ITER), linalg=linalg, warn=False,
-                  cg_maxiter=cg_maxiter, compiled=compiled)
+        sub, factor0 = _fit(subsample_rows(problem, SUBSAMPLE_STEP), tol=tol,
+                            max_iter=max(max_iter, SUBSAMPLE_MAX_ITER), linalg=linalg,
+                            warn=False, cg_maxiter=cg_maxiter, compiled=compiled)
         theta0 = sub.theta
     if theta0 is None:
         theta = np.zeros(p_dim)
@@ -419,12 +435,16 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     if compiled_run is not None:
         code, arrays = compiled_run
         irls_start = theta0 is None and not loss.smooth
-        theta, history, it, converged, g, n_factors = _fit_compiled(
+        theta, history, it, converged, g, n_factors, factor = _fit_compiled(
             problem, theta, code, arrays, tol, max_iter, irls_start)
         return _result(theta, history, it, converged, g, start, n_factors, linalg,
-                       warn and not converged, max_iter, tol)
+                       warn and not converged, max_iter, tol), factor
     m, s = design.scores(theta)
-    J, g, curv = hess.curvature(problem, theta, m, s)
+    if factor0 is None:
+        J, g, curv = hess.curvature(problem, theta, m, s)
+    else:
+        J, g = hess.gradient(problem, theta, m, s)
+        curv = None
     if not np.isfinite(J):
         raise FloatingPointError("J is not finite at the starting point")
     history = [J]
@@ -433,7 +453,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     n_evals = 0
     it = 0
     D = design.n_features
-    factor, fresh_next, prev_dec = None, True, np.inf
+    factor, fresh_next, prev_dec = factor0, factor0 is None, np.inf
     # float32 Hessian products allowed (SINGLE_MAX_COND) until a step with one fails
     single = linalg == "cholesky" and hess.single_applies(design)
     from_single = False
@@ -517,7 +537,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
             converged = True
             break
     return _result(theta, history, it, converged, g, start, n_evals, linalg,
-                   warn and not converged, max_iter, tol)
+                   warn and not converged, max_iter, tol), factor
 
 
 #: step lengths (besides the full step) whose ``J`` a row back-end evaluates in the same
