@@ -38,6 +38,31 @@ CURVATURES = [
 ]
 
 
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_split_hessian_at_zero_weights_equals_the_gram_product(fit_intercept, monkeypatch):
+    """At ``w = 0`` (every ``gbar_n`` zero) the split kernel writes the rows
+    ``sqrt(|d_mm|) xbar_n`` without reading ``M``; with curvatures of both signs and
+    zeros (``P`` and ``Q`` rows, skipped rows), float64 and float32 products, it equals
+    ``Xbar^T diag(d_mm) Xbar`` to rounding."""
+    X, y = make_classification(300, 6, n_informative=3, random_state=4)
+    problem = Problem.create(X, 2.0 * y - 1.0, LogisticLoss(1.0), Dropout(0.3),
+                             fit_intercept)
+    design = problem.design
+    theta = np.zeros(design.n_params)
+    _, _, curv = hessian.curvature(problem, theta)
+    d_mm = np.random.default_rng(2).normal(size=300)
+    d_mm[::7] = 0.0
+    curv = curv._replace(d_mm=d_mm)
+    Xbar = np.hstack([X, np.ones((300, 1))]) if fit_intercept else X
+    ref = Xbar.T @ (d_mm[:, None] * Xbar) + 2.0 * np.diag(design.penalty_mask())
+    ref[np.arange(6), np.arange(6)] += curv.noise_diag
+    monkeypatch.setattr(hessian, "HESSIAN_BLOCKED_MIN", 0)
+    monkeypatch.setattr(hessian, "HESSIAN_BLOCK", 64)
+    for single, rtol in ((False, 1e-13), (True, 1e-6)):
+        H = hessian.hessian_matrix(design, curv, single=single)
+        np.testing.assert_allclose(H, ref, rtol=0, atol=rtol * np.max(np.abs(ref)))
+
+
 @pytest.mark.parametrize("abc", CURVATURES)
 def test_eigen2_matches_exact_eigenvalues_and_reconstructs(abc):
     a, b, c = abc

@@ -259,16 +259,22 @@ class Design:
 
         Cost ``O(N D^2)`` dense (one BLAS ``syrk``-like product), ``O(nnz D)`` sparse.
         With ``single=True`` a dense ``X``'s product runs in float32 (about twice as fast,
-        relative error of order ``1e-7``: for approximate normal matrices only).
+        relative error of order ``1e-7``: for approximate normal matrices only; the
+        intercept row stays float64).
         """
         X = self.X
         p, D = self.n_params, self.n_features
         G = np.empty((p, p))
         if self.sparse:
             G[:D, :D] = (X.T @ X.multiply(rho[:, None]).tocsr()).toarray()
+        elif single:  # rows sqrt(rho) x_n in float32 (compiled: a casting multiply is slow)
+            from ..linalg.kernels import scaled_rows
+
+            Xs = scaled_rows(np.ascontiguousarray(X), np.sqrt(rho), False,
+                             np.empty(X.shape, np.float32))
+            G[:D, :D] = Xs.T @ Xs
         else:
-            Xs = np.multiply(X, np.sqrt(rho)[:, None], casting="same_kind",
-                             out=np.empty(X.shape, np.float32 if single else np.float64))
+            Xs = X * np.sqrt(rho)[:, None]
             G[:D, :D] = Xs.T @ Xs
         if self.fit_intercept:
             col = np.asarray(X.T @ rho).ravel()

@@ -253,19 +253,24 @@ def _direction_cg(design, curv, g, rtol, maxiter):
 def _irls_start(problem, linalg):
     """One IRLS map from zero (a start where the piecewise-linear terms are smooth); on a
     large dense design (``hessian.single_applies``) its Gram product in float32: only a
-    starting point, kept only if it does not raise ``J``."""
+    starting point, kept only if it does not raise ``J``. Returns ``(theta, m, s)`` with
+    the scores ``(m, s)`` at ``theta`` (at zero they are zero: no pass over the data)."""
     from ..linalg.wls import normal_matrix, normal_rhs
     from .irls import irls_map
 
-    design = problem.design
-    zero = np.zeros(design.n_params)
+    design, loss, y = problem
+    zero, zeros = np.zeros(design.n_params), np.zeros(design.n_samples)
     if linalg == "cholesky" and hess.single_applies(design):
-        rho, t = problem.irls_weights(zero)
+        rho, t = loss.irls_weights(zeros, zeros, y)
         factor = _cho_factor(normal_matrix(design, rho, single=True))
         theta = sla.cho_solve(factor, normal_rhs(design, t), check_finite=False)
     else:
         theta = irls_map(problem, zero, linalg=linalg)[0]
-    return theta if problem.objective(theta) <= problem.objective(zero) else zero
+    m, s = design.scores(theta)
+    w = theta[:design.n_features]
+    if float(w @ w + np.sum(loss.value(m, s, y))) <= float(np.sum(loss.value(zeros, zeros, y))):
+        return theta, m, s
+    return zero, zeros, zeros
 
 
 #: ``compiled="auto"`` runs the compiled dense loop up to this many rows ``N`` and
@@ -421,13 +426,14 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
                             max_iter=max(max_iter, SUBSAMPLE_MAX_ITER), linalg=linalg,
                             warn=False, cg_maxiter=cg_maxiter, compiled=compiled)
         theta0 = sub.theta
+    scores = None
     if theta0 is None:
         theta = np.zeros(p_dim)
         if not loss.smooth and compiled_run is None:
             # at w = 0 every score variance is 0: each term sits on its kink and the
             # Hessian is singular. One IRLS map (a weighted least-squares solve) moves
             # to a point where the terms are smooth, and never raises J.
-            theta = _irls_start(problem, linalg)
+            theta, *scores = _irls_start(problem, linalg)
     else:
         theta = np.array(theta0, dtype=float, copy=True)
     if theta.shape != (p_dim,):
@@ -439,7 +445,7 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
             problem, theta, code, arrays, tol, max_iter, irls_start)
         return _result(theta, history, it, converged, g, start, n_factors, linalg,
                        warn and not converged, max_iter, tol), factor
-    m, s = design.scores(theta)
+    m, s = design.scores(theta) if scores is None else scores
     if factor0 is None:
         J, g, curv = hess.curvature(problem, theta, m, s)
     else:
