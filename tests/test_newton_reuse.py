@@ -182,6 +182,31 @@ def test_expanded_far_steps_save_hessians_and_reach_the_same_optimum(loss, compi
         np.testing.assert_allclose(res.theta, tight.theta, rtol=1e-6, atol=1e-7)
 
 
+def test_a_far_step_is_doubled_only_when_J_fell_more_than_its_model_predicts(monkeypatch):
+    """The doubling of a far full step is tried only when that step lowered ``J`` by more
+    than ``EXPAND_RATIO`` times ``lambda^2 / 2`` (a flattening ``J``). On 10^4 x 50 logistic
+    the first step's ratio is about 1.06: the doubling, which ``J`` would refuse, is not
+    tried -- one evaluation of ``J`` fewer and the same iterates as when it is."""
+    X, y = make_classification(10_000, 50, n_informative=10, random_state=0)
+    problem = Problem.create(X, 2.0 * y - 1.0, LogisticLoss(1.0), Dropout(0.3))
+    calls = []
+    value = problem.loss.value
+
+    def counted(*args):
+        calls.append(1)
+        return value(*args)
+
+    monkeypatch.setattr(problem.loss, "value", counted)
+    skipped = newton.fit(problem, compiled=False)
+    n_skipped = len(calls)
+    monkeypatch.setattr(newton, "EXPAND_RATIO", 0.0)  # always try (J must still fall)
+    calls.clear()
+    tried = newton.fit(problem, compiled=False)
+    assert len(calls) == n_skipped + 1
+    np.testing.assert_array_equal(skipped.objective, tried.objective)
+    np.testing.assert_array_equal(skipped.theta, tried.theta)
+
+
 @pytest.mark.parametrize("loss", [HingeLoss(1.0), LogisticLoss(1.0)])
 @pytest.mark.parametrize("path", ["compiled", "python", "subsample"])
 def test_max_iter_k_stops_the_same_iteration_after_step_k(loss, path, monkeypatch):

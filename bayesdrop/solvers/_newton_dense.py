@@ -246,7 +246,8 @@ def _solve(L, g):
 
 @numba.njit(cache=True, nogil=True)
 def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, armijo, min_step,
-                 ridge, irls_start, reuse, contraction, chord_stop, expand, syrk):
+                 ridge, irls_start, reuse, contraction, chord_stop, expand, expand_ratio,
+                 syrk):
     """Newton's method on ``J`` for dense ``X`` and ``V = scale * M``; example ``i``'s
     term is scaled by ``sw[i]`` (its sample weight).
 
@@ -255,7 +256,9 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     is kept for the next direction, and when such a step ends the iteration
     (:data:`bayesdrop.solvers.newton.REUSE_DECREMENT`,
     :data:`bayesdrop.solvers.newton.CONTRACTION`, :data:`bayesdrop.solvers.newton.CHORD_STOP`);
-    ``expand``: doublings of a far step (:data:`bayesdrop.solvers.newton.EXPAND_STEPS`). ``syrk``: the address of BLAS
+    ``expand``, ``expand_ratio``: doublings of a far step, tried when its decrease of ``J``
+    exceeds ``expand_ratio * decrement / 2`` (:data:`bayesdrop.solvers.newton.EXPAND_STEPS`,
+    :data:`bayesdrop.solvers.newton.EXPAND_RATIO`). ``syrk``: the address of BLAS
     ``dsyrk`` (:func:`bayesdrop.linalg._blas.dsyrk_address`). Returns
     ``(theta, history, n_iter, status, grad, n_factors, L)`` (``L``: the last Cholesky
     factor of ``H``, lower triangular, zeros if none); ``status`` 1 converged, 0 not,
@@ -351,7 +354,8 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
             if J_c <= J - armijo * t * decrement or t < min_step:
                 break
             t *= 0.5
-        if t == 1.0 and decrement > reuse * max(abs(J), 1.0):
+        if (t == 1.0 and decrement > reuse * max(abs(J), 1.0)
+                and J - J_c > expand_ratio * 0.5 * decrement):
             # far from the optimum: longer steps while J keeps falling
             for _ in range(expand):
                 for a in range(p):
