@@ -223,21 +223,6 @@ def dense_hdiag(X, M, scale, fit_intercept, w, d_mm, d_ms, d_ss, noise_diag, out
     return out
 
 
-@numba.njit(cache=True, nogil=True)
-def scaled_rows(X, r, fit_intercept, out):
-    """``out[n] = r_n [x_n, 1]`` (``[x_n]`` without intercept), cast to ``out``'s dtype:
-    the rows of ``diag(r) Xbar``, whose ``out^T out`` is ``Xbar^T diag(r^2) Xbar``
-    (numpy's casting ``multiply`` into float32 took four times as long)."""
-    n, D = X.shape
-    for i in range(n):
-        ri = r[i]
-        for j in range(D):
-            out[i, j] = ri * X[i, j]
-        if fit_intercept:
-            out[i, D] = ri
-    return out
-
-
 @numba.njit(cache=True, nogil=True, inline="always")
 def _eigen2(a, b, c):
     """Eigen-decomposition of the symmetric ``[[a, b], [b, c]]``: ``(l1, l2, u, v)`` with
@@ -289,6 +274,16 @@ def _scaled_row(Z, row, X, r, fit_intercept, cx):
         Z[row, D] = cx
 
 
+@numba.njit(cache=True, nogil=True)
+def scaled_rows(X, r, fit_intercept, out):
+    """``out[n] = r_n [x_n, 1]`` (``[x_n]`` without intercept), cast to ``out``'s dtype:
+    the rows of ``diag(r) Xbar``, whose ``out^T out`` is ``Xbar^T diag(r^2) Xbar``
+    (numpy's casting ``multiply`` into float32 took four times as long)."""
+    for i in range(X.shape[0]):
+        _scaled_row(out, i, X, i, fit_intercept, r[i])
+    return out
+
+
 #: an example's 2 x 2 curvature ``C_n`` is split into signed squares only when
 #: ``d_ms^2 <= SPLIT_MAX_RATIO |d_mm d_ss|``: for a strongly indefinite ``C_n`` the two
 #: squares are much larger than ``C_n``'s entries and their difference would lose
@@ -321,7 +316,6 @@ def dense_hessian_split(X, M, g, fit_intercept, d_mm, d_ms, d_ss, start, nb, P, 
         if g[j] != 0.0:
             g_zero = False
     if g_zero:  # rows sqrt(d_mm) xbar (M unread)
-        D = X.shape[1]
         for i in range(nb):
             r = start + i
             a = d_mm[r]

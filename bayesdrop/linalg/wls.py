@@ -131,7 +131,7 @@ def normal_matrix(design, rho, penalty=True, single=False):
     >>> A.shape, bool(np.allclose(A, A.T)), float(A[-1, -1])  # intercept: sum(rho), unpenalised
     ((5, 5), True, 15.0)
     """
-    A = design.gram(rho, single=True) if single else design.gram(rho)
+    A = design.gram(rho, single=single)
     if penalty:
         A[np.diag_indices_from(A)] += 2.0 * design.penalty_mask()
     return design.add_noise_term(A, rho)

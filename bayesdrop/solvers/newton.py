@@ -431,7 +431,8 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
             raise ValueError("compiled=True needs a dense design and a built-in loss")
     if theta0 is None and _subsample_applies(problem):
         # many rows: start from the optimum of every SUBSAMPLE_STEP-th example (weighted
-        # SUBSAMPLE_STEP, the same J in expectation); one full Hessian then suffices
+        # SUBSAMPLE_STEP, the same J in expectation); its last factor directs the first
+        # steps on all rows (chord steps: often no Hessian of all rows is needed)
         sub, factor0 = _fit(subsample_rows(problem, SUBSAMPLE_STEP), tol=tol,
                             max_iter=max(max_iter, SUBSAMPLE_MAX_ITER), linalg=linalg,
                             warn=False, cg_maxiter=cg_maxiter, compiled=compiled)
