@@ -296,6 +296,37 @@ def test_compiled_newton_takes_the_same_steps(case):
     assert a.grad_norm == pytest.approx(b.grad_norm, rel=1e-6, abs=1e-6)
 
 
+@pytest.mark.parametrize("intercept", [True, False])
+def test_compiled_scores_equal_the_products_and_propagate_inf_and_nan(intercept):
+    """The compiled loop's row sums (reassociated: SIMD lanes, fused multiply-adds) are
+    ``Xbar theta`` and ``scale M w^2`` to rounding, and inf / NaN reach the scores as in
+    numpy's products (``fastmath`` without the no-inf / no-NaN assumptions)."""
+    from bayesdrop.solvers._newton_dense import _scores
+
+    rng = np.random.default_rng(4)
+    n, D = 37, 29
+    X = rng.normal(size=(n, D))
+    M = rng.uniform(size=(n, D))
+    theta = rng.normal(size=D + 1)
+    X[3, 5] = np.inf
+    X[7, 2] = np.nan
+    M[11, 4] = np.inf
+    m, s = np.empty(n), np.empty(n)
+    _scores(X, M, 0.3, intercept, theta, m, s)
+    w = theta[:D]
+    with np.errstate(invalid="ignore"):
+        m_ref = X @ w + (theta[D] if intercept else 0.0)
+        s_ref = 0.3 * (M @ (w * w))
+    np.testing.assert_array_equal(np.isnan(m), np.isnan(m_ref))
+    np.testing.assert_array_equal(np.isinf(m), np.isinf(m_ref))
+    np.testing.assert_array_equal(np.isinf(s), np.isinf(s_ref))
+    ok = np.isfinite(m_ref)
+    bound = 8 * D * np.finfo(float).eps * (np.abs(X[ok]) @ np.abs(w) + 1.0)
+    assert np.all(np.abs(m[ok] - m_ref[ok]) <= bound)
+    ok = np.isfinite(s_ref)
+    np.testing.assert_allclose(s[ok], s_ref[ok], rtol=8 * D * np.finfo(float).eps)
+
+
 @pytest.mark.parametrize("Est", [DropoutSVC, DropoutLogisticRegression, DropoutSVR])
 @pytest.mark.parametrize("kind", ["dense", "sparse"])
 def test_overflow_scale_features_get_a_clear_error(Est, kind):

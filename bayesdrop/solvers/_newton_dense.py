@@ -123,21 +123,33 @@ def terms_curvature(code, p0, p1, m, s, y, sw, value, d_m, d_s, d_mm, d_ms, d_ss
 def _objective(code, p0, p1, X, M, scale, fi, y, sw, theta, m, s):
     """``J(theta)``; fills the scores ``m`` and ``s``."""
     n, D = X.shape
-    b = theta[D] if fi else 0.0
+    _scores(X, M, scale, fi, theta, m, s)
     total = 0.0
     for d in range(D):
         total += theta[d] * theta[d]
     for i in range(n):
-        mi = b
+        total += sw[i] * _term(code, p0, p1, m[i], s[i], y[i], 0)[0]
+    return total
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _scores(X, M, scale, fi, theta, m, s):
+    """The scores ``m = Xbar theta`` and ``s = scale M w^2``, row by row. Each row's two
+    sums may be reassociated (SIMD lanes, fused multiply-adds: ``fastmath`` with only
+    ``reassoc`` and ``contract``, so inf and NaN propagate as usual): they differ from
+    the left-to-right sums by rounding only, as BLAS ``gemv``'s do, and take about half
+    the time of the strict order on a few dozen features (285 x 30: 11 -> 3 us)."""
+    n, D = X.shape
+    b = theta[D] if fi else 0.0
+    for i in range(n):
+        mi = 0.0
         si = 0.0
         for d in range(D):
-            mi += X[i, d] * theta[d]
-            si += M[i, d] * theta[d] * theta[d]
-        si *= scale
-        m[i] = mi
-        s[i] = si
-        total += sw[i] * _term(code, p0, p1, mi, si, y[i], 0)[0]
-    return total
+            wd = theta[d]
+            mi += X[i, d] * wd
+            si += M[i, d] * (wd * wd)
+        m[i] = mi + b
+        s[i] = si * scale
 
 
 @numba.njit(cache=True, nogil=True)
