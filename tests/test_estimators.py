@@ -208,3 +208,35 @@ def test_one_vs_rest_threads_give_the_same_fit(Est):
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
     assert list(a.solver_) == list(b.solver_)
+
+
+@pytest.mark.parametrize("y", [
+    np.array([0, 1, 1, 0]), np.array([3, 7, 5, 3], dtype=np.uint8),
+    np.array([True, False, True, True]), np.array([0.0, 1.0, 2.0, 1.0]),
+    np.array([-1.0, 1.0, 1.0, -1.0]), np.array([0.5, 1.0, 1.0, 0.0]),
+    np.array([1e300, 0.0, 1.0, 0.0]), np.array([np.nan, 0.0, 1.0, 0.0]),
+    np.array([np.inf, 0.0, 1.0, 0.0]), np.array(["a", "b", "a", "a"]),
+    np.array([1, "b", 1, "b"], dtype=object), np.array([0.0, 1.0, 0.0, 1.0]) + 1e-9,
+], ids=lambda y: f"{y.dtype}-{y[0]}")
+def test_label_check_shortcut_accepts_and_rejects_as_scikit_learn(y):
+    """``set_classes`` skips scikit-learn's ``check_classification_targets`` only for
+    labels it would accept: every label array is accepted or rejected exactly as by
+    scikit-learn's check."""
+    from sklearn.utils.multiclass import check_classification_targets
+
+    from bayesdrop.estimators._base import set_classes
+
+    class E:
+        pass
+
+    try:
+        check_classification_targets(y)
+        expected = None
+    except ValueError as err:
+        expected = str(err)
+    if expected is None:
+        set_classes(E(), y)
+    else:
+        with pytest.raises(ValueError) as info:
+            set_classes(E(), y)
+        assert str(info.value) == expected
