@@ -279,7 +279,7 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
     def buf(name, shape):  # reused between calls (work): no N x D allocation per call
         a = work.get(name)
         if a is None or a.shape != shape:
-            a = work[name] = np.empty(shape)
+            a = work[name] = np.ones(shape) if name == "ones" else np.empty(shape)
         return a
 
     NK, ND = (n, K), (n, X.shape[1])
@@ -314,7 +314,8 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
             grad_theta[K] = np.sum(d_m)
         grad_alpha = np.empty_like(alpha)
         grad_alpha[:-1] = X.T @ R + term1 + 2.0 * alpha_penalty * aw
-        grad_alpha[-1] = R.sum(axis=0)
+        # the column sums by BLAS (numpy's axis-0 sum of an N x K array: 21 against 3 us)
+        grad_alpha[-1] = buf("ones", (n,)) @ R
         return J, grad_theta, grad_alpha
     pre += alpha[-1]
     expit(pre, out=G)
@@ -423,23 +424,17 @@ def _latent_scores(code, p0, p1, V, U, m, y, sw, d_m):
     return float(np.sum(value))
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def _row_quadratic(V, U, s):
-    """``s_n = sum_d V_nd U_nd^2`` (four partial sums: the additions pipeline)."""
+    """``s_n = sum_d V_nd U_nd^2``, each row's sum reassociated into SIMD lanes
+    (``fastmath`` with only ``reassoc`` and ``contract``: inf and NaN propagate; on
+    digits, 898 x 64, 24 -> 11 us against four scalar partial sums)."""
     n, D = U.shape
     for i in range(n):
-        a0 = a1 = a2 = a3 = 0.0
-        d = 0
-        while d + 4 <= D:
-            a0 += V[i, d] * U[i, d] * U[i, d]
-            a1 += V[i, d + 1] * U[i, d + 1] * U[i, d + 1]
-            a2 += V[i, d + 2] * U[i, d + 2] * U[i, d + 2]
-            a3 += V[i, d + 3] * U[i, d + 3] * U[i, d + 3]
-            d += 4
-        while d < D:
-            a0 += V[i, d] * U[i, d] * U[i, d]
-            d += 1
-        s[i] = (a0 + a1) + (a2 + a3)
+        a = 0.0
+        for d in range(D):
+            a += V[i, d] * U[i, d] * U[i, d]
+        s[i] = a
 
 
 @numba.njit(cache=True, nogil=True)
