@@ -261,6 +261,40 @@ def test_compiled_row_passes_equal_the_generic_products(kind, noise):
 
 
 @pytest.mark.parametrize("intercept", [True, False])
+@pytest.mark.parametrize("noise", ["dropout", "multiplicative"])
+@pytest.mark.parametrize("n", [4001, 7])
+def test_gradient_pair_from_one_pass_equals_the_two_products(noise, intercept, n):
+    """With ``V = scale X * X`` on a dense design, ``(Xbar^T a, V^T rho)`` come from one
+    pass over ``X`` (``Design.rmatvec_pair``); they equal the two separate products to
+    rounding (row counts not a multiple of the four-row unrolling included), and other
+    designs take the separate products."""
+    from bayesdrop import MultiplicativeGaussian
+
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(n, 13)) * rng.uniform(0.1, 10.0, size=13)
+    y = np.where(rng.normal(size=n) > 0, 1.0, -1.0)
+    model = Dropout(0.3) if noise == "dropout" else MultiplicativeGaussian(0.4)
+    design = Problem.create(X, y, LogisticLoss(0.7), model, intercept).design
+    assert design._squares
+    a, rho = rng.normal(size=n), rng.normal(size=n)
+    g, nd = design.rmatvec_pair(a, rho)
+    g_ref = np.asarray(design.X.T @ a)
+    if intercept:
+        g_ref = np.append(g_ref, np.sum(a))
+    nd_ref = design.variance.scale * ((X * X).T @ rho)
+    bound = 8 * n * np.finfo(float).eps
+    np.testing.assert_allclose(g, g_ref, rtol=0,
+                               atol=bound * np.max(np.abs(np.c_[X, np.ones(n)].T) @ np.abs(a)))
+    np.testing.assert_allclose(nd, nd_ref, rtol=0,
+                               atol=bound * design.variance.scale * np.max((X * X).T @ np.abs(rho)))
+    # Fortran-ordered, sparse and Poisson designs: the two products
+    for other in (Problem.create(np.asfortranarray(X), y, LogisticLoss(0.7), model).design,
+                  Problem.create(sp.csr_matrix(X), y, LogisticLoss(0.7), model).design,
+                  Problem.create(np.abs(X), y, LogisticLoss(0.7), Poisson()).design):
+        assert not other._squares
+
+
+@pytest.mark.parametrize("intercept", [True, False])
 def test_compiled_sparse_cg_equals_the_python_loop_and_solves_the_system(intercept):
     """The compiled PCG of a CSR Hessian: the same iterates as the Python loop on the
     generic products, and at a tight tolerance the dense solution ``-H^{-1} g``."""

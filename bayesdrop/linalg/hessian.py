@@ -105,8 +105,8 @@ def curvature(problem, theta, m=None, s=None):
     if m is None or s is None:
         m, s = design.scores(theta)
     value, d_m, d_s, d_mm, d_ms, d_ss = _terms_curvature(loss, m, s, y)
-    noise_diag = 2.0 * design.noise_rmatvec(d_s)
-    grad = design.rmatvec(d_m)
+    grad, noise_diag = design.rmatvec_pair(d_m, d_s)
+    noise_diag *= 2.0
     grad[: design.n_features] += 2.0 * w + noise_diag * w
     J = float(w @ w + np.sum(value))
     return J, grad, Curvature(w, d_m, d_s, np.maximum(d_mm, 0.0), d_ms, d_ss, noise_diag)
@@ -132,8 +132,8 @@ def gradient(problem, theta, m, s, terms=None):
     design, loss, y = problem
     w, _ = design.split(theta)
     value, d_m, d_s = loss.terms(m, s, y) if terms is None else terms
-    grad = design.rmatvec(d_m)
-    grad[: design.n_features] += 2.0 * w + 2.0 * design.noise_rmatvec(d_s) * w
+    grad, nd = design.rmatvec_pair(d_m, d_s)
+    grad[: design.n_features] += 2.0 * w + 2.0 * nd * w
     return float(w @ w + np.sum(value)), grad
 
 

@@ -63,6 +63,9 @@ class Design:
         self.sparse = sp.issparse(self.X)
         self.n_samples, self.n_features = self.X.shape
         self.n_params = self.n_features + int(self.fit_intercept)
+        # V = scale X * X of this very (dense, C-ordered) X: rmatvec_pair in one pass
+        self._squares = (not self.sparse and self.X.flags.c_contiguous
+                         and getattr(self.variance, "squares_of", None) is self.X)
 
     # -- packing --------------------------------------------------------------------
     def split(self, theta):
@@ -216,6 +219,37 @@ class Design:
     def noise_rmatvec(self, a):
         """``V.T @ a`` for ``a`` of shape (n_samples,) (no intercept entry)."""
         return self.variance.weighted_column_sums(a)
+
+    def rmatvec_pair(self, a, rho):
+        """``(Xbar.T @ a, V.T @ rho)``, the two products of the gradient of ``J``.
+
+        With ``V = scale X * X`` on a dense ``X`` (dropout, multiplicative noise) both
+        come from one compiled pass over ``X`` (:func:`bayesdrop.linalg.kernels.
+        dense_rmatvec_squares`), reading ``N D`` numbers instead of ``2 N D``; otherwise
+        :meth:`rmatvec` and :meth:`noise_rmatvec`.
+
+        Examples
+        --------
+        >>> from bayesdrop import Dropout
+        >>> X = np.array([[1.0, 2.0], [3.0, -1.0]])
+        >>> g, nd = Design(X, Dropout(0.5)).rmatvec_pair(np.array([1.0, 2.0]),
+        ...                                               np.array([1.0, 1.0]))
+        >>> g.tolist(), nd.tolist()  # (X^T a, sum a), q/(1-q) (X*X)^T rho
+        ([7.0, 0.0, 3.0], [10.0, 5.0])
+        """
+        if not getattr(self, "_squares", False):
+            return self.rmatvec(a), self.noise_rmatvec(rho)
+        from ..linalg.kernels import dense_rmatvec_squares
+
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        rho = np.ascontiguousarray(rho, dtype=np.float64)
+        g = np.empty(self.n_params)
+        nd = np.empty(self.n_features)
+        dense_rmatvec_squares(self.X, a, rho, g, nd)
+        if self.fit_intercept:
+            g[-1] = np.sum(a)
+        nd *= self.variance.scale
+        return g, nd
 
     def noise_cross(self, a):
         """Dense ``Xbar.T diag(a) V`` of shape (n_params, n_features); ``a`` of any sign.

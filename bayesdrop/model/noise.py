@@ -61,6 +61,11 @@ class FeatureVariance:
         ``scale`` for a matrix, the constant ``value`` otherwise.
     shape : tuple of int
         ``(n_samples, n_features)``.
+    squares_of : ndarray, optional
+        The dense array whose element-wise squares ``matrix`` holds (dropout and
+        multiplicative noise on a dense ``X``): a design over that very array then forms
+        ``X^T a`` and ``M^T rho`` in one pass over ``X``
+        (:meth:`bayesdrop.model.design.Design.rmatvec_pair`).
 
     Examples
     --------
@@ -70,10 +75,11 @@ class FeatureVariance:
     [1.0, 13.0]
     """
 
-    def __init__(self, matrix, scale, shape):
+    def __init__(self, matrix, scale, shape, squares_of=None):
         self.matrix = matrix
         self.scale = float(scale)
         self.shape = tuple(shape)
+        self.squares_of = squares_of
 
     @property
     def is_zero(self):
@@ -331,7 +337,7 @@ class Dropout(NoiseModel):
 
     def _variance(self, X):
         q = self.level
-        return FeatureVariance(_square(X), q / (1.0 - q), X.shape)
+        return FeatureVariance(_square(X), q / (1.0 - q), X.shape, _dense_or_none(X))
 
     def _corrupt_values(self, x, rng):
         keep = rng.random(np.shape(x)) >= self.level
@@ -358,7 +364,7 @@ class MultiplicativeGaussian(NoiseModel):
     level_name = "variance a"
 
     def _variance(self, X):
-        return FeatureVariance(_square(X), self.level, X.shape)
+        return FeatureVariance(_square(X), self.level, X.shape, _dense_or_none(X))
 
     def _corrupt_values(self, x, rng):
         return x * (1.0 + np.sqrt(self.level) * rng.standard_normal(np.shape(x)))
@@ -456,6 +462,11 @@ class Poisson(NoiseModel):
     def _corrupt_values(self, x, rng):
         kappa = self.level
         return kappa * rng.poisson(np.asarray(x) / kappa).astype(float)
+
+
+def _dense_or_none(X):
+    """``X`` itself if it is a float64 ndarray (the array ``_square`` squares), else None."""
+    return X if isinstance(X, np.ndarray) and X.dtype == np.float64 else None
 
 
 def _square(X):

@@ -50,6 +50,10 @@ def objective(design, loss, y, theta, *, gradient=True):
     J = float(w @ w + np.sum(value))
     if not gradient:
         return J
+    if design.diagonal_noise:  # (sum_n d_s_n diag(v_n)) w = (V^T d_s) * w
+        grad, nd = design.rmatvec_pair(d_m, d_s)
+        grad[: design.n_features] += 2.0 * (w + nd * w)
+        return J, grad
     grad = design.rmatvec(d_m)
     grad[: design.n_features] += 2.0 * (w + design.noise_apply(d_s, w))
     return J, grad
