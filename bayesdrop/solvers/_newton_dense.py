@@ -21,7 +21,7 @@ import math
 import numba
 import numpy as np
 
-from ..linalg._blas import syrk_rows, syrk_work
+from ..linalg._blas import padded, syrk_rows, syrk_work
 from ..linalg.kernels import dense_hessian_split
 from ..model._logistic_rows import logistic_from
 from ..model.losses import (
@@ -201,10 +201,11 @@ def _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, P, Q, Z, Y, syr
     block, and a product for strongly indefinite examples), then ``2 I'`` and the noise
     diagonal ``nd``; a relative ridge if ``H`` is singular to working precision."""
     n, D = X.shape
-    p = P.shape[1]
+    p = Z.shape[1]
+    pp = P.shape[1]  # P and Q: zero columns p..pp-1 (a faster syrk, _blas.SYRK_PAD)
     B = P.shape[0] // 2
-    Hp = np.zeros((p, p))
-    Hq = np.zeros((p, p))
+    Hp = np.zeros((pp, pp))
+    Hq = np.zeros((pp, pp))
     Hz = np.zeros((p, p))
     two_w = 2.0 * scale * theta[:D]
     for start in range(0, n, B):
@@ -291,8 +292,8 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     d_ss = np.empty(n)
     history = np.empty(max_iter + 1)
     B = min(_HESSIAN_ROWS, n)
-    P = np.empty((2 * B, p))
-    Q = np.empty((2 * B, p))
+    P = np.zeros((2 * B, padded(p)))
+    Q = np.zeros((2 * B, padded(p)))
     Z = np.empty((2 * B, p))
     Y = np.empty((2 * B, p))
     work = syrk_work()
