@@ -203,7 +203,9 @@ def _dense_hessian_blocked(design, curv, X, M, scale, single=False):
     g = 2.0 * scale * curv.w
     rows = np.float32 if single else np.float64
     pp = padded(p)  # zero columns p..pp-1: a faster syrk (see _blas.SYRK_PAD)
-    P, Q = np.zeros((2 * B, pp), dtype=rows), np.zeros((2 * B, pp), dtype=rows)
+    P, Q = np.empty((2 * B, pp), dtype=rows), np.empty((2 * B, pp), dtype=rows)
+    P[:, p:] = 0.0
+    Q[:, p:] = 0.0
     Z, Y = np.empty((2 * B, p)), np.empty((2 * B, p))
     H = np.zeros((pp, pp))
     args = (X, M, g, design.fit_intercept, curv.d_mm, curv.d_ms, curv.d_ss)

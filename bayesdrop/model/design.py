@@ -306,8 +306,9 @@ class Design:
             from ..linalg.kernels import scaled_rows
 
             # zero columns up to a multiple of SYRK_PAD: a faster syrk
-            Xs = scaled_rows(np.ascontiguousarray(X), np.sqrt(rho), False,
-                             np.zeros((X.shape[0], padded(D)), np.float32))
+            Xs = np.empty((X.shape[0], padded(D)), np.float32)
+            Xs[:, D:] = 0.0
+            scaled_rows(np.ascontiguousarray(X), np.sqrt(rho), False, Xs)
             G[:D, :D] = (Xs.T @ Xs)[:D, :D]
         else:
             Xs = X * np.sqrt(rho)[:, None]

@@ -292,8 +292,10 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     d_ss = np.empty(n)
     history = np.empty(max_iter + 1)
     B = min(_HESSIAN_ROWS, n)
-    P = np.zeros((2 * B, padded(p)))
-    Q = np.zeros((2 * B, padded(p)))
+    P = np.empty((2 * B, padded(p)))
+    Q = np.empty((2 * B, padded(p)))
+    P[:, p:] = 0.0
+    Q[:, p:] = 0.0
     Z = np.empty((2 * B, p))
     Y = np.empty((2 * B, p))
     work = syrk_work()
