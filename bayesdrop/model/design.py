@@ -224,8 +224,8 @@ class Design:
         """``(Xbar.T @ a, V.T @ rho)``, the two products of the gradient of ``J``.
 
         With ``V = scale X * X`` on a dense ``X`` (dropout, multiplicative noise) both
-        come from one compiled pass over ``X`` (:func:`bayesdrop.linalg.kernels.
-        dense_rmatvec_squares`), reading ``N D`` numbers instead of ``2 N D``; otherwise
+        come from one compiled pass over ``X``, reading ``N D`` numbers instead of
+        ``2 N D`` (:func:`bayesdrop.linalg.kernels.dense_rmatvec_squares`); otherwise
         :meth:`rmatvec` and :meth:`noise_rmatvec`.
 
         Examples
