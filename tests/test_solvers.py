@@ -217,6 +217,33 @@ def test_sparse_input_is_never_densified_by_newton_cg(monkeypatch):
     assert res.converged and res.linalg == "cg"
 
 
+@pytest.mark.parametrize("loss_name", ["logistic", "hinge"])
+def test_newton_cg_tolerance_is_floored_and_reaches_the_optimum(loss_name, monkeypatch):
+    """Newton-CG never asks CG for a relative residual below ``CG_FORCING_FLOOR`` (the
+    forcing term shrinks below it near the optimum), and at the default ``tol`` still
+    ends within 1e-10 of the minimum of ``J`` (L-BFGS-B's at a tight tolerance)."""
+    from bayesdrop.linalg import kernels
+
+    rng = np.random.default_rng(11)
+    X = sp.random(300, 400, density=0.05, random_state=12, format="csr")
+    X.data = np.abs(rng.normal(size=X.nnz)) + 0.1
+    y = np.where(X @ rng.normal(size=400) + 0.1 * rng.normal(size=300) > 0, 1.0, -1.0)
+    problem = Problem.create(X, y, LOSSES[loss_name](), Dropout(0.3))
+    asked = []
+    solve = kernels.csr_pcg
+
+    def spy(*args):
+        asked.append(args[-2])  # rtol
+        return solve(*args)
+
+    monkeypatch.setattr(kernels, "csr_pcg", spy)
+    res = newton.fit(problem, linalg="cg")
+    assert res.converged and len(asked) >= 3
+    assert min(asked) == newton.CG_FORCING_FLOOR  # reached, never undercut
+    J_ref = _lbfgs(problem)[1]
+    assert res.objective[-1] <= J_ref * (1 + 1e-10)
+
+
 def test_an_all_zero_row_under_dropout_makes_the_hinge_non_smooth():
     X, y = _data("dense", "hinge")
     X[0] = 0.0
