@@ -14,7 +14,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import get_cython_function_address, intrinsic
 
-__all__ = ["SYRK_PAD", "dsyrk_address", "padded", "syrk_rows"]
+__all__ = ["SYRK_PAD", "dsyrk_address", "padded", "padded_rows", "syrk_rows"]
 
 #: the symmetric rank-k products (``syrk``, numpy's ``W.T @ W``) run on rows padded with
 #: zero columns to a multiple of this width: OpenBLAS's kernels handle a remainder of
@@ -34,6 +34,22 @@ def padded(p):
     (32, 32, 4)
     """
     return -(-p // SYRK_PAD) * SYRK_PAD
+
+
+def padded_rows(n, p, dtype=np.float64):
+    """Uninitialised ``(n, padded(p))`` rows for a ``syrk`` whose columns ``p..`` are zero
+    (the caller writes columns ``0..p-1``; the product's leading ``p x p`` block is the
+    one wanted).
+
+    Examples
+    --------
+    >>> W = padded_rows(2, 3); W[:, :3] = 1.0
+    >>> W.shape, (W.T @ W)[:3, :3].tolist()[0], float(W[:, 3:].sum())
+    ((2, 4), [2.0, 2.0, 2.0], 0.0)
+    """
+    W = np.empty((n, padded(p)), dtype=dtype)
+    W[:, p:] = 0.0
+    return W
 
 
 def dsyrk_address():

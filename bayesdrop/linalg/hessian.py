@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import kernels
-from ._blas import padded
+from ._blas import padded_rows
 
 __all__ = ["Curvature", "curvature", "gradient", "hessian_matrix", "hessian_operator",
            "hessian_vector_product", "hessian_diagonal"]
@@ -202,12 +202,10 @@ def _dense_hessian_blocked(design, curv, X, M, scale, single=False):
     B = min(HESSIAN_BLOCK, n)
     g = 2.0 * scale * curv.w
     rows = np.float32 if single else np.float64
-    pp = padded(p)  # zero columns p..pp-1: a faster syrk (see _blas.SYRK_PAD)
-    P, Q = np.empty((2 * B, pp), dtype=rows), np.empty((2 * B, pp), dtype=rows)
-    P[:, p:] = 0.0
-    Q[:, p:] = 0.0
+    # zero columns p.. in P and Q: a faster syrk (see _blas.SYRK_PAD)
+    P, Q = padded_rows(2 * B, p, rows), padded_rows(2 * B, p, rows)
     Z, Y = np.empty((2 * B, p)), np.empty((2 * B, p))
-    H = np.zeros((pp, pp))
+    H = np.zeros((P.shape[1], P.shape[1]))
     args = (X, M, g, design.fit_intercept, curv.d_mm, curv.d_ms, curv.d_ss)
     for start in range(0, n, B):
         nb = min(start + B, n) - start

@@ -302,12 +302,10 @@ class Design:
         if self.sparse:
             G[:D, :D] = (X.T @ X.multiply(rho[:, None]).tocsr()).toarray()
         elif single:  # rows sqrt(rho) x_n in float32 (compiled: a casting multiply is slow)
-            from ..linalg._blas import padded
+            from ..linalg._blas import padded_rows
             from ..linalg.kernels import scaled_rows
 
-            # zero columns up to a multiple of SYRK_PAD: a faster syrk
-            Xs = np.empty((X.shape[0], padded(D)), np.float32)
-            Xs[:, D:] = 0.0
+            Xs = padded_rows(X.shape[0], D, np.float32)  # zero columns: a faster syrk
             scaled_rows(np.ascontiguousarray(X), np.sqrt(rho), False, Xs)
             G[:D, :D] = (Xs.T @ Xs)[:D, :D]
         else:

@@ -279,7 +279,7 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
     def buf(name, shape):  # reused between calls (work): no N x D allocation per call
         a = work.get(name)
         if a is None or a.shape != shape:
-            a = work[name] = np.ones(shape) if name == "ones" else np.empty(shape)
+            a = work[name] = np.empty(shape)
         return a
 
     NK, ND = (n, K), (n, X.shape[1])
@@ -315,7 +315,7 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
         grad_alpha = np.empty_like(alpha)
         grad_alpha[:-1] = X.T @ R + term1 + 2.0 * alpha_penalty * aw
         # the column sums by BLAS (numpy's axis-0 sum of an N x K array: 21 against 3 us)
-        grad_alpha[-1] = buf("ones", (n,)) @ R
+        grad_alpha[-1] = np.ones(n) @ R
         return J, grad_theta, grad_alpha
     pre += alpha[-1]
     expit(pre, out=G)
