@@ -1,0 +1,268 @@
+"""Compiled L-BFGS for the latent objective on dense ``X`` (no GIL, no Python per step).
+
+scipy's L-BFGS-B costs about 50 us per ``setulb`` call (two per iteration: its bound-
+constrained compact form is ``O(m^2 n)``) plus its Python wrapper, while one evaluation
+of the latent ``J`` on digits costs about 300-450 us; and it holds the GIL, so that
+one-vs-rest fits cannot share the cores. Without bounds L-BFGS needs only the two-loop
+recursion (Nocedal & Wright, *Numerical Optimization*, 2nd ed., Algorithm 7.4, ``O(m n)``)
+and a line search satisfying the strong Wolfe conditions (Algorithms 3.5 and 3.6, cubic
+interpolation in the zoom), which is what this module runs, compiled, around
+:func:`bayesdrop.model._latent_compiled.latent_value_grad`.
+
+Constants: memory :data:`MEMORY` pairs (scipy's ``maxcor`` as the latent fit used it),
+sufficient decrease ``c1 = 1e-4``, curvature ``c2 = 0.9`` (Nocedal & Wright's values for
+quasi-Newton methods), at most :data:`MAX_LINE_SEARCH` evaluations per line search; the
+first step is ``min(1, 1 / ||g||_2)`` along ``-g`` (as L-BFGS-B), then the unit step.
+A pair with ``s^T y <= eps y^T y`` is not stored (the curvature condition guarantees
+``s^T y > 0`` whenever the search succeeds).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ..model._latent_compiled import latent_value_grad
+
+__all__ = ["MAX_LINE_SEARCH", "MEMORY", "lbfgs_latent"]
+
+#: stored (s, y) pairs
+MEMORY = 20
+#: evaluations per line search at most
+MAX_LINE_SEARCH = 50
+_C1 = 1e-4
+_C2 = 0.9
+_EPS = np.finfo(np.float64).eps
+#: the vector loops' sums reassociated into SIMD lanes (inf and NaN still propagate)
+_SIMD = {"reassoc", "contract"}
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_SIMD)
+def two_loop(g, S, Y, rho, newest, count, q, alpha):
+    """``q = -H g`` by the two-loop recursion over the ``count`` newest pairs of the ring
+    buffers ``S, Y`` (rows; ``newest`` the index of the latest), ``H_0 = gamma I`` with
+    ``gamma = s^T y / y^T y`` of the latest pair (inner products summed in SIMD lanes)."""
+    n = g.shape[0]
+    mem = S.shape[0]
+    for j in range(n):
+        q[j] = -g[j]
+    i = newest
+    for _ in range(count):
+        a = 0.0
+        for j in range(n):
+            a += S[i, j] * q[j]
+        a *= rho[i]
+        alpha[i] = a
+        for j in range(n):
+            q[j] -= a * Y[i, j]
+        i = i - 1 if i > 0 else mem - 1
+    if count > 0:
+        yy = 0.0
+        for j in range(n):
+            yy += Y[newest, j] * Y[newest, j]
+        gamma = 1.0 / (rho[newest] * yy)
+        for j in range(n):
+            q[j] *= gamma
+    i = (newest - count + 1) % mem
+    for _ in range(count):
+        bcoef = 0.0
+        for j in range(n):
+            bcoef += Y[i, j] * q[j]
+        bcoef *= rho[i]
+        a = alpha[i] - bcoef
+        for j in range(n):
+            q[j] += a * S[i, j]
+        i = i + 1 if i < mem - 1 else 0
+
+
+@numba.njit(cache=True, nogil=True)
+def cubic_step(a, fa, da, b, fb, db):
+    """Minimiser of the cubic through ``(a, fa, da)`` and ``(b, fb, db)`` (Nocedal &
+    Wright eq. 3.59), or the midpoint where it does not exist or falls outside the middle
+    80% of the interval (safeguard)."""
+    lo, hi = min(a, b), max(a, b)
+    width = hi - lo
+    mid = 0.5 * (a + b)
+    if width <= 0.0:
+        return mid
+    d1 = da + db - 3.0 * (fa - fb) / (a - b)
+    disc = d1 * d1 - da * db
+    if disc < 0.0:
+        return mid
+    d2 = math.copysign(math.sqrt(disc), b - a)
+    denom = db - da + 2.0 * d2
+    if denom == 0.0:
+        return mid
+    t = b - (b - a) * (db + d2 - d1) / denom
+    if not (lo + 0.1 * width <= t <= hi - 0.1 * width):
+        return mid
+    return t
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_SIMD)
+def _latent_phi(step, z, d, znew, grad, code, p0, p1, X, V, y, sw, K, fi, pen,
+                NK, ND, DK, N3, bits):
+    """``J(z + step d)`` and its directional derivative; ``znew, grad`` filled."""
+    n = z.shape[0]
+    for j in range(n):
+        znew[j] = z[j] + step * d[j]
+    f = latent_value_grad(code, p0, p1, X, V, y, sw, znew, K, fi, pen, NK, ND, DK, N3,
+                          bits, grad)
+    dd = 0.0
+    for j in range(n):
+        dd += grad[j] * d[j]
+    return f, dd
+
+
+@numba.njit(cache=True, nogil=True)
+def lbfgs_latent(code, p0, p1, X, V, y, sw, z, K, fit_intercept, alpha_penalty,
+                 max_iter, tol, window, history, NK, ND, DK, N3, bits):
+    """Minimise the latent ``J`` (:func:`latent_value_grad`) from ``z`` (overwritten with
+    the result) by L-BFGS with a strong-Wolfe line search.
+
+    Stops after ``max_iter`` iterations; when the last ``window`` iterations lowered
+    ``J`` by at most ``tol * max(|J|, 1)`` in total (status 1); when one iteration
+    lowered it by at most ``64 eps max(|J_old|, |J|, 1)`` (scipy's ``ftol``, status 2);
+    or when the line search finds no acceptable step (status 3, ``z`` the best point).
+    ``history[0]`` is ``J`` at the start, ``history[t]`` after iteration ``t``.
+
+    Returns
+    -------
+    n_iter : int
+    status : int
+        0 (``max_iter`` reached), 1, 2 or 3 as above.
+    n_eval : int
+        Objective evaluations.
+    """
+    n = z.shape[0]
+    mem = MEMORY
+    S = np.zeros((mem, n))
+    Y = np.zeros((mem, n))
+    rho = np.zeros(mem)
+    alpha = np.zeros(mem)
+    g = np.empty(n)
+    d = np.empty(n)
+    znew = np.empty(n)
+    gnew = np.empty(n)
+    zlo = np.empty(n)
+    glo = np.empty(n)
+    f = latent_value_grad(code, p0, p1, X, V, y, sw, z, K, fit_intercept, alpha_penalty,
+                          NK, ND, DK, N3, bits, g)
+    history[0] = f
+    n_eval = 1
+    newest = mem - 1
+    count = 0
+    status = 0
+    it = 0
+    while it < max_iter:
+        if count == 0:
+            gn = 0.0
+            for j in range(n):
+                d[j] = -g[j]
+                gn += g[j] * g[j]
+            step = min(1.0, 1.0 / math.sqrt(gn)) if gn > 0.0 else 1.0
+        else:
+            two_loop(g, S, Y, rho, newest, count, d, alpha)
+            step = 1.0
+        d0 = 0.0
+        for j in range(n):
+            d0 += g[j] * d[j]
+        if not d0 < 0.0:  # not a descent direction (rounding): restart from -g
+            if count == 0:
+                status = 3
+                break
+            count = 0
+            continue
+        # line search (Nocedal & Wright Algorithms 3.5 / 3.6)
+        f_prev_step, d_prev_step, a_prev = f, d0, 0.0
+        found = False
+        zoom = False
+        a_lo = a_hi = f_lo = f_hi = d_lo = d_hi = 0.0
+        evals = 0
+        while evals < MAX_LINE_SEARCH:
+            ft, dt = _latent_phi(step, z, d, znew, gnew, code, p0, p1, X, V, y, sw, K,
+                                 fit_intercept, alpha_penalty, NK, ND, DK, N3, bits)
+            evals += 1
+            if not zoom:
+                if (not ft <= f + _C1 * step * d0) or (evals > 1 and ft >= f_prev_step):
+                    zoom = True
+                    a_lo, f_lo, d_lo = a_prev, f_prev_step, d_prev_step
+                    a_hi, f_hi, d_hi = step, ft, dt
+                elif abs(dt) <= -_C2 * d0:
+                    found = True
+                    break
+                elif dt >= 0.0:
+                    zoom = True
+                    a_lo, f_lo, d_lo = step, ft, dt
+                    a_hi, f_hi, d_hi = a_prev, f_prev_step, d_prev_step
+                    for j in range(n):
+                        zlo[j] = znew[j]
+                        glo[j] = gnew[j]
+                else:
+                    a_prev, f_prev_step, d_prev_step = step, ft, dt
+                    for j in range(n):
+                        zlo[j] = znew[j]
+                        glo[j] = gnew[j]
+                    step = 4.0 * step
+                    continue
+            else:
+                if (not ft <= f + _C1 * step * d0) or ft >= f_lo:
+                    a_hi, f_hi, d_hi = step, ft, dt
+                else:
+                    if abs(dt) <= -_C2 * d0:
+                        found = True
+                        break
+                    if dt * (a_hi - a_lo) >= 0.0:
+                        a_hi, f_hi, d_hi = a_lo, f_lo, d_lo
+                    a_lo, f_lo, d_lo = step, ft, dt
+                    for j in range(n):
+                        zlo[j] = znew[j]
+                        glo[j] = gnew[j]
+            if abs(a_hi - a_lo) <= _EPS * max(a_lo, a_hi):
+                break
+            step = cubic_step(a_lo, f_lo, d_lo, a_hi, f_hi, d_hi)
+        n_eval += evals
+        if not found:
+            # the best point seen (a_lo > 0: lower than f, satisfying sufficient decrease)
+            if a_lo > 0.0 and f_lo < f:
+                for j in range(n):
+                    znew[j] = zlo[j]
+                    gnew[j] = glo[j]
+                ft = f_lo
+            else:
+                status = 3
+                break
+        it += 1
+        # curvature pair (stored only if s^T y > eps y^T y)
+        sy = 0.0
+        yy = 0.0
+        for j in range(n):
+            sj = znew[j] - z[j]
+            yj = gnew[j] - g[j]
+            sy += sj * yj
+            yy += yj * yj
+        if sy > _EPS * yy:
+            newest = newest + 1 if newest < mem - 1 else 0
+            for j in range(n):
+                S[newest, j] = znew[j] - z[j]
+                Y[newest, j] = gnew[j] - g[j]
+            rho[newest] = 1.0 / sy
+            count = min(count + 1, mem)
+        f_old = f
+        f = ft
+        for j in range(n):
+            z[j] = znew[j]
+            g[j] = gnew[j]
+        history[it] = f
+        if not found:
+            status = 3
+            break
+        if it >= window and history[it - window] - f <= tol * max(abs(f), 1.0):
+            status = 1
+            break
+        if f_old - f <= 64.0 * _EPS * max(abs(f_old), abs(f), 1.0):
+            status = 2
+            break
+    return it, status, n_eval

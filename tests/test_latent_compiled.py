@@ -1,0 +1,184 @@
+"""The compiled latent evaluation and the compiled L-BFGS loop around it."""
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits, make_moons
+
+from bayesdrop import (
+    Dropout,
+    DropoutLatentLogisticRegression,
+    DropoutLatentSVC,
+    EpsilonInsensitiveLoss,
+    HingeLoss,
+    LogisticLoss,
+    NoNoise,
+)
+from bayesdrop.model import _latent_compiled as LC
+from bayesdrop.model.latent import latent_gradients, noise_entries
+from bayesdrop.solvers import _lbfgs_compiled as LB
+from bayesdrop.solvers import lbfgs
+from bayesdrop.solvers._newton_dense import loss_code
+
+
+def _value_grad(X, entries, y, loss, theta, alpha, pen, fit_intercept):
+    code = loss_code(loss)
+    V = entries[3] if entries[3] is not None else np.zeros((0, 0))
+    sw = np.ones(X.shape[0]) if loss.weights is None else loss.weights
+    z = np.concatenate([theta, alpha.ravel()])
+    grad = np.full_like(z, np.nan)
+    work = LC.LatentWork(X.shape[0], X.shape[1], alpha.shape[1])
+    J = LC.latent_value_grad(code[0], float(code[1]), float(code[2]), X, V,
+                             np.asarray(y, float), sw, z, alpha.shape[1], fit_intercept,
+                             pen, *work.arrays(), grad)
+    return J, grad
+
+
+@pytest.mark.parametrize("loss_name", ["logistic", "hinge", "epsilon", "weighted"])
+@pytest.mark.parametrize("noise", [Dropout(0.3), NoNoise()], ids=["dropout", "none"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_compiled_value_and_gradient_equal_latent_gradients(loss_name, noise,
+                                                            fit_intercept):
+    """``latent_value_grad`` (one compiled call, scalar C-library functions and the
+    polynomial ``exp``) gives ``latent_gradients``'s ``J`` and gradients to rounding,
+    for every built-in loss, with weights, without noise and without intercept."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 7)) * np.where(rng.random((60, 7)) < 0.3, 0.0, 1.0)
+    y = np.sign(rng.normal(size=60))
+    loss = {"logistic": LogisticLoss(0.7), "hinge": HingeLoss(1.3),
+            "epsilon": EpsilonInsensitiveLoss(1.0, 0.2),
+            "weighted": LogisticLoss(0.7).weighted(rng.integers(1, 4, size=60) * 1.0)
+            }[loss_name]
+    if loss_name == "epsilon":
+        y = rng.normal(size=60)
+    entries = noise_entries(X, noise)
+    # large hidden weights: pre-activations of both signs and far into the tails
+    alpha = rng.normal(size=(8, 5)) * 3.0
+    theta = rng.normal(size=5 + fit_intercept)
+    J0, g_theta, g_alpha = latent_gradients(X, entries, y, loss, theta, alpha, 0.3,
+                                            fit_intercept)
+    J, grad = _value_grad(X, entries, y, loss, theta, alpha, 0.3, fit_intercept)
+    assert J == pytest.approx(J0, rel=1e-13)
+    ref = np.concatenate([g_theta, g_alpha.ravel()])
+    np.testing.assert_allclose(grad, ref, rtol=1e-11, atol=1e-13 * np.abs(ref).max())
+
+
+def test_polynomial_exp_within_one_ulp_and_floored():
+    """``_exp_parts``: ``exp(-|x|)`` within 1 ulp of numpy's over the normal range, the
+    documented floor ``exp(EXP_FLOOR_ARG)`` below it, the bias added in place, NaN
+    propagated."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(-1, 1, 20000), rng.uniform(-60, 60, 20000),
+                        rng.uniform(-708, 708, 20000),
+                        [0.0, -0.0, 1e-300, 0.5 * math.log(2), 707.9, -708.0, 708.5,
+                         -745.0, 1e4, np.inf, -np.inf, np.nan]])
+    pre = x.reshape(-1, 4).copy()
+    bias = np.array([0.0, 0.0, 0.0, 0.0])
+    poly = np.empty_like(pre)
+    bits = np.empty(pre.size, dtype=np.int64)
+    LC._exp_parts(pre, bias, poly, bits)
+    got = (poly.ravel() * bits.view(np.float64))
+    t = np.maximum(-np.abs(x), LC.EXP_FLOOR_ARG)
+    ref = np.exp(t)
+    finite = np.isfinite(x)
+    err = np.abs(got[finite] - ref[finite]) / np.spacing(ref[finite])
+    assert err.max() <= 1.0
+    assert np.all(got[np.abs(x) >= 708.0] == pytest.approx(math.exp(LC.EXP_FLOOR_ARG),
+                                                            rel=1e-15))
+    assert np.isnan(got[np.isnan(x)]).all()
+    pre2 = np.zeros((1, 4))
+    LC._exp_parts(pre2, np.array([1.0, -2.0, 0.0, 3.0]), poly[:1], bits[:4])
+    np.testing.assert_array_equal(pre2, [[1.0, -2.0, 0.0, 3.0]])
+
+
+@pytest.mark.parametrize("written", [3, 5, 7])
+def test_two_loop_equals_the_bfgs_inverse_update(written):
+    """``-H g`` of the two-loop recursion over a ring buffer (wrapped around, more pairs
+    written than kept) equals the explicit BFGS inverse updates
+    ``H <- (I - rho s y^T) H (I - rho y s^T) + rho s s^T`` from ``H_0 = gamma I``."""
+    rng = np.random.default_rng(1)
+    n, mem = 6, 4
+    A = rng.normal(size=(n, n))
+    A = A @ A.T + n * np.eye(n)  # pairs of a convex quadratic: s^T y > 0
+    S = np.zeros((mem, n))
+    Y = np.zeros((mem, n))
+    rho = np.zeros(mem)
+    pairs = []
+    for t in range(written):
+        s = rng.normal(size=n)
+        y = A @ s
+        S[t % mem], Y[t % mem], rho[t % mem] = s, y, 1.0 / (s @ y)
+        pairs.append((s, y))
+    kept = pairs[-mem:]
+    s_new, y_new = kept[-1]
+    H = (s_new @ y_new) / (y_new @ y_new) * np.eye(n)
+    for s, y in kept:
+        r = 1.0 / (s @ y)
+        V = np.eye(n) - r * np.outer(y, s)
+        H = V.T @ H @ V + r * np.outer(s, s)
+    g = rng.normal(size=n)
+    q = np.empty(n)
+    LB.two_loop(g, S, Y, rho, (written - 1) % mem, len(kept), q, np.empty(mem))
+    np.testing.assert_allclose(q, -H @ g, rtol=1e-12, atol=1e-14)
+    LB.two_loop(g, S, Y, rho, 0, 0, q, np.empty(mem))  # no pairs: steepest descent
+    np.testing.assert_array_equal(q, -g)
+
+
+def test_cubic_step_is_the_minimiser_of_a_cubic():
+    """Through two points of ``f(a) = (a - 0.3)^2 (a + 2)`` with their slopes the
+    interpolating cubic is ``f`` itself: the step is its local minimiser 0.3; outside
+    the middle 80% of the interval, the midpoint."""
+    def f(a):
+        return (a - 0.3) ** 2 * (a + 2.0), 2 * (a - 0.3) * (a + 2.0) + (a - 0.3) ** 2
+
+    assert LB.cubic_step(0.0, *f(0.0), 1.0, *f(1.0)) == pytest.approx(0.3, abs=1e-14)
+    assert LB.cubic_step(1.0, *f(1.0), 0.0, *f(0.0)) == pytest.approx(0.3, abs=1e-14)
+    assert LB.cubic_step(0.25, *f(0.25), 4.0, *f(4.0)) == pytest.approx(2.125)
+
+
+@pytest.mark.parametrize("loss", [LogisticLoss(1.0), HingeLoss(1.0)], ids=repr)
+@pytest.mark.parametrize("pen", [0.05, 2.0])
+def test_compiled_lbfgs_reaches_scipy_lbfgsb_stationary_point(loss, pen):
+    """From the same start the compiled L-BFGS and scipy's L-BFGS-B (the path sparse
+    designs take) reach a stationary point of the latent J (gradient small against its
+    start; non-increasing history): with a strong hidden-layer penalty the same one (J
+    to 1e-9); with a weak one (non-convex) one at least as low."""
+    X, y = make_moons(150, noise=0.2, random_state=2)
+    yb = np.where(y == 1, 1.0, -1.0)
+    entries = noise_entries(X, Dropout(0.2))
+    rng = np.random.default_rng(0)
+    alpha = rng.normal(size=(3, 4))
+    theta = rng.normal(size=5) * 0.1
+    z = np.concatenate([theta, alpha.ravel()])
+    code = loss_code(loss)
+    work = LC.LatentWork(150, 2, 4)
+    history = np.empty(20_001)
+    n_iter, status, n_eval = LB.lbfgs_latent(
+        code[0], float(code[1]), float(code[2]), X, entries[3], yb, np.ones(150), z, 4,
+        True, pen, 20_000, 1e-14, 20, history, *work.arrays())
+    assert status in (1, 2) and n_eval >= n_iter + 1
+    history = history[:n_iter + 1]
+    assert np.all(np.diff(history) <= 0.0)
+    z_ref, hist_ref, _, _ = lbfgs._scipy_latent(X, entries, yb, loss, theta, alpha, pen,
+                                                True, 20_000, 1e-14)
+    if pen > 1:
+        assert history[-1] == pytest.approx(hist_ref[-1], rel=1e-9)
+    J, grad = _value_grad(X, entries, yb, loss, z[:5], z[5:].reshape(3, 4), pen, True)
+    assert J == history[-1]
+    _, grad0 = _value_grad(X, entries, yb, loss, theta, alpha, pen, True)
+    assert np.linalg.norm(grad) <= 1e-5 * np.linalg.norm(grad0)
+
+
+@pytest.mark.parametrize("Est", [DropoutLatentLogisticRegression, DropoutLatentSVC])
+def test_latent_threads_give_the_same_fit(Est):
+    """n_jobs threads: the same (non-convex) fit as sequential, bit for bit."""
+    X, y = load_digits(n_class=4, return_X_y=True)
+    X = X[:240] / 16.0
+    y = y[:240]
+    kw = dict(noise_level=0.2, n_hidden=6, random_state=0, max_iter=200)
+    a = Est(**kw).fit(X, y)
+    b = Est(n_jobs=2, **kw).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.hidden_weights_, b.hidden_weights_)
+    np.testing.assert_array_equal(a.n_iter_, b.n_iter_)
