@@ -95,9 +95,9 @@ HOW_TIMED = [
     "#   and at max_iter=500 (converged), the faster is the peer, vs the latent LR (10 one-vs-rest",
     "#   networks of 20 units); LinearSVC() at its defaults (squared hinge, penalised",
     "#   intercept: a different, easier objective) vs DropoutSVC(noise='none'); best of 3 runs",
-    "#   (the alternation and the LinearSVC row: one run), test accuracy on held-out data.
-#   The latent LR also with n_jobs=2 (its one-vs-rest problems in two threads; MLPClassifier
-#   has no such option: it is one softmax network, its BLAS at its default 2 threads).",
+    "#   (the alternation and the LinearSVC row: one run), test accuracy on held-out data.",
+    "#   The latent LR also with n_jobs=2 (its one-vs-rest problems in two threads;",
+    "#   MLPClassifier has no such option: one softmax network, its BLAS on 2 threads).",
 ]
 
 
