@@ -182,3 +182,28 @@ def test_latent_threads_give_the_same_fit(Est):
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.hidden_weights_, b.hidden_weights_)
     np.testing.assert_array_equal(a.n_iter_, b.n_iter_)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_noise_matrix_equals_the_sum_of_per_example_covariances(sparse):
+    """``LatentDesign.noise_matrix(rho)`` (upper-triangle products, compiled contraction)
+    equals ``sum_n rho_n Jac_n^T diag(v_n) Jac_n`` built example by example, and is
+    symmetric."""
+    import scipy.sparse as sp
+
+    from bayesdrop.model.latent import LatentDesign
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(90, 7)) * (rng.random((90, 7)) < 0.6)
+    alpha = rng.normal(size=(8, 5))
+    Xin = sp.csr_matrix(X) if sparse else X
+    design = LatentDesign(Xin, noise_entries(Xin, Dropout(0.3)), alpha)
+    rho = rng.random(90)
+    M = design.noise_matrix(rho)
+    v = 0.3 / 0.7 * X ** 2
+    ref = np.zeros((5, 5))
+    for n in range(90):
+        jac = design.Gp[n][None, :] * alpha[:-1]
+        ref += rho[n] * jac.T @ (v[n][:, None] * jac)
+    np.testing.assert_allclose(M, ref, rtol=1e-13, atol=1e-15 * np.abs(ref).max())
+    np.testing.assert_array_equal(M, M.T)

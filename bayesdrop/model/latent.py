@@ -152,20 +152,26 @@ class LatentDesign(Design):
         """``sum_n rho_n S_n`` (``K x K``).
 
         ``M_kl = sum_n g'_nk g'_nl [(rho v)_n . (alpha_k * alpha_l)]``: one product of the
-        ``N x D`` weighted variances with the ``D x K^2`` column products of ``alpha``
-        (BLAS, or sparse times dense), then an ``O(N K^2)`` contraction.
+        ``N x D`` weighted variances with the ``D x K(K+1)/2`` column products of
+        ``alpha`` for ``k <= l`` (BLAS, or sparse times dense), then a compiled
+        ``O(N K^2)`` contraction with the ``g'_nk g'_nl``; the lower triangle mirrored.
         """
         k = self.n_features
         aw = self.alpha[:-1]
-        pairs = (aw[:, :, None] * aw[:, None, :]).reshape(aw.shape[0], k * k)
+        iu, ju = np.triu_indices(k)
+        pairs = aw[:, iu] * aw[:, ju]
         if self.V is not None:
-            Z = (rho[:, None] * self.V) @ pairs
+            ZT = pairs.T @ (rho[:, None] * self.V).T
         else:
             P = sp.csr_matrix((rho[self.rows] * self.v, (self.rows, self.cols)),
                               shape=(self.n_samples, aw.shape[0]))
-            Z = np.asarray(P @ pairs)
-        Z = Z.reshape(self.n_samples, k, k)
-        return np.einsum("nk,nl,nkl->kl", self.Gp, self.Gp, Z, optimize=True)
+            ZT = np.asarray(P @ pairs).T
+        upper = _pair_contraction(np.ascontiguousarray(self.Gp.T), np.ascontiguousarray(ZT),
+                                  np.empty(iu.shape[0]))
+        M = np.empty((k, k))
+        M[iu, ju] = upper
+        M[ju, iu] = upper
+        return M
 
     def add_noise_term(self, A, rho):
         if self.v.size:
@@ -466,6 +472,24 @@ def _latent_rows(P, G, Gp, C, d_m, w, R, pg):
             pgp = P[i, k] * Gp[i, k]
             pg[k] += pgp
             R[i, k] = d_m[i] * C[i, k] + 2.0 * w[k] * pgp * (1.0 - 2.0 * G[i, k])
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _pair_contraction(GpT, ZT, out):
+    """``out_p = sum_n Gp[n, k] Gp[n, l] Z[n, p]`` over the pairs ``p = (k, l)``,
+    ``k <= l``, in ``np.triu_indices`` order, from the transposes ``GpT`` (``K x N``)
+    and ``ZT`` (``K(K+1)/2 x N``): three contiguous streams per pair (sums in SIMD lanes;
+    inf and NaN propagate)."""
+    K, n = GpT.shape
+    p = 0
+    for k in range(K):
+        for l in range(k, K):
+            acc = 0.0
+            for i in range(n):
+                acc += GpT[k, i] * GpT[l, i] * ZT[p, i]
+            out[p] = acc
+            p += 1
+    return out
 
 
 def _chunks(n_entries):
