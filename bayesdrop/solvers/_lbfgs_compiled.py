@@ -103,13 +103,15 @@ def cubic_step(a, fa, da, b, fb, db):
 
 @numba.njit(cache=True, nogil=True, fastmath=_SIMD)
 def _latent_phi(step, z, d, znew, grad, code, p0, p1, X, V, y, sw, K, fi, pen,
-                NK, ND, DK, N3, bits):
-    """``J(z + step d)`` and its directional derivative; ``znew, grad`` filled."""
+                NK, ND, DK, N3, bits, n_fixed):
+    """``J(z + step d)`` and its directional derivative; ``znew, grad`` filled (the
+    gradient's first ``n_fixed`` components zeroed)."""
     n = z.shape[0]
     for j in range(n):
         znew[j] = z[j] + step * d[j]
     f = latent_value_grad(code, p0, p1, X, V, y, sw, znew, K, fi, pen, NK, ND, DK, N3,
                           bits, grad)
+    grad[:n_fixed] = 0.0
     dd = 0.0
     for j in range(n):
         dd += grad[j] * d[j]
@@ -118,9 +120,11 @@ def _latent_phi(step, z, d, znew, grad, code, p0, p1, X, V, y, sw, K, fi, pen,
 
 @numba.njit(cache=True, nogil=True)
 def lbfgs_latent(code, p0, p1, X, V, y, sw, z, K, fit_intercept, alpha_penalty,
-                 max_iter, tol, window, history, NK, ND, DK, N3, bits):
+                 max_iter, tol, window, history, NK, ND, DK, N3, bits, n_fixed=0):
     """Minimise the latent ``J`` (:func:`latent_value_grad`) from ``z`` (overwritten with
-    the result) by L-BFGS with a strong-Wolfe line search.
+    the result) by L-BFGS with a strong-Wolfe line search; the first ``n_fixed``
+    components of ``z`` are held fixed (their gradient taken as zero: the
+    ``alpha``-step of the alternation, ``n_fixed = len(theta)``).
 
     Stops after ``max_iter`` iterations; when the last ``window`` iterations lowered
     ``J`` by at most ``tol * max(|J|, 1)`` in total (status 1); when one iteration
@@ -150,6 +154,7 @@ def lbfgs_latent(code, p0, p1, X, V, y, sw, z, K, fit_intercept, alpha_penalty,
     glo = np.empty(n)
     f = latent_value_grad(code, p0, p1, X, V, y, sw, z, K, fit_intercept, alpha_penalty,
                           NK, ND, DK, N3, bits, g)
+    g[:n_fixed] = 0.0
     history[0] = f
     n_eval = 1
     newest = mem - 1
@@ -183,7 +188,8 @@ def lbfgs_latent(code, p0, p1, X, V, y, sw, z, K, fit_intercept, alpha_penalty,
         evals = 0
         while evals < MAX_LINE_SEARCH:
             ft, dt = _latent_phi(step, z, d, znew, gnew, code, p0, p1, X, V, y, sw, K,
-                                 fit_intercept, alpha_penalty, NK, ND, DK, N3, bits)
+                                 fit_intercept, alpha_penalty, NK, ND, DK, N3, bits,
+                                 n_fixed)
             evals += 1
             if not zoom:
                 if (not ft <= f + _C1 * step * d0) or (evals > 1 and ft >= f_prev_step):

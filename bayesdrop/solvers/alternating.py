@@ -55,6 +55,46 @@ class LatentResult(NamedTuple):
     entries: tuple
 
 
+def _alpha_step(X, entries, y, loss, theta, alpha, pen, fit_intercept, alpha_iter, work):
+    """``alpha_iter`` L-BFGS iterations in ``alpha`` at fixed ``theta``: ``(J, alpha)``.
+
+    Dense ``X`` with a built-in loss: the compiled L-BFGS of
+    :mod:`bayesdrop.solvers._lbfgs_compiled` with ``theta`` held fixed; otherwise scipy's
+    L-BFGS-B on :func:`bayesdrop.model.latent.latent_objective`.
+    """
+    from ..model._latent_compiled import LatentWork
+    from ._lbfgs_compiled import lbfgs_latent
+    from ._newton_dense import loss_code
+
+    code = loss_code(loss)
+    if code is not None and not sp.issparse(X):
+        n, d = X.shape
+        if "latent" not in work:
+            work["latent"] = LatentWork(n, d, alpha.shape[1])
+            work["sw"] = (np.ones(n) if loss.weights is None
+                          else np.ascontiguousarray(loss.weights, dtype=np.float64))
+            work["V"] = np.ascontiguousarray(entries[3]) if entries[3] is not None \
+                else np.zeros((0, 0))
+        theta = np.asarray(theta, dtype=float)
+        z = np.concatenate([theta, alpha.ravel()])
+        history = np.empty(int(alpha_iter) + 1)
+        n_iter, _, _ = lbfgs_latent(
+            code[0], float(code[1]), float(code[2]), np.ascontiguousarray(X), work["V"],
+            np.ascontiguousarray(y, dtype=np.float64), work["sw"], z, alpha.shape[1],
+            bool(fit_intercept), pen, int(alpha_iter), 0.0, int(alpha_iter) + 1, history,
+            *work["latent"].arrays(), theta.shape[0])
+        return float(history[n_iter]), z[theta.shape[0]:].reshape(alpha.shape).copy()
+
+    def fun(a_flat):
+        J, g = latent_objective(X, entries, y, loss, theta, a_flat.reshape(alpha.shape),
+                                pen, fit_intercept)
+        return J, g.ravel()
+
+    opt = minimize(fun, alpha.ravel(), jac=True, method="L-BFGS-B",
+                   options={"maxiter": alpha_iter})
+    return float(opt.fun), opt.x.reshape(alpha.shape)
+
+
 def w_step(design, loss, y, theta, w_iter):
     """The output weights for a fixed hidden layer: the minimiser of ``J`` over
     ``theta = (w, b)`` on the latent design, from ``theta`` (or zero).
@@ -180,6 +220,7 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
     converged = False
     it = 0
     pen = float(alpha_penalty)
+    work = {}
     for it in range(1, max_iter + 1):
         design = LatentDesign(X, entries, alpha, fit_intercept)
         res = w_step(design, loss, y, theta, w_iter)
@@ -187,16 +228,11 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
         aw = alpha[:-1]
         history.append(res.objective[-1] + pen * float(np.sum(aw * aw)))
 
-        def fun(a_flat):
-            J, g = latent_objective(X, entries, y, loss, theta, a_flat.reshape(alpha.shape),
-                                    pen, fit_intercept)
-            return J, g.ravel()
-
-        opt = minimize(fun, alpha.ravel(), jac=True, method="L-BFGS-B",
-                       options={"maxiter": alpha_iter})
-        if opt.fun <= history[-1]:
-            alpha = opt.x.reshape(alpha.shape)
-            history.append(float(opt.fun))
+        J_alpha, alpha_new = _alpha_step(X, entries, y, loss, theta, alpha, pen,
+                                         fit_intercept, alpha_iter, work)
+        if J_alpha <= history[-1]:
+            alpha = alpha_new
+            history.append(J_alpha)
         else:  # keep the objective monotone
             history.append(history[-1])
         if len(history) >= 4:
