@@ -207,3 +207,34 @@ def test_noise_matrix_equals_the_sum_of_per_example_covariances(sparse):
         ref += rho[n] * jac.T @ (v[n][:, None] * jac)
     np.testing.assert_allclose(M, ref, rtol=1e-13, atol=1e-15 * np.abs(ref).max())
     np.testing.assert_array_equal(M, M.T)
+
+
+def test_compiled_lbfgs_with_fixed_output_weights_is_an_alpha_step():
+    """``n_fixed = len(theta)``: ``theta`` stays bit for bit, ``J`` falls, and the result
+    is scipy L-BFGS-B's minimiser of ``J`` in ``alpha`` alone (strong penalty: one
+    minimiser; J to 1e-9, alpha-gradient small)."""
+    from scipy.optimize import minimize
+
+    from bayesdrop.model.latent import latent_objective
+
+    X, y = make_moons(150, noise=0.2, random_state=5)
+    yb = np.where(y == 1, 1.0, -1.0)
+    loss = LogisticLoss(1.0)
+    entries = noise_entries(X, Dropout(0.2))
+    rng = np.random.default_rng(2)
+    alpha = rng.normal(size=(3, 4))
+    theta = rng.normal(size=5)
+    z = np.concatenate([theta, alpha.ravel()])
+    code = loss_code(loss)
+    history = np.empty(5001)
+    n_iter, status, _ = LB.lbfgs_latent(
+        code[0], float(code[1]), float(code[2]), X, entries[3], yb, np.ones(150), z, 4,
+        True, 2.0, 5000, 1e-15, 20, history, *LC.LatentWork(150, 2, 4).arrays(), 5)
+    np.testing.assert_array_equal(z[:5], theta)
+    assert status in (1, 2) and history[n_iter] < history[0]
+    ref = minimize(lambda a: (lambda J, g: (J, g.ravel()))(*latent_objective(
+        X, entries, yb, loss, theta, a.reshape(3, 4), 2.0)), alpha.ravel(), jac=True,
+        method="L-BFGS-B", options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 5000})
+    assert history[n_iter] == pytest.approx(ref.fun, rel=1e-9)
+    _, g_alpha = latent_objective(X, entries, yb, loss, theta, z[5:].reshape(3, 4), 2.0)
+    assert np.linalg.norm(g_alpha) <= 1e-6 * max(1.0, abs(ref.fun))
