@@ -3,7 +3,9 @@
 ``J(w, b, alpha)`` is minimised block by block: the ``w``-step is IRLS on the hidden
 features (:class:`bayesdrop.model.latent.LatentDesign` through the shared weighted
 least-squares core), the ``alpha``-step L-BFGS on
-:func:`bayesdrop.model.latent.latent_objective` with its analytic gradient. Both steps
+:func:`bayesdrop.model.latent.latent_objective` with its analytic gradient (for dense
+``X`` the compiled loop of :mod:`bayesdrop.solvers._lbfgs_compiled` with ``theta``
+held fixed, else scipy's L-BFGS-B). Both steps
 decrease ``J``, so the objective history of :func:`fit_latent` is monotone.
 """
 
