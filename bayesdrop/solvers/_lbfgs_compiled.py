@@ -23,10 +23,12 @@ import math
 
 import numba
 import numpy as np
+import scipy.sparse as sp
 
-from ..model._latent_compiled import latent_value_grad
+from ..model._latent_compiled import LatentWork, latent_value_grad
+from ._newton_dense import loss_code
 
-__all__ = ["MAX_LINE_SEARCH", "MEMORY", "lbfgs_latent"]
+__all__ = ["CompiledLatent", "MAX_LINE_SEARCH", "MEMORY", "lbfgs_latent"]
 
 #: stored (s, y) pairs
 MEMORY = 20
@@ -272,3 +274,48 @@ def lbfgs_latent(code, p0, p1, X, V, y, sw, z, K, fit_intercept, alpha_penalty,
             status = 2
             break
     return it, status, n_eval
+
+
+class CompiledLatent:
+    """A dense latent problem's arrays for :func:`lbfgs_latent`, prepared once.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    entries : tuple
+        :func:`bayesdrop.model.latent.noise_entries` of ``X``.
+    y : ndarray of shape (n_samples,)
+    loss : Loss
+        A built-in loss (:meth:`applies`).
+    n_hidden : int
+    fit_intercept : bool
+    alpha_penalty : float
+    """
+
+    def __init__(self, X, entries, y, loss, n_hidden, fit_intercept, alpha_penalty):
+        code = loss_code(loss)
+        n, d = X.shape
+        self._head = (code[0], float(code[1]), float(code[2]), np.ascontiguousarray(X))
+        self._V = (np.ascontiguousarray(entries[3]) if entries[3] is not None
+                   else np.zeros((0, 0)))
+        sw = (np.ones(n) if loss.weights is None
+              else np.ascontiguousarray(loss.weights, dtype=np.float64))
+        self._data = (np.ascontiguousarray(y, dtype=np.float64), sw)
+        self._shape = (int(n_hidden), bool(fit_intercept), float(alpha_penalty))
+        self._work = LatentWork(n, d, int(n_hidden))
+
+    @staticmethod
+    def applies(X, loss):
+        """Dense ``X`` and a loss with compiled terms."""
+        return loss_code(loss) is not None and not sp.issparse(X)
+
+    def run(self, z, iterations, tol, window, clean=False, n_fixed=0):
+        """:func:`lbfgs_latent` from ``z`` (overwritten) for at most ``iterations``
+        iterations, on the clean ``J`` if ``clean``; returns ``(history, n_iter,
+        status)``."""
+        history = np.empty(int(iterations) + 1)
+        V = np.zeros((0, 0)) if clean else self._V
+        n_iter, status, _ = lbfgs_latent(
+            *self._head, V, *self._data, z, *self._shape, int(iterations), float(tol),
+            int(window), history, *self._work.arrays(), int(n_fixed))
+        return history[:n_iter + 1].copy(), n_iter, status

@@ -64,27 +64,16 @@ def _alpha_step(X, entries, y, loss, theta, alpha, pen, fit_intercept, alpha_ite
     :mod:`bayesdrop.solvers._lbfgs_compiled` with ``theta`` held fixed; otherwise scipy's
     L-BFGS-B on :func:`bayesdrop.model.latent.latent_objective`.
     """
-    from ..model._latent_compiled import LatentWork
-    from ._lbfgs_compiled import lbfgs_latent
-    from ._newton_dense import loss_code
+    from ._lbfgs_compiled import CompiledLatent
 
-    code = loss_code(loss)
-    if code is not None and not sp.issparse(X):
-        n, d = X.shape
-        if "latent" not in work:
-            work["latent"] = LatentWork(n, d, alpha.shape[1])
-            work["sw"] = (np.ones(n) if loss.weights is None
-                          else np.ascontiguousarray(loss.weights, dtype=np.float64))
-            work["V"] = np.ascontiguousarray(entries[3]) if entries[3] is not None \
-                else np.zeros((0, 0))
+    if CompiledLatent.applies(X, loss):
+        if "compiled" not in work:
+            work["compiled"] = CompiledLatent(X, entries, y, loss, alpha.shape[1],
+                                              fit_intercept, pen)
         theta = np.asarray(theta, dtype=float)
         z = np.concatenate([theta, alpha.ravel()])
-        history = np.empty(int(alpha_iter) + 1)
-        n_iter, _, _ = lbfgs_latent(
-            code[0], float(code[1]), float(code[2]), np.ascontiguousarray(X), work["V"],
-            np.ascontiguousarray(y, dtype=np.float64), work["sw"], z, alpha.shape[1],
-            bool(fit_intercept), pen, int(alpha_iter), 0.0, int(alpha_iter) + 1, history,
-            *work["latent"].arrays(), theta.shape[0])
+        history, n_iter, _ = work["compiled"].run(z, alpha_iter, 0.0, alpha_iter + 1,
+                                                  n_fixed=theta.shape[0])
         return float(history[n_iter]), z[theta.shape[0]:].reshape(alpha.shape).copy()
 
     def fun(a_flat):

@@ -13,14 +13,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.optimize import minimize
 
 from .._threads import with_single_blas_pool
-from ..model._latent_compiled import LatentWork
 from ..model.latent import LatentDesign, latent_gradients
-from ._lbfgs_compiled import lbfgs_latent
-from ._newton_dense import loss_code
+from ._lbfgs_compiled import CompiledLatent
 from .alternating import LatentResult, clean_start_point, latent_setup, w_step
 
 __all__ = ["LATENT_WINDOW", "fit_latent", "minimize_lbfgs"]
@@ -119,27 +116,13 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
     X, entries, rng, alpha = latent_setup(X, loss, noise, n_hidden, random_state,
                                           init_scale, alpha0)
     start = time.perf_counter()
-    code = loss_code(loss)
-    compiled = code is not None and not sp.issparse(X)  # no GIL, no Python per step
     pen = float(alpha_penalty)
-    if compiled:
-        sw = (np.ones(X.shape[0]) if loss.weights is None
-              else np.ascontiguousarray(loss.weights, dtype=np.float64))
-        args = (code[0], float(code[1]), float(code[2]), np.ascontiguousarray(X))
-        y64 = np.ascontiguousarray(y, dtype=np.float64)
-        work = LatentWork(X.shape[0], X.shape[1], alpha.shape[1])
-
-        def run(z, V, iterations):
-            history = np.empty(int(iterations) + 1)
-            n_iter, status, _ = lbfgs_latent(
-                *args, np.ascontiguousarray(V), y64, sw, z, alpha.shape[1],
-                bool(fit_intercept), pen, int(iterations), float(tol), LATENT_WINDOW,
-                history, *work.arrays())
-            return history[:n_iter + 1].copy(), n_iter, status in (1, 2)
-
+    # dense X, built-in loss: the compiled loop (no GIL, no Python per step)
+    compiled = (CompiledLatent(X, entries, y, loss, alpha.shape[1], fit_intercept, pen)
+                if CompiledLatent.applies(X, loss) else None)
     noisy = entries[2].size > 0
     cold = bool(clean_start) and alpha0 is None and theta0 is None and noisy
-    smooth_start = cold and compiled and loss.smooth
+    smooth_start = cold and compiled is not None and loss.smooth
     if cold and not smooth_start:
         alpha, theta0 = clean_start_point(
             X, y, loss, alpha, rng, n_hidden=n_hidden, alpha_penalty=alpha_penalty,
@@ -151,14 +134,15 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
     theta0 = np.asarray(theta0, dtype=float)
     n_theta = theta0.shape[0]
     shape = alpha.shape
-    if compiled:
+    if compiled is not None:
         z = np.concatenate([theta0, alpha.ravel()])
         if smooth_start:
             # a smooth loss: the clean-data start by this same L-BFGS on the clean J
             # (``clean_start`` windows of iterations) instead of alternations
-            run(z, np.zeros((0, 0)), clean_start * LATENT_WINDOW)
-        V = entries[3] if noisy else np.zeros((0, 0))
-        history, n_iter, converged = run(z, V, max_iter)
+            compiled.run(z, clean_start * LATENT_WINDOW, tol, LATENT_WINDOW, clean=True)
+        history, n_iter, status = compiled.run(z, max_iter, tol, LATENT_WINDOW,
+                                               clean=not noisy)
+        converged = status in (1, 2)
     else:
         z, history, n_iter, converged = _scipy_latent(
             X, entries, y, loss, theta0, alpha, pen, fit_intercept, max_iter, tol)
