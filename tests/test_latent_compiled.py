@@ -24,12 +24,13 @@ from bayesdrop.solvers._newton_dense import loss_code
 
 def _value_grad(X, entries, y, loss, theta, alpha, pen, fit_intercept):
     code = loss_code(loss)
-    V = entries[3] if entries[3] is not None else np.zeros((0, 0))
+    VT = np.ascontiguousarray(entries[3].T) if entries[3] is not None else np.zeros((0, 0))
     sw = np.ones(X.shape[0]) if loss.weights is None else loss.weights
     z = np.concatenate([theta, alpha.ravel()])
     grad = np.full_like(z, np.nan)
     work = LC.LatentWork(X.shape[0], X.shape[1], alpha.shape[1])
-    J = LC.latent_value_grad(code[0], float(code[1]), float(code[2]), X, V,
+    J = LC.latent_value_grad(code[0], float(code[1]), float(code[2]),
+                             np.ascontiguousarray(X.T), VT,
                              np.asarray(y, float), sw, z, alpha.shape[1], fit_intercept,
                              pen, *work.arrays(), grad)
     return J, grad
@@ -73,7 +74,7 @@ def test_polynomial_exp_within_one_ulp_and_floored():
                         rng.uniform(-708, 708, 20000),
                         [0.0, -0.0, 1e-300, 0.5 * math.log(2), 707.9, -708.0, 708.5,
                          -745.0, 1e4, np.inf, -np.inf, np.nan]])
-    pre = x.reshape(-1, 4).copy()
+    pre = x.reshape(4, -1).copy()
     bias = np.array([0.0, 0.0, 0.0, 0.0])
     poly = np.empty_like(pre)
     bits = np.empty(pre.size, dtype=np.int64)
@@ -87,9 +88,9 @@ def test_polynomial_exp_within_one_ulp_and_floored():
     assert np.all(got[np.abs(x) >= 708.0] == pytest.approx(math.exp(LC.EXP_FLOOR_ARG),
                                                             rel=1e-15))
     assert np.isnan(got[np.isnan(x)]).all()
-    pre2 = np.zeros((1, 4))
-    LC._exp_parts(pre2, np.array([1.0, -2.0, 0.0, 3.0]), poly[:1], bits[:4])
-    np.testing.assert_array_equal(pre2, [[1.0, -2.0, 0.0, 3.0]])
+    pre2 = np.zeros((4, 1))
+    LC._exp_parts(pre2, np.array([1.0, -2.0, 0.0, 3.0]), poly[:, :1].copy(), bits[:4])
+    np.testing.assert_array_equal(pre2, [[1.0], [-2.0], [0.0], [3.0]])
 
 
 @pytest.mark.parametrize("written", [3, 5, 7])
@@ -155,7 +156,8 @@ def test_compiled_lbfgs_reaches_scipy_lbfgsb_stationary_point(loss, pen):
     work = LC.LatentWork(150, 2, 4)
     history = np.empty(20_001)
     n_iter, status, n_eval = LB.lbfgs_latent(
-        code[0], float(code[1]), float(code[2]), X, entries[3], yb, np.ones(150), z, 4,
+        code[0], float(code[1]), float(code[2]), np.ascontiguousarray(X.T),
+        np.ascontiguousarray(entries[3].T), yb, np.ones(150), z, 4,
         True, pen, 20_000, 1e-14, 20, history, *work.arrays())
     assert status in (1, 2) and n_eval >= n_iter + 1
     history = history[:n_iter + 1]
@@ -228,7 +230,8 @@ def test_compiled_lbfgs_with_fixed_output_weights_is_an_alpha_step():
     code = loss_code(loss)
     history = np.empty(5001)
     n_iter, status, _ = LB.lbfgs_latent(
-        code[0], float(code[1]), float(code[2]), X, entries[3], yb, np.ones(150), z, 4,
+        code[0], float(code[1]), float(code[2]), np.ascontiguousarray(X.T),
+        np.ascontiguousarray(entries[3].T), yb, np.ones(150), z, 4,
         True, 2.0, 5000, 1e-15, 20, history, *LC.LatentWork(150, 2, 4).arrays(), 5)
     np.testing.assert_array_equal(z[:5], theta)
     assert status in (1, 2) and history[n_iter] < history[0]

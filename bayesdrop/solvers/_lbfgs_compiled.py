@@ -104,15 +104,15 @@ def cubic_step(a, fa, da, b, fb, db):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_SIMD)
-def _latent_phi(step, z, d, znew, grad, code, p0, p1, X, V, y, sw, K, fi, pen,
-                NK, ND, DK, N3, bits, n_fixed):
+def _latent_phi(step, z, d, znew, grad, code, p0, p1, XT, VT, y, sw, K, fi, pen,
+                KN, DN, DK, KD, N4, bits, n_fixed):
     """``J(z + step d)`` and its directional derivative; ``znew, grad`` filled (the
     gradient's first ``n_fixed`` components zeroed)."""
     n = z.shape[0]
     for j in range(n):
         znew[j] = z[j] + step * d[j]
-    f = latent_value_grad(code, p0, p1, X, V, y, sw, znew, K, fi, pen, NK, ND, DK, N3,
-                          bits, grad)
+    f = latent_value_grad(code, p0, p1, XT, VT, y, sw, znew, K, fi, pen, KN, DN, DK, KD,
+                          N4, bits, grad)
     grad[:n_fixed] = 0.0
     dd = 0.0
     for j in range(n):
@@ -121,10 +121,12 @@ def _latent_phi(step, z, d, znew, grad, code, p0, p1, X, V, y, sw, K, fi, pen,
 
 
 @numba.njit(cache=True, nogil=True)
-def lbfgs_latent(code, p0, p1, X, V, y, sw, z, K, fit_intercept, alpha_penalty,
-                 max_iter, tol, window, history, NK, ND, DK, N3, bits, n_fixed=0):
-    """Minimise the latent ``J`` (:func:`latent_value_grad`) from ``z`` (overwritten with
-    the result) by L-BFGS with a strong-Wolfe line search; the first ``n_fixed``
+def lbfgs_latent(code, p0, p1, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
+                 max_iter, tol, window, history, KN, DN, DK, KD, N4, bits, n_fixed=0):
+    """Minimise the latent ``J`` (:func:`latent_value_grad`, whose arguments ``XT, VT``,
+    ``y, sw``, the work arrays and ``K, fit_intercept, alpha_penalty`` are passed on)
+    from ``z`` (overwritten with the result) by L-BFGS with a strong-Wolfe line search;
+    the first ``n_fixed``
     components of ``z`` are held fixed (their gradient taken as zero: the
     ``alpha``-step of the alternation, ``n_fixed = len(theta)``).
 
@@ -154,8 +156,8 @@ def lbfgs_latent(code, p0, p1, X, V, y, sw, z, K, fit_intercept, alpha_penalty,
     gnew = np.empty(n)
     zlo = np.empty(n)
     glo = np.empty(n)
-    f = latent_value_grad(code, p0, p1, X, V, y, sw, z, K, fit_intercept, alpha_penalty,
-                          NK, ND, DK, N3, bits, g)
+    f = latent_value_grad(code, p0, p1, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
+                          KN, DN, DK, KD, N4, bits, g)
     g[:n_fixed] = 0.0
     history[0] = f
     n_eval = 1
@@ -189,8 +191,8 @@ def lbfgs_latent(code, p0, p1, X, V, y, sw, z, K, fit_intercept, alpha_penalty,
         a_lo = a_hi = f_lo = f_hi = d_lo = d_hi = 0.0
         evals = 0
         while evals < MAX_LINE_SEARCH:
-            ft, dt = _latent_phi(step, z, d, znew, gnew, code, p0, p1, X, V, y, sw, K,
-                                 fit_intercept, alpha_penalty, NK, ND, DK, N3, bits,
+            ft, dt = _latent_phi(step, z, d, znew, gnew, code, p0, p1, XT, VT, y, sw, K,
+                                 fit_intercept, alpha_penalty, KN, DN, DK, KD, N4, bits,
                                  n_fixed)
             evals += 1
             if not zoom:
@@ -295,8 +297,9 @@ class CompiledLatent:
     def __init__(self, X, entries, y, loss, n_hidden, fit_intercept, alpha_penalty):
         code = loss_code(loss)
         n, d = X.shape
-        self._head = (code[0], float(code[1]), float(code[2]), np.ascontiguousarray(X))
-        self._V = (np.ascontiguousarray(entries[3]) if entries[3] is not None
+        # feature-major copies (see bayesdrop.model._latent_compiled)
+        self._head = (code[0], float(code[1]), float(code[2]), np.ascontiguousarray(X.T))
+        self._V = (np.ascontiguousarray(entries[3].T) if entries[3] is not None
                    else np.zeros((0, 0)))
         sw = (np.ones(n) if loss.weights is None
               else np.ascontiguousarray(loss.weights, dtype=np.float64))
