@@ -281,6 +281,10 @@ def lbfgs_latent(code, p0, p1, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty
 class CompiledLatent:
     """A dense latent problem's arrays for :func:`lbfgs_latent`, prepared once.
 
+    Holds feature-major copies ``X^T`` and ``V^T`` (two more ``N x D`` arrays than the
+    design and its noise entries) and the work arrays of
+    :class:`bayesdrop.model._latent_compiled.LatentWork`.
+
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features)
