@@ -5,9 +5,11 @@
 formulas, MATH.md section 6), with the five ``N x D x K`` products by ``np.dot`` (BLAS)
 and every element-wise pass compiled -- one call that holds no GIL, so that an optimiser
 loop around it can run compiled too (:mod:`bayesdrop.solvers._lbfgs_compiled`) and
-one-vs-rest problems can run in threads on separate cores. The transcendental functions
-are the C library's scalar ones here (numpy's SIMD loops cannot be called without the
-GIL); they agree with :func:`latent_gradients` to rounding.
+one-vs-rest problems can run in threads on separate cores (``latent_gradients`` itself
+calls it for dense ``X`` with noise and a built-in loss). numpy's SIMD loops cannot be
+called without the GIL: the sigmoid's ``exp`` is a compiled polynomial
+(:func:`_exp_parts`), the logistic terms take the C library's scalar functions; both
+agree with the numpy formulas to rounding.
 
 The arrays are feature-major: ``X^T`` and ``V^T`` (``D x N``), the hidden quantities
 ``K x N``. The products then have the long dimension ``N`` last (on digits, 898 x 64 x 20,

@@ -32,8 +32,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from ..solvers._newton_dense import _term_and_value, loss_code
-from ._logistic_rows import logistic_rows
+from ..solvers._newton_dense import loss_code
+from ._latent_compiled import LatentWork, latent_value_grad
 from .design import Design
 from .noise import FeatureVariance
 
@@ -251,8 +251,10 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
                     + [2 F^T C; 0]
 
     One evaluation costs five ``N x D x K`` products (BLAS for dense ``X``, ``O(nnz K)``
-    sparse) and no :class:`LatentDesign`; pass the same dict as ``work`` to repeated calls
-    (an optimiser's) to reuse the ``N x K`` and ``N x D`` work arrays.
+    sparse) and no :class:`LatentDesign`; dense ``X`` with noise and a built-in loss is
+    evaluated by :func:`bayesdrop.model._latent_compiled.latent_value_grad` (one compiled
+    call). Pass the same dict as ``work`` to repeated calls (an optimiser's) to reuse the
+    work arrays.
 
     Returns
     -------
@@ -288,6 +290,11 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
             a = work[name] = np.empty(shape)
         return a
 
+    code = loss_code(loss)
+    if V is not None and code is not None:
+        # dense X, a built-in loss: the compiled evaluation of the L-BFGS loop
+        return _compiled_gradients(X, V, y, loss, code, theta, alpha, alpha_penalty,
+                                   fit_intercept, work)
     NK, ND = (n, K), (n, X.shape[1])
     pre = buf("pre", NK)
     if sp.issparse(X):
@@ -295,34 +302,7 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
     else:
         np.matmul(X, aw, out=pre)
     G, Gp, C = buf("G", NK), buf("Gp", NK), buf("C", NK)
-    code = loss_code(loss)
     P = buf("P", NK)
-    if V is not None and code is not None:
-        m = np.empty(n)
-        _latent_hidden(pre, alpha[-1], w, b, G, Gp, C, m)
-        # dense: the element-wise passes compiled (_latent_scores, _latent_rows), the
-        # products by numpy's BLAS
-        U = np.matmul(C, aw.T, out=buf("U", ND))
-        sw = np.ones(n) if loss.weights is None else loss.weights
-        d_m = buf("d_m", (n,))
-        total = _latent_scores(code[0], float(code[1]), float(code[2]), V, U, m,
-                               np.ascontiguousarray(y, dtype=np.float64), sw, d_m)
-        F = U  # now d_s V U
-        np.matmul(F, aw, out=P)
-        term1 = 2.0 * (F.T @ C)
-        J = float(w @ w + alpha_penalty * np.sum(aw * aw) + total)
-        grad_theta = np.empty_like(theta)
-        R = buf("R", NK)
-        pg = np.empty(K)
-        _latent_rows(P, G, Gp, C, d_m, w, R, pg)
-        grad_theta[:K] = 2.0 * w + G.T @ d_m + 2.0 * pg
-        if fit_intercept:
-            grad_theta[K] = np.sum(d_m)
-        grad_alpha = np.empty_like(alpha)
-        grad_alpha[:-1] = X.T @ R + term1 + 2.0 * alpha_penalty * aw
-        # the column sums by BLAS (numpy's axis-0 sum of an N x K array: 21 against 3 us)
-        grad_alpha[-1] = np.ones(n) @ R
-        return J, grad_theta, grad_alpha
     pre += alpha[-1]
     expit(pre, out=G)
     np.subtract(1.0, G, out=Gp)
@@ -373,105 +353,26 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
     return J, grad_theta, grad_alpha
 
 
-def _latent_hidden(pre, bias, w, b, G, Gp, C, m):
-    """``G = sigmoid(pre + bias)``, ``Gp = G (1 - G)``, ``C = Gp w``, ``m = G w + b``
-    (``pre`` is overwritten): ``exp(-|x|)`` by numpy's SIMD ``exp`` (numba's scalar one
-    took two thirds of this pass), the rest compiled."""
-    _negative_abs(pre, bias, G)
-    np.exp(G, out=G)
-    _sigmoid_rows(pre, G, w, b, Gp, C, m)
-
-
-@numba.njit(cache=True, nogil=True)
-def _negative_abs(pre, bias, out):
-    """``pre += bias`` and ``out = -|pre|``."""
-    n, K = pre.shape
-    for i in range(n):
-        for k in range(K):
-            x = pre[i, k] + bias[k]
-            pre[i, k] = x
-            out[i, k] = -abs(x)
-
-
-@numba.njit(cache=True, nogil=True)
-def _sigmoid_rows(x, G, w, b, Gp, C, m):
-    """From ``G = exp(-|x|)``: ``G = sigmoid(x)`` (``1 / (1 + e)`` for ``x >= 0``,
-    ``e / (1 + e)`` below: no overflow, no cancellation), ``Gp``, ``C``, ``m``."""
-    n, K = x.shape
-    for i in range(n):
-        acc = b
-        for k in range(K):
-            e = G[i, k]
-            r = 1.0 / (1.0 + e)
-            g = r if x[i, k] >= 0.0 else e * r
-            gp = g * (1.0 - g)
-            G[i, k] = g
-            Gp[i, k] = gp
-            C[i, k] = gp * w[k]
-            acc += g * w[k]
-        m[i] = acc
-
-
-def _latent_scores(code, p0, p1, V, U, m, y, sw, d_m):
-    """Per example: ``s_n = sum_d v_nd u_nd^2``, the (weighted) term of ``J`` at
-    ``(m_n, s_n)`` and its derivatives ``d_m``, ``d_s``; ``U`` is overwritten by
-    ``F = d_s V U``. Returns the sum of the terms. The logistic terms by
-    :func:`bayesdrop.model._logistic_rows.logistic_rows` (SIMD ``exp`` / ``log1p`` /
-    ``tanh``), the others compiled."""
-    n = m.shape[0]
-    s = np.empty(n)
-    _row_quadratic(V, U, s)
-    if code == 1:
-        value, d_m[:], ds = logistic_rows(p0, m, s, y, sw, 1)
-    else:
-        value, ds = np.empty(n), np.empty(n)
-        _scalar_terms(code, p0, p1, m, s, y, sw, value, d_m, ds)
-    _scale_rows(U, V, ds)
-    return float(np.sum(value))
-
-
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-def _row_quadratic(V, U, s):
-    """``s_n = sum_d V_nd U_nd^2``, each row's sum reassociated into SIMD lanes
-    (``fastmath`` with only ``reassoc`` and ``contract``: inf and NaN propagate; on
-    digits, 898 x 64, 24 -> 11 us against four scalar partial sums)."""
-    n, D = U.shape
-    for i in range(n):
-        a = 0.0
-        for d in range(D):
-            a += V[i, d] * U[i, d] * U[i, d]
-        s[i] = a
-
-
-@numba.njit(cache=True, nogil=True)
-def _scalar_terms(code, p0, p1, m, s, y, sw, value, d_m, d_s):
-    """The (weighted) terms and first derivatives of the compiled losses, row by row."""
-    for i in range(m.shape[0]):
-        v, dm, ds, _, _, _ = _term_and_value(code, p0, p1, m[i], s[i], y[i], 1)
-        value[i] = sw[i] * v
-        d_m[i] = sw[i] * dm
-        d_s[i] = sw[i] * ds
-
-
-@numba.njit(cache=True, nogil=True)
-def _scale_rows(U, V, f):
-    """``U_nd *= f_n V_nd``."""
-    n, D = U.shape
-    for i in range(n):
-        for d in range(D):
-            U[i, d] *= f[i] * V[i, d]
-
-
-@numba.njit(cache=True, nogil=True)
-def _latent_rows(P, G, Gp, C, d_m, w, R, pg):
-    """``pg = sum_n P_n * g'_n`` and ``R = d_m C + 2 P w g' (1 - 2 g)`` (``N x K``)."""
-    n, K = P.shape
-    pg[:] = 0.0
-    for i in range(n):
-        for k in range(K):
-            pgp = P[i, k] * Gp[i, k]
-            pg[k] += pgp
-            R[i, k] = d_m[i] * C[i, k] + 2.0 * w[k] * pgp * (1.0 - 2.0 * G[i, k])
+def _compiled_gradients(X, V, y, loss, code, theta, alpha, alpha_penalty, fit_intercept,
+                        work):
+    """:func:`latent_gradients` for dense ``X`` with noise and a built-in loss, by
+    :func:`bayesdrop.model._latent_compiled.latent_value_grad` (its work arrays kept in
+    ``work``)."""
+    n, D = X.shape
+    K = alpha.shape[1]
+    lw = work.get("compiled")
+    if lw is None or lw.DN.shape != (D, n) or lw.KD.shape[0] != K:
+        lw = work["compiled"] = LatentWork(n, D, K)
+    z = np.concatenate([theta, alpha.ravel()])
+    grad = np.empty_like(z)
+    sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights,
+                                                                      dtype=np.float64)
+    J = latent_value_grad(code[0], float(code[1]), float(code[2]),
+                          np.ascontiguousarray(X.T), np.ascontiguousarray(V.T),
+                          np.ascontiguousarray(y, dtype=np.float64), sw, z, K,
+                          bool(fit_intercept), float(alpha_penalty), *lw.arrays(), grad)
+    nt = theta.shape[0]
+    return float(J), grad[:nt], grad[nt:].reshape(alpha.shape)
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})

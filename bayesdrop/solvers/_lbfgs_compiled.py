@@ -126,9 +126,8 @@ def lbfgs_latent(code, p0, p1, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty
     """Minimise the latent ``J`` (:func:`latent_value_grad`, whose arguments ``XT, VT``,
     ``y, sw``, the work arrays and ``K, fit_intercept, alpha_penalty`` are passed on)
     from ``z`` (overwritten with the result) by L-BFGS with a strong-Wolfe line search;
-    the first ``n_fixed``
-    components of ``z`` are held fixed (their gradient taken as zero: the
-    ``alpha``-step of the alternation, ``n_fixed = len(theta)``).
+    the first ``n_fixed`` components of ``z`` are held fixed (their gradient taken as
+    zero: the ``alpha``-step of the alternation, ``n_fixed = len(theta)``).
 
     Stops after ``max_iter`` iterations; when the last ``window`` iterations lowered
     ``J`` by at most ``tol * max(|J|, 1)`` in total (status 1); when one iteration

@@ -25,6 +25,7 @@ from ..model.latent import LatentDesign, latent_objective, noise_entries
 from ..model.noise import make_noise
 from ..model.problem import Problem
 from . import irls, newton
+from ._lbfgs_compiled import CompiledLatent
 
 __all__ = ["LatentResult", "clean_start_point", "fit_latent", "initial_alpha",
            "latent_setup", "w_step"]
@@ -64,8 +65,6 @@ def _alpha_step(X, entries, y, loss, theta, alpha, pen, fit_intercept, alpha_ite
     :mod:`bayesdrop.solvers._lbfgs_compiled` with ``theta`` held fixed; otherwise scipy's
     L-BFGS-B on :func:`bayesdrop.model.latent.latent_objective`.
     """
-    from ._lbfgs_compiled import CompiledLatent
-
     if CompiledLatent.applies(X, loss):
         if "compiled" not in work:
             work["compiled"] = CompiledLatent(X, entries, y, loss, alpha.shape[1],

@@ -5,7 +5,7 @@ Wager's penalty, t-logistic regression), by the latent ``alpha``-step of the alt
 and (:func:`fit_latent`) for the latent objective in all its parameters at once -- there,
 for dense ``X`` and the built-in losses, by the compiled L-BFGS of
 :mod:`bayesdrop.solvers._lbfgs_compiled` instead of scipy's (no GIL, no Python per step:
-digits q = 0.2 7.0 -> 4.8 s sequential, and one-vs-rest problems in threads).
+digits q = 0.2 7.0 -> about 4 s sequential, and one-vs-rest problems in threads).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .._threads import with_single_blas_pool
-from ..model.latent import LatentDesign, latent_gradients
+from ..model.latent import LatentDesign, latent_gradients, noise_entries
+from ..model.noise import make_noise
 from ._lbfgs_compiled import CompiledLatent
 from .alternating import LatentResult, clean_start_point, latent_setup, w_step
 
@@ -49,8 +50,6 @@ def minimize_lbfgs(fun, theta0, tol, max_iter, scale):
     res.fun = float(res.fun) * scale
     return res
 
-
-_NO_ENTRIES = (np.zeros(0, int), np.zeros(0, int), np.zeros(0), None)
 
 #: L-BFGS iterations per window of :func:`fit_latent`'s stopping rule (about the work of
 #: one alternation of :func:`bayesdrop.solvers.alternating.fit_latent`)
@@ -128,8 +127,8 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
             X, y, loss, alpha, rng, n_hidden=n_hidden, alpha_penalty=alpha_penalty,
             fit_intercept=fit_intercept, clean_start=clean_start, w_iter=w_iter, tol=tol)
     if theta0 is None:
-        design = LatentDesign(X, entries if not smooth_start else _NO_ENTRIES, alpha,
-                              fit_intercept)
+        design = LatentDesign(X, entries if not smooth_start
+                              else noise_entries(X, make_noise("none")), alpha, fit_intercept)
         theta0 = w_step(design, loss, y, None, w_iter).theta
     theta0 = np.asarray(theta0, dtype=float)
     n_theta = theta0.shape[0]
