@@ -246,3 +246,39 @@ def test_compiled_lbfgs_with_fixed_output_weights_is_an_alpha_step():
     assert history[n_iter] == pytest.approx(ref.fun, rel=1e-9)
     _, g_alpha = latent_objective(X, entries, yb, loss, theta, z[5:].reshape(3, 4), 2.0)
     assert np.linalg.norm(g_alpha) <= 1e-6 * max(1.0, abs(ref.fun))
+
+
+_FRESH_OR_CACHED = """
+import sys
+import numpy as np
+from bayesdrop import Dropout, LogisticLoss
+from bayesdrop.model.latent import noise_entries
+from bayesdrop.solvers._lbfgs_compiled import CompiledLatent
+rng = np.random.default_rng(0)
+X = rng.random((300, 16)) * (rng.random((300, 16)) < 0.6)
+y = np.where(X[:, 0] + X[:, 1] * X[:, 2] > 0.4, 1.0, -1.0)
+run = CompiledLatent(X, noise_entries(X, Dropout(0.2)), y, LogisticLoss(1.0), 6, True, 0.01)
+z = np.concatenate([rng.normal(size=7), rng.normal(size=17 * 6)])
+history, n_iter, status = run.run(z, 40, 0.0, 100)
+np.save(sys.argv[1], np.concatenate([z, history]))
+"""
+
+
+def test_compiled_lbfgs_same_path_in_fresh_and_cached_compilations(tmp_path):
+    """The same L-BFGS iterates whether numba compiles the loop in this process or loads
+    it from its cache (with ``fastmath`` reassociation in the evaluation inlined into the
+    loop they differed from the first iteration on); two processes, one numba cache."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    script = tmp_path / "run.py"
+    script.write_text(_FRESH_OR_CACHED)
+    outs = []
+    for k in range(2):  # the first compiles (and writes the cache), the second loads it
+        out = tmp_path / f"out{k}.npy"
+        subprocess.run([sys.executable, str(script), str(out)], env=env, check=True)
+        outs.append(np.load(out))
+    assert any((tmp_path / "numba").rglob("*.nbc"))
+    np.testing.assert_array_equal(outs[0], outs[1])

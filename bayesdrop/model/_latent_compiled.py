@@ -70,7 +70,7 @@ class LatentWork:
         return self.KN, self.DN, self.DK, self.KD, self.N4, self.bits
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+@numba.njit(cache=True, nogil=True)
 def latent_value_grad(code, p0, p1, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
                       KN, DN, DK, KD, N4, bits, grad):
     """``J(z)`` of the latent model on dense ``X``; its gradient written to ``grad``.
@@ -90,9 +90,11 @@ def latent_value_grad(code, p0, p1, XT, VT, y, sw, z, K, fit_intercept, alpha_pe
     without noise ``VT`` has shape ``(0, 0)`` and the three products that carry the
     noise are skipped). ``code, p0, p1`` are
     :func:`bayesdrop.solvers._newton_dense.loss_code`'s; ``sw`` the example weights (all 1
-    for none); ``KN, DN, DK, KD, N4, bits`` the work arrays of :class:`LatentWork`. Sums
-    run in SIMD lanes (``fastmath`` with ``reassoc`` and ``contract`` only: inf and NaN
-    propagate).
+    for none); ``KN, DN, DK, KD, N4, bits`` the work arrays of :class:`LatentWork`. No
+    ``fastmath`` here: this function is inlined into the compiled L-BFGS loop, and
+    reassociated sums there came out differently in a fresh compilation than in numba's
+    cached copy (another L-BFGS path for the same seed); the element-wise loops run along
+    ``N`` and vectorise without it (2% slower).
     """
     D, n = XT.shape
     nt = K + (1 if fit_intercept else 0)

@@ -37,43 +37,50 @@ MAX_LINE_SEARCH = 50
 _C1 = 1e-4
 _C2 = 0.9
 _EPS = np.finfo(np.float64).eps
-#: the vector loops' sums reassociated into SIMD lanes (inf and NaN still propagate)
-_SIMD = {"reassoc", "contract"}
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_SIMD)
+@numba.njit(cache=True, nogil=True)
+def _dot(a, b):
+    """``a . b`` summed in four fixed lanes: SIMD-friendly, and -- unlike ``fastmath``
+    reassociation, whose order LLVM may choose differently when a function is inlined
+    into a fresh compilation than in numba's cached copy -- the same sum in every
+    compiled context (one seed, one result)."""
+    n = a.shape[0]
+    m = n - n % 4
+    s0 = s1 = s2 = s3 = 0.0
+    for j in range(0, m, 4):
+        s0 += a[j] * b[j]
+        s1 += a[j + 1] * b[j + 1]
+        s2 += a[j + 2] * b[j + 2]
+        s3 += a[j + 3] * b[j + 3]
+    for j in range(m, n):
+        s0 += a[j] * b[j]
+    return (s0 + s1) + (s2 + s3)
+
+
+@numba.njit(cache=True, nogil=True)
 def two_loop(g, S, Y, rho, newest, count, q, alpha):
     """``q = -H g`` by the two-loop recursion over the ``count`` newest pairs of the ring
     buffers ``S, Y`` (rows; ``newest`` the index of the latest), ``H_0 = gamma I`` with
-    ``gamma = s^T y / y^T y`` of the latest pair (inner products summed in SIMD lanes)."""
+    ``gamma = s^T y / y^T y`` of the latest pair (inner products by :func:`_dot`)."""
     n = g.shape[0]
     mem = S.shape[0]
     for j in range(n):
         q[j] = -g[j]
     i = newest
     for _ in range(count):
-        a = 0.0
-        for j in range(n):
-            a += S[i, j] * q[j]
-        a *= rho[i]
+        a = rho[i] * _dot(S[i], q)
         alpha[i] = a
         for j in range(n):
             q[j] -= a * Y[i, j]
         i = i - 1 if i > 0 else mem - 1
     if count > 0:
-        yy = 0.0
-        for j in range(n):
-            yy += Y[newest, j] * Y[newest, j]
-        gamma = 1.0 / (rho[newest] * yy)
+        gamma = 1.0 / (rho[newest] * _dot(Y[newest], Y[newest]))
         for j in range(n):
             q[j] *= gamma
     i = (newest - count + 1) % mem
     for _ in range(count):
-        bcoef = 0.0
-        for j in range(n):
-            bcoef += Y[i, j] * q[j]
-        bcoef *= rho[i]
-        a = alpha[i] - bcoef
+        a = alpha[i] - rho[i] * _dot(Y[i], q)
         for j in range(n):
             q[j] += a * S[i, j]
         i = i + 1 if i < mem - 1 else 0
@@ -103,7 +110,7 @@ def cubic_step(a, fa, da, b, fb, db):
     return t
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_SIMD)
+@numba.njit(cache=True, nogil=True)
 def _latent_phi(step, z, d, znew, grad, code, p0, p1, XT, VT, y, sw, K, fi, pen,
                 KN, DN, DK, KD, N4, bits, n_fixed):
     """``J(z + step d)`` and its directional derivative; ``znew, grad`` filled (the
@@ -114,10 +121,7 @@ def _latent_phi(step, z, d, znew, grad, code, p0, p1, XT, VT, y, sw, K, fi, pen,
     f = latent_value_grad(code, p0, p1, XT, VT, y, sw, znew, K, fi, pen, KN, DN, DK, KD,
                           N4, bits, grad)
     grad[:n_fixed] = 0.0
-    dd = 0.0
-    for j in range(n):
-        dd += grad[j] * d[j]
-    return f, dd
+    return f, _dot(grad, d)
 
 
 @numba.njit(cache=True, nogil=True)
