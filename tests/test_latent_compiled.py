@@ -177,6 +177,83 @@ def test_compiled_lbfgs_reaches_scipy_lbfgsb_stationary_point(loss, pen):
     assert np.linalg.norm(grad) <= 1e-5 * np.linalg.norm(grad0)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("noise", [Dropout(0.3), NoNoise()], ids=["dropout", "none"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_centred_coordinates_give_the_latent_objective(weighted, noise, fit_intercept):
+    """``CompiledLatent`` evaluates ``J`` with centred inputs and shifted hidden biases
+    (``c' = c + alpha^T mu``, ``mu`` the weighted row mean): an exact change of
+    variables, so ``value_grad`` -- value and chain-ruled gradient in the coordinates of
+    ``X`` -- equals ``latent_gradients`` on the uncentred ``X`` (inputs far from zero
+    mean, where a wrong shift or chain rule shows), with and without example weights."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(80, 6)) * np.where(rng.random((80, 6)) < 0.3, 0.0, 1.0) + 2.5
+    y = np.sign(rng.normal(size=80))
+    loss = LogisticLoss(0.8)
+    if weighted:
+        loss = loss.weighted(rng.integers(1, 5, size=80) * 1.0)
+    entries = noise_entries(X, noise)
+    run = LB.CompiledLatent(X, entries, y, loss, 4, fit_intercept, 0.3)
+    sw = np.ones(80) if not weighted else loss.weights
+    np.testing.assert_allclose(run.mean, sw @ X / sw.sum(), rtol=1e-14)
+    alpha = rng.normal(size=(7, 4))
+    theta = rng.normal(size=4 + fit_intercept)
+    z = np.concatenate([theta, alpha.ravel()])
+    z_before = z.copy()
+    J, grad = run.value_grad(z)
+    np.testing.assert_array_equal(z, z_before)  # the caller's z untouched
+    J0, g_theta, g_alpha = latent_gradients(X, entries, y, loss, theta, alpha, 0.3,
+                                            fit_intercept)
+    assert J == pytest.approx(J0, rel=1e-12)
+    ref = np.concatenate([g_theta, g_alpha.ravel()])
+    np.testing.assert_allclose(grad, ref, rtol=1e-10, atol=1e-12 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("n_fixed", [0, 5])
+def test_centred_run_returns_a_stationary_point_in_the_coordinates_of_X(n_fixed):
+    """``CompiledLatent.run`` moves in centred coordinates but returns ``z`` in those of
+    ``X``: its first and last ``J`` are the latent ``J`` at the start and the result, the gradient there (of the free
+    components) is small, the fixed output weights are unchanged, and with a strong
+    hidden-layer penalty (J convex enough) the minimum is scipy L-BFGS-B's on the
+    uncentred ``J`` from the same start."""
+    from scipy.optimize import minimize
+
+    X, y = make_moons(150, noise=0.2, random_state=2)
+    X = X + np.array([3.0, -2.0])  # far from zero mean
+    yb = np.where(y == 1, 1.0, -1.0)
+    loss = LogisticLoss(1.0)
+    entries = noise_entries(X, Dropout(0.2))
+    rng = np.random.default_rng(0)
+    alpha = rng.normal(size=(3, 4))
+    theta = rng.normal(size=5) * 0.1
+    z = np.concatenate([theta, alpha.ravel()])
+    run = LB.CompiledLatent(X, entries, yb, loss, 4, True, 2.0)
+    history, n_iter, status = run.run(z, 20_000, 1e-15, 20, n_fixed=n_fixed)
+    assert status in (1, 2) and np.all(np.diff(history) <= 0.0)
+    J0 = latent_gradients(X, entries, yb, loss, theta, alpha, 2.0, True)[0]
+    assert history[0] == pytest.approx(J0, rel=1e-12)  # started where it was told
+    if n_fixed:
+        np.testing.assert_array_equal(z[:5], theta)
+    J, g_theta, g_alpha = latent_gradients(X, entries, yb, loss, z[:5],
+                                           z[5:].reshape(3, 4), 2.0, True)
+    assert history[-1] == pytest.approx(J, rel=1e-12)
+    free = np.concatenate([g_theta, g_alpha.ravel()])[n_fixed:]
+    _, g0_theta, g0_alpha = latent_gradients(X, entries, yb, loss, theta, alpha, 2.0, True)
+    assert np.linalg.norm(free) <= 1e-5 * np.linalg.norm(
+        np.concatenate([g0_theta, g0_alpha.ravel()])[n_fixed:])
+
+    def fun(v):
+        th, al = (theta, v) if n_fixed else (v[:5], v[5:])
+        J, gt, ga = latent_gradients(X, entries, yb, loss, th, al.reshape(3, 4), 2.0,
+                                     True)
+        return J, (ga.ravel() if n_fixed else np.concatenate([gt, ga.ravel()]))
+
+    start = alpha.ravel() if n_fixed else np.concatenate([theta, alpha.ravel()])
+    ref = minimize(fun, start, jac=True, method="L-BFGS-B",
+                   options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 20_000})
+    assert history[-1] == pytest.approx(ref.fun, rel=1e-9)
+
+
 @pytest.mark.parametrize("Est", [DropoutLatentLogisticRegression, DropoutLatentSVC])
 def test_latent_threads_give_the_same_fit(Est):
     """n_jobs threads: the same (non-convex) fit as sequential, bit for bit."""

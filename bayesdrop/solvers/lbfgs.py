@@ -68,8 +68,10 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
     :func:`bayesdrop.model.latent.latent_gradients` (five ``N x D x K`` products per
     evaluation). Dense ``X`` with a built-in loss runs the compiled loop of
     :func:`bayesdrop.solvers._lbfgs_compiled.lbfgs_latent` (strong-Wolfe line search,
-    memory 20) on :func:`bayesdrop.model._latent_compiled.latent_value_grad`; sparse ``X``
-    scipy's L-BFGS-B (``maxcor=20``). It starts from the hidden layer of
+    memory 20) on :func:`bayesdrop.model._latent_compiled.latent_value_grad`, in centred
+    coordinates (:class:`bayesdrop.solvers._lbfgs_compiled.CompiledLatent`: hidden biases
+    shifted by ``alpha^T mean(x)``, an exact change of variables); sparse ``X`` scipy's
+    L-BFGS-B (``maxcor=20``) in the coordinates of ``X``. It starts from the hidden layer of
     :func:`bayesdrop.solvers.alternating.initial_alpha` and the output weights of one
     IRLS ``w``-step on it (or ``theta0``; see also ``clean_start``), and stops when the last
     :data:`LATENT_WINDOW` iterations lowered ``J`` by less than ``tol * max(|J|, 1)`` in
