@@ -169,6 +169,10 @@ def test_compiled_lbfgs_reaches_scipy_lbfgsb_stationary_point(loss, pen):
     assert np.all(np.diff(history) <= 0.0)
     z_ref, hist_ref, _, _ = lbfgs._scipy_latent(X, entries, yb, loss, theta, alpha, pen,
                                                 True, 20_000, 1e-14)
+    # scipy's run moves in centred coordinates too; it returns z in those of X
+    J_ref = latent_gradients(X, entries, yb, loss, z_ref[:5], z_ref[5:].reshape(3, 4), pen,
+                             True)[0]
+    assert J_ref == pytest.approx(hist_ref[-1], rel=1e-12)
     if pen > 1:
         assert history[-1] == pytest.approx(hist_ref[-1], rel=1e-9)
     J, grad = _value_grad(X, entries, yb, loss, z[:5], z[5:].reshape(3, 4), pen, True)
@@ -207,6 +211,44 @@ def test_centred_coordinates_give_the_latent_objective(weighted, noise, fit_inte
     assert J == pytest.approx(J0, rel=1e-12)
     ref = np.concatenate([g_theta, g_alpha.ravel()])
     np.testing.assert_allclose(grad, ref, rtol=1e-10, atol=1e-12 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_centred_objective_is_the_change_of_variables(sparse):
+    """``centred_objective`` (the centred coordinates for code that does not centre
+    ``X``: sparse designs, scipy's L-BFGS-B): ``J'(z') = J(T z')`` and ``grad' = T^T
+    grad(T z')`` with ``T`` the matrix of the map ``z' -> z`` (built column by column from
+    ``shift_biases``); ``input_mean`` is the weighted row mean for dense and sparse ``X``."""
+    import scipy.sparse as sp_
+
+    rng = np.random.default_rng(8)
+    X = rng.random((50, 5)) * (rng.random((50, 5)) < 0.5) + 0.5 * (rng.random((50, 5)) < 0.2)
+    Xd = sp_.csr_matrix(X) if sparse else X
+    y = np.sign(rng.normal(size=50))
+    weights = rng.integers(1, 4, size=50) * 1.0
+    loss = LogisticLoss(1.0).weighted(weights)
+    mean = LB.input_mean(Xd, weights)
+    np.testing.assert_allclose(mean, weights @ X / weights.sum(), rtol=1e-14)
+    entries = noise_entries(Xd, Dropout(0.3))
+    shape, n_theta = (6, 3), 4
+
+    def fun(z):
+        J, gt, ga = latent_gradients(Xd, entries, y, loss, z[:n_theta],
+                                     z[n_theta:].reshape(shape), 0.5, True)
+        return J, np.concatenate([gt, ga.ravel()])
+
+    def to_x(zc):
+        z = zc.copy()
+        LB.shift_biases(z[n_theta:].reshape(shape), mean, -1.0)
+        return z
+
+    p = n_theta + 18
+    T = np.column_stack([to_x(e) for e in np.eye(p)])
+    zc = rng.normal(size=p)
+    J, grad = LB.centred_objective(fun, mean, n_theta, shape)(zc)
+    J_ref, g_ref = fun(T @ zc)
+    assert J == J_ref
+    np.testing.assert_allclose(grad, T.T @ g_ref, rtol=1e-12, atol=1e-14)
 
 
 @pytest.mark.parametrize("n_fixed", [0, 5])

@@ -28,7 +28,8 @@ import scipy.sparse as sp
 from ..model._latent_compiled import LatentWork, latent_value_grad
 from ._newton_dense import loss_code
 
-__all__ = ["CompiledLatent", "MAX_LINE_SEARCH", "MEMORY", "lbfgs_latent"]
+__all__ = ["CompiledLatent", "MAX_LINE_SEARCH", "MEMORY", "centred_objective",
+           "input_mean", "lbfgs_latent", "shift_biases"]
 
 #: stored (s, y) pairs
 MEMORY = 20
@@ -291,6 +292,39 @@ def _row_means(XT, sw):
     for d in range(XT.shape[0]):
         out[d] = _dot(XT[d], sw) / total
     return out
+
+
+def input_mean(X, weights=None):
+    """The weighted mean of the rows of ``X`` (dense or sparse; ``weights`` None: all 1),
+    the centre of :class:`CompiledLatent`'s coordinates."""
+    sw = np.ones(X.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+    if sp.issparse(X):
+        return np.asarray(X.T @ sw, dtype=np.float64).ravel() / sw.sum()
+    return _row_means(np.array(X.T, dtype=np.float64, order="C"), np.ascontiguousarray(sw))
+
+
+def shift_biases(alpha, mean, sign):
+    """``c <- c + sign * alpha_{:D}^T mean`` in place on ``alpha`` of shape (D + 1, K)
+    (hidden biases in its last row): ``sign = 1`` maps to centred coordinates, ``-1`` back."""
+    alpha[-1] += sign * (mean @ alpha[:-1])
+    return alpha
+
+
+def centred_objective(fun, mean, n_theta, shape):
+    """``fun(z) -> (J, grad)`` in the coordinates of ``X`` as a function of the centred
+    coordinates ``z'`` (hidden biases ``c' = c + alpha^T mean``) -- the change of
+    variables of :class:`CompiledLatent` for code that does not centre ``X`` itself
+    (sparse ``X``, whose centring would fill it in): ``J'(z') = J(z)``,
+    ``dJ'/dalpha_{:D} = dJ/dalpha_{:D} - mean (dJ/dc)^T``, the rest unchanged."""
+    def centred(zc):
+        z = np.array(zc, dtype=np.float64)
+        shift_biases(z[n_theta:].reshape(shape), mean, -1.0)
+        J, grad = fun(z)
+        grad = np.array(grad, dtype=np.float64)
+        g_alpha = grad[n_theta:].reshape(shape)
+        g_alpha[:-1] -= np.outer(mean, g_alpha[-1])
+        return J, grad
+    return centred
 
 
 class CompiledLatent:

@@ -25,7 +25,8 @@ from ..model.latent import LatentDesign, latent_objective, noise_entries
 from ..model.noise import make_noise
 from ..model.problem import Problem
 from . import irls, newton
-from ._lbfgs_compiled import CompiledLatent
+from ._lbfgs_compiled import (CompiledLatent, centred_objective, input_mean,
+                              shift_biases)
 
 __all__ = ["LatentResult", "clean_start_point", "fit_latent", "initial_alpha",
            "latent_setup", "w_step"]
@@ -63,7 +64,8 @@ def _alpha_step(X, entries, y, loss, theta, alpha, pen, fit_intercept, alpha_ite
 
     Dense ``X`` with a built-in loss: the compiled L-BFGS of
     :mod:`bayesdrop.solvers._lbfgs_compiled` with ``theta`` held fixed; otherwise scipy's
-    L-BFGS-B on :func:`bayesdrop.model.latent.latent_objective`.
+    L-BFGS-B on :func:`bayesdrop.model.latent.latent_objective`. Both in centred
+    coordinates (:class:`bayesdrop.solvers._lbfgs_compiled.CompiledLatent`).
     """
     if CompiledLatent.applies(X, loss):
         if "compiled" not in work:
@@ -75,14 +77,19 @@ def _alpha_step(X, entries, y, loss, theta, alpha, pen, fit_intercept, alpha_ite
                                                   n_fixed=theta.shape[0])
         return float(history[n_iter]), z[theta.shape[0]:].reshape(alpha.shape).copy()
 
-    def fun(a_flat):
+    def fun_x(a_flat):
         J, g = latent_objective(X, entries, y, loss, theta, a_flat.reshape(alpha.shape),
                                 pen, fit_intercept)
         return J, g.ravel()
 
-    opt = minimize(fun, alpha.ravel(), jac=True, method="L-BFGS-B",
+    # centred coordinates, as the compiled loop (CompiledLatent), without centring X
+    if "mean" not in work:
+        work["mean"] = input_mean(X, loss.weights)
+    fun = centred_objective(fun_x, work["mean"], 0, alpha.shape)
+    start = shift_biases(np.array(alpha, dtype=float), work["mean"], 1.0)
+    opt = minimize(fun, start.ravel(), jac=True, method="L-BFGS-B",
                    options={"maxiter": alpha_iter})
-    return float(opt.fun), opt.x.reshape(alpha.shape)
+    return float(opt.fun), shift_biases(opt.x.reshape(alpha.shape), work["mean"], -1.0)
 
 
 def w_step(design, loss, y, theta, w_iter):

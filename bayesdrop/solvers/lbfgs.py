@@ -18,7 +18,8 @@ from scipy.optimize import minimize
 from .._threads import with_single_blas_pool
 from ..model.latent import LatentDesign, latent_gradients, noise_entries
 from ..model.noise import make_noise
-from ._lbfgs_compiled import CompiledLatent
+from ._lbfgs_compiled import (CompiledLatent, centred_objective, input_mean,
+                              shift_biases)
 from .alternating import LatentResult, clean_start_point, latent_setup, w_step
 
 __all__ = ["LATENT_WINDOW", "fit_latent", "minimize_lbfgs"]
@@ -68,10 +69,10 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
     :func:`bayesdrop.model.latent.latent_gradients` (five ``N x D x K`` products per
     evaluation). Dense ``X`` with a built-in loss runs the compiled loop of
     :func:`bayesdrop.solvers._lbfgs_compiled.lbfgs_latent` (strong-Wolfe line search,
-    memory 20) on :func:`bayesdrop.model._latent_compiled.latent_value_grad`, in centred
-    coordinates (:class:`bayesdrop.solvers._lbfgs_compiled.CompiledLatent`: hidden biases
-    shifted by ``alpha^T mean(x)``, an exact change of variables); sparse ``X`` scipy's
-    L-BFGS-B (``maxcor=20``) in the coordinates of ``X``. It starts from the hidden layer of
+    memory 20) on :func:`bayesdrop.model._latent_compiled.latent_value_grad`; sparse ``X``
+    scipy's L-BFGS-B (``maxcor=20``). Both move in centred coordinates (hidden biases
+    shifted by ``alpha^T mean(x)``, an exact change of variables; see
+    :class:`bayesdrop.solvers._lbfgs_compiled.CompiledLatent`). It starts from the hidden layer of
     :func:`bayesdrop.solvers.alternating.initial_alpha` and the output weights of one
     IRLS ``w``-step on it (or ``theta0``; see also ``clean_start``), and stops when the last
     :data:`LATENT_WINDOW` iterations lowered ``J`` by less than ``tol * max(|J|, 1)`` in
@@ -160,13 +161,17 @@ def _scipy_latent(X, entries, y, loss, theta0, alpha, pen, fit_intercept, max_it
     shape = alpha.shape
     work = {}
 
-    def fun(z):
+    def fun_x(z):
         J, g_theta, g_alpha = latent_gradients(X, entries, y, loss, z[:n_theta],
                                                z[n_theta:].reshape(shape), pen,
                                                fit_intercept, work)
         return J, np.concatenate([g_theta, g_alpha.ravel()])
 
+    # centred coordinates, as the compiled loop (CompiledLatent), without centring X
+    mean = input_mean(X, loss.weights)
+    fun = centred_objective(fun_x, mean, n_theta, shape)
     z0 = np.concatenate([theta0, alpha.ravel()])
+    shift_biases(z0[n_theta:].reshape(shape), mean, 1.0)
     history = [fun(z0)[0]]
     state = {"converged": False}
 
@@ -181,4 +186,6 @@ def _scipy_latent(X, entries, y, loss, theta0, alpha, pen, fit_intercept, max_it
     res = minimize(fun, z0, jac=True, method="L-BFGS-B", callback=callback,
                    options={"maxiter": int(max_iter), "ftol": 64 * np.finfo(float).eps,
                             "gtol": 0.0, "maxcor": 20, "maxls": 50})
-    return res.x, history, int(res.nit), state["converged"] or bool(res.success)
+    z = shift_biases(res.x[n_theta:].reshape(shape), mean, -1.0)
+    return (np.concatenate([res.x[:n_theta], z.ravel()]), history, int(res.nit),
+            state["converged"] or bool(res.success))
