@@ -50,12 +50,13 @@ _LATENT_DOC = """
         ``tol * max(|J|, 1)``.
     fit_intercept : bool, default=True
     random_state : None, int or numpy.random.Generator
-        Initial hidden weights ``N(0, 1/D)`` (one generator spawned per one-vs-rest
-        problem).
+        Initial hidden weights ``N(0, (2 / r)^2)``, ``r`` the root mean square of the
+        rows' norms ``||x_n||`` (:func:`bayesdrop.solvers.alternating.initial_alpha`; one
+        generator spawned per one-vs-rest problem).
     n_jobs : int or None, default=None
         Threads fitting the one-vs-rest problems at once (joblib; ``-1``: all cores).
         The dense L-BFGS loop runs compiled without the GIL, so the threads share the
-        cores (digits, 10 problems: 1.9x on 2 cores); every BLAS runs on one thread
+        cores (digits, 10 problems: 1.8-1.9x on 2 cores); every BLAS runs on one thread
         during the fit. Same result for any value.
 """
 

@@ -398,12 +398,11 @@ class CompiledLatent:
         coordinates of ``X`` (the centring is internal)."""
         history = np.empty(int(iterations) + 1)
         V = np.zeros((0, 0)) if clean else self._V
-        alpha = self._hidden_layer(z)
-        alpha[-1] += self.mean @ alpha[:-1]  # c' = c + alpha^T mu
+        alpha = shift_biases(self._hidden_layer(z), self.mean, 1.0)  # c' = c + alpha^T mu
         n_iter, status, _ = lbfgs_latent(
             *self._head, V, *self._data, z, *self._shape, int(iterations), float(tol),
             int(window), history, *self._work.arrays(), int(n_fixed))
-        alpha[-1] -= self.mean @ alpha[:-1]
+        shift_biases(alpha, self.mean, -1.0)
         return history[:n_iter + 1].copy(), n_iter, status
 
     def value_grad(self, z, clean=False):
@@ -411,8 +410,7 @@ class CompiledLatent:
         does (centred inputs; ``dJ/dalpha_{:D} = dJ/dalpha'_{:D} + mu (dJ/dc')^T``)."""
         z = np.array(z, dtype=np.float64)
         grad = np.empty_like(z)
-        alpha = self._hidden_layer(z)
-        alpha[-1] += self.mean @ alpha[:-1]
+        shift_biases(self._hidden_layer(z), self.mean, 1.0)
         V = np.zeros((0, 0)) if clean else self._V
         K, fit_intercept, pen = self._shape
         J = latent_value_grad(*self._head, V, *self._data, z, K, fit_intercept, pen,

@@ -72,8 +72,8 @@ def fit_latent(X, y, loss, noise, *, n_hidden=20, alpha_penalty=1.0, fit_interce
     memory 20) on :func:`bayesdrop.model._latent_compiled.latent_value_grad`; sparse ``X``
     scipy's L-BFGS-B (``maxcor=20``). Both move in centred coordinates (hidden biases
     shifted by ``alpha^T mean(x)``, an exact change of variables; see
-    :class:`bayesdrop.solvers._lbfgs_compiled.CompiledLatent`). It starts from the hidden layer of
-    :func:`bayesdrop.solvers.alternating.initial_alpha` and the output weights of one
+    :class:`bayesdrop.solvers._lbfgs_compiled.CompiledLatent`). It starts from the hidden
+    layer of :func:`bayesdrop.solvers.alternating.initial_alpha` and the output weights of one
     IRLS ``w``-step on it (or ``theta0``; see also ``clean_start``), and stops when the last
     :data:`LATENT_WINDOW` iterations lowered ``J`` by less than ``tol * max(|J|, 1)`` in
     total (or after ``max_iter`` iterations).
@@ -186,6 +186,5 @@ def _scipy_latent(X, entries, y, loss, theta0, alpha, pen, fit_intercept, max_it
     res = minimize(fun, z0, jac=True, method="L-BFGS-B", callback=callback,
                    options={"maxiter": int(max_iter), "ftol": 64 * np.finfo(float).eps,
                             "gtol": 0.0, "maxcor": 20, "maxls": 50})
-    z = shift_biases(res.x[n_theta:].reshape(shape), mean, -1.0)
-    return (np.concatenate([res.x[:n_theta], z.ravel()]), history, int(res.nit),
-            state["converged"] or bool(res.success))
+    shift_biases(res.x[n_theta:].reshape(shape), mean, -1.0)  # back to X's coordinates
+    return res.x, history, int(res.nit), state["converged"] or bool(res.success)
