@@ -166,7 +166,7 @@ def as_float_vector(y, n, name="y"):
 
 def check_binary_labels(y, name="y"):
     """Check that ``y`` only holds -1 and +1."""
-    if not np.all(np.isin(y, (-1.0, 1.0))):
+    if not np.all((y == 1.0) | (y == -1.0)):
         raise ValueError(f"{name} must hold only -1 and +1 for a binary loss")
     return y
 

@@ -240,3 +240,95 @@ def test_label_check_shortcut_accepts_and_rejects_as_scikit_learn(y):
         with pytest.raises(ValueError) as info:
             set_classes(E(), y)
         assert str(info.value) == expected
+
+
+def _validation_cases():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6, 3))
+    y = np.array([0, 1, 1, 0, 1, 0])
+    nan, inf = X.copy(), X.copy()
+    nan[2, 1], inf[4, 0] = np.nan, -np.inf
+    huge = np.full((6, 3), 1e308)  # finite entries, infinite sum
+    yf = y.astype(float)
+    ynan = yf.copy()
+    ynan[3] = np.nan
+    return {
+        "plain": (X, y), "F-ordered": (np.asfortranarray(X), y),
+        "strided view": (rng.normal(size=(12, 3))[::2], y), "float y": (X, yf),
+        "bool y": (X, y.astype(bool)), "uint8 y": (X, y.astype(np.uint8)),
+        "string y": (X, np.array(list("abbaba"))), "NaN in X": (nan, y),
+        "inf in X": (inf, y), "sum overflows": (huge, y), "NaN in y": (X, ynan),
+        "int X": (np.arange(18).reshape(6, 3), y), "float32 X": (X.astype(np.float32), y),
+        "list X": (X.tolist(), y.tolist()), "column y": (X, y[:, None]),
+        "short y": (X, y[:5]), "1-D X": (X[:, 0], y), "3-D X": (X[:, :, None], y),
+        "no rows": (X[:0], y[:0]), "no columns": (X[:, :0], y),
+        "matrix X": (np.asmatrix(X), y), "y None": (X, None),
+    }
+
+
+@pytest.mark.parametrize("case", list(_validation_cases()))
+@pytest.mark.parametrize("with_y", [True, False])
+def test_validation_shortcut_equals_scikit_learn(case, with_y):
+    """``validate_arrays`` returns, sets, warns and raises exactly as scikit-learn's
+    ``validate_data`` with the same arguments, also on the inputs its shortcut must
+    leave to scikit-learn (NaN, inf, an overflowing sum, other types, dtypes and
+    shapes)."""
+    import warnings
+
+    from sklearn.utils.validation import validate_data
+
+    from bayesdrop.estimators._base import ACCEPT_SPARSE, validate_arrays
+
+    X, y = _validation_cases()[case]
+    args = (X, y) if with_y else (X,)
+
+    def run(fn):
+        est = DropoutLogisticRegression()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                out = fn(est)
+            except (ValueError, TypeError) as err:
+                out = err
+        return est, out, [(w.category, str(w.message)) for w in caught]
+
+    ours = run(lambda est: validate_arrays(est, *args))
+    ref = run(lambda est: validate_data(est, *args, accept_sparse=ACCEPT_SPARSE,
+                                        dtype=np.float64))
+    assert ours[2] == ref[2]
+    if isinstance(ref[1], Exception):
+        assert type(ours[1]) is type(ref[1]) and str(ours[1]) == str(ref[1])
+        return
+    out, expected = (ours[1], ref[1]) if with_y else ((ours[1],), (ref[1],))
+    for a, b in zip(out, expected):
+        assert type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+        for arg in args:  # a view of the caller's array exactly when scikit-learn's is
+            assert np.shares_memory(a, arg) == np.shares_memory(b, arg)
+    assert ours[0].n_features_in_ == ref[0].n_features_in_
+
+
+def test_validation_shortcut_feature_names_as_scikit_learn():
+    """After a fit on a DataFrame, an ndarray refit drops ``feature_names_in_`` and an
+    ndarray ``predict`` warns as scikit-learn's ``validate_data`` does; a wrong feature
+    count raises its error."""
+    import warnings
+
+    import pandas as pd
+
+    X, y = load_iris(return_X_y=True)
+    X, y = X[:100], y[:100]
+    est = DropoutLogisticRegression(noise_level=0.1)
+    est.fit(pd.DataFrame(X, columns=list("abcd")), y)
+    assert list(est.feature_names_in_) == list("abcd")
+    with pytest.warns(UserWarning, match="does not have valid feature names"):
+        est.predict(X)
+    with pytest.raises(ValueError, match="expecting 4 features"):
+        est.predict(X[:, :3])
+    est.fit(X, y)
+    assert not hasattr(est, "feature_names_in_") and est.n_features_in_ == 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est.predict(X)
+    with pytest.raises(ValueError, match="expecting 4 features"):
+        est.predict(X[:, :3])

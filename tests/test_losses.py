@@ -148,3 +148,20 @@ def test_bad_loss_parameters():
         Problem.create(sp.csr_matrix(np.array([[np.inf, 1.0]])), [1], HingeLoss())
     with pytest.raises(ValueError, match="y contains NaN"):
         Problem.create(np.eye(2), [np.nan, 1.0], EpsilonInsensitiveLoss())
+
+
+@pytest.mark.parametrize("y, match", [
+    ([1.0, -1.0, 0.0], "-1 and \\+1"), ([1.0, -1.0, np.nan], "y contains NaN"),
+    ([1.0, np.inf, 1.0], "y contains NaN"), ([1.0, -1.0, 1e300], "magnitude 1e\\+300"),
+    ([[1.0], [-1.0], [1.0]], "1-dimensional"), ([1.0, -1.0], "2 entries but X has 3"),
+    ([1.0, -1.0, 1.0 + 1e-15], "-1 and \\+1"), (["1", "-1", "x"], "could not convert"),
+])
+@pytest.mark.parametrize("loss", [HingeLoss(1.0), LogisticLoss(1.0)], ids=repr)
+def test_binary_targets_checked_whatever_the_path(loss, y, match):
+    """The binary losses' shortcut for targets of +-1 only lets exact +-1 through; every
+    other target gets the error of the general checks."""
+    with pytest.raises(ValueError, match=match):
+        Problem.create(np.ones((3, 2)), y, loss)
+    ok = np.array([1, -1, 1], dtype=np.int8)
+    got = Problem.create(np.ones((3, 2)), ok, loss).y
+    assert got.dtype == np.float64 and got.tolist() == [1.0, -1.0, 1.0]

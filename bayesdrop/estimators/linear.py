@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import RegressorMixin
-from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._arviz import convergence_warning, to_inference_data
 from .._validation import check_scalar
@@ -25,7 +25,7 @@ from ..model.problem import Problem, drop_zero_weights
 from ..posterior import (maybe_log_likelihood, sample_problems, sigmoid_proba,
                          store_log_likelihood, vote_fractions)
 from ..solvers import check_solver, fit_problem
-from ._base import ACCEPT_SPARSE, BinaryFit, LinearModel, OneVsRestClassifier
+from ._base import BinaryFit, LinearModel, OneVsRestClassifier, validate_arrays
 from ._dask import fit_dask, is_dask_array, map_rows, sample_posterior_dask
 
 __all__ = ["DropoutSVC", "DropoutLogisticRegression", "DropoutSVR"]
@@ -570,8 +570,7 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
             fit_dask(self, X, y, sample_weight)
             return self._single_problem()
         noise = self._check_params()
-        X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE, dtype=np.float64,
-                             y_numeric=True)
+        X, y = validate_arrays(self, X, y, y_numeric=True)
         weights = self._example_weights(y, sample_weight, X.shape[0])
         self._fit_problems(X, np.asarray(y, dtype=float)[:, None], noise, weights)
         return self._single_problem()

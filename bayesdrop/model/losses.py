@@ -129,6 +129,10 @@ class Loss(ABC):
 
     def check_target(self, y, n):
         """Validate the target vector (labels in {-1, +1} for binary losses)."""
+        if self.binary:
+            yf = np.asarray(y, dtype=np.float64)
+            if yf.shape == (n,) and np.all(np.abs(yf) == 1.0):  # so finite and in range
+                return yf
         y = as_float_vector(y, n)
         if self.binary:
             check_binary_labels(y)
