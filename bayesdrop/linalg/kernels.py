@@ -313,12 +313,14 @@ def _scaled_row(Z, row, X, r, fit_intercept, cx):
 
 
 @numba.njit(cache=True, nogil=True)
-def scaled_rows(X, r, fit_intercept, out):
-    """``out[n] = r_n [x_n, 1]`` (``[x_n]`` without intercept), cast to ``out``'s dtype:
-    the rows of ``diag(r) Xbar``, whose ``out^T out`` is ``Xbar^T diag(r^2) Xbar``
-    (numpy's casting ``multiply`` into float32 took four times as long)."""
-    for i in range(X.shape[0]):
-        _scaled_row(out, i, X, i, fit_intercept, r[i])
+def scaled_rows(X, r, fit_intercept, out, step=1):
+    """``out[i] = r_i [x_n, 1]`` with ``n = i * step`` (``[x_n]`` without intercept) for
+    ``i < len(out)``, cast to ``out``'s dtype: the rows of ``diag(r) Xbar`` (of every
+    ``step``-th row of ``Xbar``), whose ``out^T out`` is ``Xbar^T diag(r^2) Xbar``
+    (numpy's casting ``multiply`` into float32 took four times as long; the rows of a
+    strided view ``X[::step]`` would not vectorise: 109 against 23 us for 2500 x 50)."""
+    for i in range(out.shape[0]):
+        _scaled_row(out, i, X, i * step, fit_intercept, r[i])
     return out
 
 

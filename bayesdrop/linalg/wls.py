@@ -104,12 +104,13 @@ def _diagonal_part(design, rho):
     return 2.0 * design.penalty_mask() + design.noise_diagonal(rho)
 
 
-def normal_matrix(design, rho, penalty=True, single=False):
+def normal_matrix(design, rho, penalty=True, single=False, row_step=1):
     """Dense ``A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho, 0)``.
 
     With ``penalty=False`` the ``2 I'`` is left out: the rows' share of ``A``, which sums
     over row blocks (:mod:`bayesdrop.linalg.backend`). With ``single=True`` the Gram
-    product of a dense design runs in float32 (``Design.gram``; an approximate ``A``).
+    product of a dense design runs in float32 (``Design.gram``; an approximate ``A``),
+    with ``row_step = k`` estimated from every ``k``-th row (a starting matrix).
 
     Parameters
     ----------
@@ -131,7 +132,7 @@ def normal_matrix(design, rho, penalty=True, single=False):
     >>> A.shape, bool(np.allclose(A, A.T)), float(A[-1, -1])  # intercept: sum(rho), unpenalised
     ((5, 5), True, 15.0)
     """
-    A = design.gram(rho, single=single)
+    A = design.gram(rho, single=single, row_step=row_step)
     if penalty:
         A[np.diag_indices_from(A)] += 2.0 * design.penalty_mask()
     return design.add_noise_term(A, rho)

@@ -258,9 +258,40 @@ def _solve(L, g):
 
 
 @numba.njit(cache=True, nogil=True)
+def _qn_solve(L, g, S, Yq, rho, k):
+    """``-B^{-1} g`` for ``B = L L^T`` updated by BFGS with the ``k`` pairs ``S[i]``,
+    ``Yq[i]``, ``rho[i] = 1 / S[i].Yq[i]`` (oldest first): the two-loop recursion of
+    :func:`bayesdrop.solvers.newton._qn_direction`, in the same order of operations."""
+    p = g.shape[0]
+    q = g.copy()
+    alphas = np.empty(k)
+    for i in range(k - 1, -1, -1):
+        a = 0.0
+        for c in range(p):
+            a += S[i, c] * q[c]
+        a *= rho[i]
+        for c in range(p):
+            q[c] -= a * Yq[i, c]
+        alphas[i] = a
+    r = _solve(L, q)  # -H^{-1} q
+    for c in range(p):
+        r[c] = -r[c]
+    for i in range(k):
+        b = 0.0
+        for c in range(p):
+            b += Yq[i, c] * r[c]
+        b = alphas[i] - rho[i] * b
+        for c in range(p):
+            r[c] += b * S[i, c]
+    for c in range(p):
+        r[c] = -r[c]
+    return r
+
+
+@numba.njit(cache=True, nogil=True)
 def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, armijo, min_step,
                  ridge, irls_start, reuse, contraction, chord_stop, expand, expand_ratio,
-                 syrk):
+                 syrk, qn_memory):
     """Newton's method on ``J`` for dense ``X`` and ``V = scale * M``; example ``i``'s
     term is scaled by ``sw[i]`` (its sample weight).
 
@@ -272,7 +303,8 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     ``expand``, ``expand_ratio``: doublings of a far step, tried when its decrease of ``J``
     exceeds ``expand_ratio * decrement / 2`` (:data:`bayesdrop.solvers.newton.EXPAND_STEPS`,
     :data:`bayesdrop.solvers.newton.EXPAND_RATIO`). ``syrk``: the address of BLAS
-    ``dsyrk`` (:func:`bayesdrop.linalg._blas.dsyrk_address`). Returns
+    ``dsyrk`` (:func:`bayesdrop.linalg._blas.dsyrk_address`). ``qn_memory``: BFGS pairs
+    that update a kept factor (:data:`bayesdrop.solvers.newton.QN_MEMORY`). Returns
     ``(theta, history, n_iter, status, grad, n_factors, L)`` (``L``: the last Cholesky
     factor of ``H``, lower triangular, zeros if none); ``status`` 1 converged, 0 not,
     2 the line search could not decrease ``J`` (rounding level reached), -1 a non-finite
@@ -329,6 +361,10 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     _derivatives(code, p0, p1, m, s, y, sw, 2, d_m, d_s, d_mm, d_ms, d_ss)
     g = _gradient(X, M, scale, fi, d_m, d_s, theta)
     prev_dec = np.inf
+    S = np.empty((max(qn_memory, 1), p))  # BFGS pairs since the last factor, oldest first
+    Yq = np.empty((max(qn_memory, 1), p))
+    rho = np.empty(max(qn_memory, 1))
+    n_pairs = 0
     cand = np.empty(p)
     cand_e = np.empty(p)
     m_e = np.empty(n)
@@ -345,7 +381,10 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
                 L = _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, P, Q, Z,
                             Y, syrk, work)
                 n_factors += 1
-            step = _solve(L, g)
+                n_pairs = 0
+                step = _solve(L, g)
+            else:
+                step = _qn_solve(L, g, S, Yq, rho, n_pairs)
             decrement = 0.0
             for a in range(p):
                 decrement -= g[a] * step[a]
@@ -400,7 +439,30 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
         fresh_next = not (t == 1.0 and decrement <= reuse * max(abs(J), 1.0))
         order = 2 if fresh_next else 1
         _derivatives(code, p0, p1, m, s, y, sw, order, d_m, d_s, d_mm, d_ms, d_ss)
-        g = _gradient(X, M, scale, fi, d_m, d_s, theta)
+        g_new = _gradient(X, M, scale, fi, d_m, d_s, theta)
+        if qn_memory > 0 and not fresh_next:  # a BFGS pair (newton._add_pair)
+            sy = 0.0
+            ss = 0.0
+            yy = 0.0
+            for a in range(p):
+                sk = t * step[a]
+                yk = g_new[a] - g[a]
+                sy += sk * yk
+                ss += sk * sk
+                yy += yk * yk
+            if sy > 1e-12 * math.sqrt(ss) * math.sqrt(yy):
+                if n_pairs == qn_memory:  # drop the oldest
+                    for i in range(1, n_pairs):
+                        S[i - 1] = S[i]
+                        Yq[i - 1] = Yq[i]
+                        rho[i - 1] = rho[i]
+                    n_pairs -= 1
+                for a in range(p):
+                    S[n_pairs, a] = t * step[a]
+                    Yq[n_pairs, a] = g_new[a] - g[a]
+                rho[n_pairs] = 1.0 / sy
+                n_pairs += 1
+        g = g_new
         if decrement <= 2.0 * tol * (1.0 if fresh else chord_stop) * max(abs(J), 1.0):
             status = 1
             break
