@@ -227,14 +227,17 @@ def single_applies(design):
             and design.n_samples * design.n_features >= HESSIAN_BLOCKED_MIN)
 
 
-def hessian_matrix(design, curv, penalty=True, single=False):
+def hessian_matrix(design, curv, penalty=True, single=False, row_step=1):
     """Dense Hessian ``H`` of shape (n_params, n_params) (see the module docstring).
 
     With ``penalty=False`` the ``2 I'`` of the penalty is left out: the rows' share of
     ``H``, which sums over row blocks (:mod:`bayesdrop.linalg.backend`). With
     ``single=True`` the data part of a large dense design (:data:`HESSIAN_BLOCKED_MIN`
     entries or more) is multiplied in float32 -- about a third faster, with an error of
-    order ``1e-7 ||H||`` (a Newton solver's approximate Hessian; elsewhere ignored).
+    order ``1e-7 ||H||`` (a Newton solver's approximate Hessian; elsewhere ignored). At
+    ``w = 0`` (where ``H = 2 I' + Xbar^T diag(d_mm) Xbar + diag(noise_diag)``) a
+    ``row_step = k > 1`` estimates the Gram part from every ``k``-th row weighted ``k``
+    (``Design.gram(single=True, row_step=k)``: a starting matrix).
 
     Examples
     --------
@@ -252,6 +255,14 @@ def hessian_matrix(design, curv, penalty=True, single=False):
     """
     _check_design(design)
     D = design.n_features
+    if row_step > 1:
+        if np.any(curv.w):
+            raise ValueError("row_step > 1 estimates H only at w = 0")
+        H = design.gram(curv.d_mm, single=True, row_step=row_step)
+        if penalty:
+            H[np.diag_indices_from(H)] += 2.0 * design.penalty_mask()
+        H[np.arange(D), np.arange(D)] += curv.noise_diag
+        return H
     if single_applies(design):
         compiled = design.row_kernel_arrays()
         H = _dense_hessian_blocked(design, curv, *compiled[1], compiled[2], single)

@@ -320,19 +320,16 @@ class Design:
         G = np.empty((p, p))
         if self.sparse:
             G[:D, :D] = (X.T @ X.multiply(rho[:, None]).tocsr()).toarray()
-        elif row_step > 1:  # rows sqrt(k rho_n) xbar_n of every k-th n, intercept included
-            from ..linalg._blas import padded_rows
-            from ..linalg.kernels import scaled_rows
-
-            r = np.sqrt(row_step * rho[::row_step])
-            Xs = padded_rows(r.shape[0], p, np.float32)
-            scaled_rows(np.ascontiguousarray(X), r, self.fit_intercept, Xs, row_step)
-            G[:] = (Xs.T @ Xs)[:p, :p]
-            return G
         elif single:  # rows sqrt(rho) x_n in float32 (compiled: a casting multiply is slow)
             from ..linalg._blas import padded_rows
             from ..linalg.kernels import scaled_rows
 
+            if row_step > 1:  # rows sqrt(k rho_n) xbar_n of every k-th n, intercept included
+                r = np.sqrt(row_step * rho[::row_step])
+                Xs = padded_rows(r.shape[0], p, np.float32)
+                scaled_rows(np.ascontiguousarray(X), r, self.fit_intercept, Xs, row_step)
+                G[:] = (Xs.T @ Xs)[:p, :p]
+                return G
             Xs = padded_rows(X.shape[0], D, np.float32)  # zero columns: a faster syrk
             scaled_rows(np.ascontiguousarray(X), np.sqrt(rho), False, Xs)
             G[:D, :D] = (Xs.T @ Xs)[:D, :D]

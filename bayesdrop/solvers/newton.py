@@ -256,13 +256,7 @@ def _factor_cholesky(design, curv, single=False):
     the subsampled Gram matrix (:data:`START_GRAM_ROWS`), under the same guard."""
     if single:
         step = 1 if np.any(curv.w) else start_row_step(design)
-        if step > 1:  # at w = 0: H = 2 I' + Xbar^T diag(d_mm) Xbar + diag(noise_diag)
-            H = design.gram(curv.d_mm, single=True, row_step=step)
-            H[np.diag_indices_from(H)] += 2.0 * design.penalty_mask()
-            D = design.n_features
-            H[np.arange(D), np.arange(D)] += curv.noise_diag
-        else:
-            H = hess.hessian_matrix(design, curv, single=True)
+        H = hess.hessian_matrix(design, curv, single=True, row_step=step)
         try:
             factor = sla.cho_factor(H, lower=True, check_finite=False)
         except np.linalg.LinAlgError:  # not positive definite in single precision
@@ -344,9 +338,10 @@ def _add_pair(pairs, s_k, y_k):
         del pairs[:-QN_MEMORY]
 
 
-def _near(decrement, J, threshold=REUSE_DECREMENT):
+def _near(decrement, J, threshold):
     """Whether a step's decrement is small enough for the next one to reuse its factor
-    (:data:`REUSE_DECREMENT`); far from the optimum a full step may be doubled instead."""
+    (``threshold``: :func:`_reuse_threshold`); far from the optimum a full step may be
+    doubled instead."""
     return decrement <= threshold * max(abs(J), 1.0)
 
 
