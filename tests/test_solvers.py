@@ -238,6 +238,8 @@ def test_newton_cg_tolerance_is_floored_and_reaches_the_optimum(loss_name, monke
 
     monkeypatch.setattr(kernels, "csr_pcg", spy)
     res = newton.fit(problem, linalg="cg")
+    if loss_name == "hinge":  # first the IRLS start's solve, to its own tolerance
+        assert asked.pop(0) == newton.START_CG_RTOL
     assert res.converged and len(asked) >= 3
     assert min(asked) == newton.CG_FORCING_FLOOR  # reached, never undercut
     J_ref = _lbfgs(problem)[1]
@@ -285,6 +287,34 @@ def test_compiled_row_passes_equal_the_generic_products(kind, noise):
                hessian.hessian_diagonal(design, curv))
     for a, b in zip(compiled, generic):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.max(np.abs(b)))
+
+
+@pytest.mark.parametrize("noise", ["dropout", "poisson"])
+def test_sparse_hessian_products_do_not_depend_on_the_index_type(noise):
+    """CSR with int64 indices (what scipy stores past 2^31 entries) takes the compiled
+    products too, and gives the same bits as int32 indices (read through an unsigned
+    view); both equal the dense Hessian."""
+    X, y = _data("sparse", "logistic", seed=8)
+    X64 = X.copy()
+    X64.indices = X64.indices.astype(np.int64)
+    X64.indptr = X64.indptr.astype(np.int64)
+    rng = np.random.default_rng(9)
+    theta = rng.normal(size=X.shape[1] + 1)
+    z = rng.normal(size=theta.size)
+    out = []
+    for Xk in (X, X64):
+        problem = Problem.create(Xk, y, LogisticLoss(0.7), NOISES[noise](), True)
+        assert problem.design.row_kernel_arrays()[0] == "csr"
+        curv = hessian.curvature(problem, theta)[2]
+        op = hessian.hessian_operator(problem.design, curv, diagonal=True)
+        out.append((op(z), op.diagonal))
+    assert X64.indices.dtype == np.int64 and X.indices.dtype == np.int32
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    H = hessian.hessian_matrix(problem.design, curv)
+    np.testing.assert_allclose(out[0][0], H @ z, rtol=1e-12, atol=1e-12 * np.max(np.abs(H)))
+    np.testing.assert_allclose(out[0][1], np.diag(H), rtol=1e-12,
+                               atol=1e-12 * np.max(np.abs(H)))
 
 
 @pytest.mark.parametrize("intercept", [True, False])

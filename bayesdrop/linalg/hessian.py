@@ -141,31 +141,37 @@ def gradient(problem, theta, m, s, terms=None):
 def _compiled_diagonal(design, curv, compiled):
     """The diagonal of ``H`` by the compiled row pass."""
     kind, arrays, scale = compiled
-    out = np.empty(design.n_params)
-    return (kernels.csr_hdiag if kind == "csr" else kernels.dense_hdiag)(
-        *arrays, scale, design.fit_intercept, curv.w, curv.d_mm, curv.d_ms, curv.d_ss,
-        curv.noise_diag, out)
+    if kind == "csr":
+        return _compiled_operator(design, curv, compiled, True).diagonal
+    return kernels.dense_hdiag(*arrays, scale, design.fit_intercept, curv.w, curv.d_mm,
+                               curv.d_ms, curv.d_ss, curv.noise_diag,
+                               np.empty(design.n_params))
 
 
-def _compiled_operator(design, curv, compiled):
-    """``z -> H z`` by the compiled row passes (per-Hessian set-up done once)."""
+def _compiled_operator(design, curv, compiled, diagonal):
+    """``z -> H z`` by the compiled row passes (per-Hessian set-up done once). For CSR the
+    set-up also gives ``H``'s diagonal if asked, as ``.diagonal``."""
     kind, arrays, scale = compiled
     fi = design.fit_intercept
     if kind == "csr":
         indptr, indices, xdata, mdata = arrays
-        gdata = kernels.csr_noise_entries(indices, mdata, float(scale), curv.w,
-                                          np.empty(mdata.shape[0]))
-        diag = 2.0 + curv.noise_diag
+        xg, diag = kernels.csr_hessian_entries(
+            indptr, indices, xdata, mdata, float(scale), fi, curv.w, curv.d_mm, curv.d_ms,
+            curv.d_ss, curv.noise_diag, np.empty(2 * xdata.shape[0]),
+            np.empty(design.n_params if diagonal else 0))
+        base = 2.0 + curv.noise_diag
 
         def apply(z):
             z = np.ascontiguousarray(z, dtype=np.float64)
-            return kernels.csr_hvp(indptr, indices, xdata, gdata, fi, curv.d_mm, curv.d_ms,
-                                   curv.d_ss, diag, z, np.empty(design.n_params))
+            return kernels.csr_hvp(indptr, indices, xg, fi, curv.d_mm, curv.d_ms, curv.d_ss,
+                                   base, z, np.empty(design.n_params))
 
         def solve(g, inv_precond, rtol, maxiter):
-            return kernels.csr_pcg(indptr, indices, xdata, gdata, fi, curv.d_mm, curv.d_ms,
-                                   curv.d_ss, diag, inv_precond, g, float(rtol), int(maxiter))
+            return kernels.csr_pcg(indptr, indices, xg, fi, curv.d_mm, curv.d_ms, curv.d_ss,
+                                   base, inv_precond, g, float(rtol), int(maxiter))
         apply.solve = solve  # the whole preconditioned CG loop compiled
+        if diagonal:
+            apply.diagonal = diag
         return apply
 
     def apply(z):
@@ -302,11 +308,13 @@ def hessian_vector_product(design, curv, z):
     return hessian_operator(design, curv)(z)
 
 
-def hessian_operator(design, curv):
+def hessian_operator(design, curv, diagonal=False):
     """The function ``z -> H z`` (see :func:`hessian_vector_product`), with what does not
     depend on ``z`` computed once: CG applies one Hessian many times. For CSR designs with
     compiled row passes it also has ``.solve(g, inv_precond, rtol, maxiter)``, the whole
-    preconditioned CG loop on ``H p = -g`` compiled (:func:`bayesdrop.linalg.kernels.csr_pcg`).
+    preconditioned CG loop on ``H p = -g`` compiled (:func:`bayesdrop.linalg.kernels.csr_pcg`),
+    and with ``diagonal=True`` ``.diagonal``, the diagonal of ``H`` from the same set-up
+    pass (:func:`bayesdrop.linalg.kernels.csr_hessian_entries`).
 
     Examples
     --------
@@ -325,7 +333,7 @@ def hessian_operator(design, curv):
     _check_design(design)
     compiled = design.row_kernel_arrays()
     if compiled is not None:
-        return _compiled_operator(design, curv, compiled)
+        return _compiled_operator(design, curv, compiled, diagonal)
     return lambda z: _generic_hvp(design, curv, z)
 
 

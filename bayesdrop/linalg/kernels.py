@@ -7,9 +7,10 @@ stored entries, with no temporary ``N x D`` array and no scipy call per product:
 
 * :func:`csr_hvp` / :func:`dense_hvp` -- the Hessian-vector product of
   :func:`bayesdrop.linalg.hessian.hessian_vector_product` in two fused passes (for CSR
-  the entries of ``G = 2 V diag(w)`` are computed once per Hessian by
-  :func:`csr_noise_entries`, not once per product);
-* :func:`csr_hdiag` / :func:`dense_hdiag` -- the Hessian's diagonal (the CG preconditioner).
+  the entries of ``G = 2 V diag(w)`` are computed once per Hessian, with the Hessian's
+  diagonal, by :func:`csr_hessian_entries`, not once per product);
+* :func:`csr_hessian_entries` / :func:`dense_hdiag` -- the Hessian's diagonal (the CG
+  preconditioner).
 
 The loops run in row order on one thread, so results are the same bits on every machine
 and thread count. The formulas are those of :mod:`bayesdrop.linalg.hessian` (the tests
@@ -23,24 +24,60 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["csr_noise_entries", "csr_hvp", "csr_pcg", "dense_hvp", "csr_hdiag", "dense_hdiag", "dense_hessian_split", "dense_rmatvec_squares"]
+__all__ = ["csr_hessian_entries", "csr_hvp", "csr_pcg", "csr_rmatvec_pair", "dense_hvp",
+           "dense_hdiag", "dense_hessian_split", "dense_rmatvec_squares"]
 
 
 @numba.njit(cache=True, nogil=True)
-def csr_noise_entries(indices, mdata, scale, w, out):
-    """``out[k] = 2 scale m_k w_j`` for every stored entry ``k`` (column ``j``): the entries
-    of ``G = 2 V diag(w)``, fixed while CG applies one Hessian many times."""
+def csr_hessian_entries(indptr, indices, xdata, mdata, scale, fit_intercept, w, d_mm, d_ms,
+                        d_ss, noise_diag, xg, diag):
+    """What CG needs of one Hessian, in one pass over the stored entries.
+
+    ``xg`` (length ``2 nnz``): the entries ``x_k`` of ``X`` and ``g_k = 2 scale m_k w_j``
+    of ``G = 2 V diag(w)`` (column ``j``) interleaved, ``x_0, g_0, x_1, g_1, ...``: the
+    products of :func:`csr_hvp` read one stream of values instead of two (on newsgroups,
+    714 x 22178 with 1.1e5 entries: 410 -> 260 us per product with unsigned indices).
+    ``diag`` (length ``n_params``, or 0 to skip it): the diagonal of ``H``,
+    ``2 + noise_diag_j + sum_n [x (d_mm x + 2 d_ms g) + d_ss g^2]`` (intercept:
+    ``sum_n d_mm``) -- the formula of
+    :func:`bayesdrop.linalg.hessian.hessian_diagonal` with ``g = 2 scale m w_j``.
+    """
+    D = w.shape[0]
+    with_diag = diag.shape[0] > 0
+    if with_diag:
+        for d in range(D):
+            diag[d] = 2.0 + noise_diag[d]
     two_s = 2.0 * scale
-    for k in range(indices.shape[0]):
-        out[k] = two_s * mdata[k] * w[indices[k]]
-    return out
+    total = 0.0
+    for i in range(indptr.shape[0] - 1):
+        lo, hi = indptr[i], indptr[i + 1]
+        if not with_diag:
+            for k in range(lo, hi):
+                xg[2 * k] = xdata[k]
+                xg[2 * k + 1] = two_s * mdata[k] * w[indices[k]]
+            continue
+        a = d_mm[i]
+        b = 2.0 * d_ms[i]
+        c = d_ss[i]
+        for k in range(lo, hi):
+            j = indices[k]
+            x = xdata[k]
+            g = two_s * mdata[k] * w[j]
+            xg[2 * k] = x
+            xg[2 * k + 1] = g
+            diag[j] += x * (a * x + b * g) + c * g * g
+        total += a
+    if with_diag and fit_intercept:
+        diag[D] = total
+    return xg, diag
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _two_dots(idx, xdata, gdata, lo, hi, z):
-    """``(sum_k xdata_k z[idx_k], sum_k gdata_k z[idx_k])`` over ``lo <= k < hi``, each in
-    four interleaved partial sums (entries ``k`` modulo 4): a quarter of the chain of
-    dependent additions (as :func:`bayesdrop.samplers._gibbs_sparse._pair_sums`)."""
+def _two_dots(idx, xg, lo, hi, z):
+    """``(sum_k x_k z[idx_k], sum_k g_k z[idx_k])`` over ``lo <= k < hi`` (``xg``
+    interleaved, :func:`csr_hessian_entries`), each in four interleaved partial sums
+    (entries ``k`` modulo 4): a quarter of the chain of dependent additions (as
+    :func:`bayesdrop.samplers._gibbs_sparse._pair_sums`)."""
     x0 = 0.0
     x1 = 0.0
     x2 = 0.0
@@ -55,44 +92,45 @@ def _two_dots(idx, xdata, gdata, lo, hi, z):
         z1 = z[idx[k + 1]]
         z2 = z[idx[k + 2]]
         z3 = z[idx[k + 3]]
-        x0 += xdata[k] * z0
-        x1 += xdata[k + 1] * z1
-        x2 += xdata[k + 2] * z2
-        x3 += xdata[k + 3] * z3
-        g0 += gdata[k] * z0
-        g1 += gdata[k + 1] * z1
-        g2 += gdata[k + 2] * z2
-        g3 += gdata[k + 3] * z3
+        x0 += xg[2 * k] * z0
+        g0 += xg[2 * k + 1] * z0
+        x1 += xg[2 * k + 2] * z1
+        g1 += xg[2 * k + 3] * z1
+        x2 += xg[2 * k + 4] * z2
+        g2 += xg[2 * k + 5] * z2
+        x3 += xg[2 * k + 6] * z3
+        g3 += xg[2 * k + 7] * z3
         k += 4
     while k < hi:
         zk = z[idx[k]]
-        x0 += xdata[k] * zk
-        g0 += gdata[k] * zk
+        x0 += xg[2 * k] * zk
+        g0 += xg[2 * k + 1] * zk
         k += 1
     return (x0 + x1) + (x2 + x3), (g0 + g1) + (g2 + g3)
 
 
 @numba.njit(cache=True, nogil=True)
-def csr_hvp(indptr, indices, xdata, gdata, fit_intercept, d_mm, d_ms, d_ss, diag, z, out):
+def csr_hvp(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, z, out):
     """``out = H z`` for CSR ``X`` and ``G = 2 V diag(w)`` sharing ``indptr`` / ``indices``
-    (``gdata`` from :func:`csr_noise_entries`).
+    (their entries interleaved in ``xg`` by :func:`csr_hessian_entries`; ``indices``
+    best an unsigned view, which spares the negative-index test of every load).
 
-    ``diag = 2 + 2 V^T d_s`` (length ``D``). Per row ``n``: ``xz = xbar_n . z``,
+    ``base = 2 + 2 V^T d_s`` (length ``D``). Per row ``n``: ``xz = xbar_n . z``,
     ``gz = g_n . z``; then ``out += xbar_n (d_mm xz + d_ms gz) + g_n (d_ms xz + d_ss gz)``.
     """
-    D = diag.shape[0]
+    D = base.shape[0]
     zb = z[D] if fit_intercept else 0.0
     for d in range(D):
-        out[d] = diag[d] * z[d]
+        out[d] = base[d] * z[d]
     total_b = 0.0
     for i in range(indptr.shape[0] - 1):
         lo, hi = indptr[i], indptr[i + 1]
-        xz, gz = _two_dots(indices, xdata, gdata, lo, hi, z)
+        xz, gz = _two_dots(indices, xg, lo, hi, z)
         xz += zb
         a = d_mm[i] * xz + d_ms[i] * gz
         b = d_ms[i] * xz + d_ss[i] * gz
         for k in range(lo, hi):
-            out[indices[k]] += xdata[k] * a + gdata[k] * b
+            out[indices[k]] += xg[2 * k] * a + xg[2 * k + 1] * b
         total_b += a
     if fit_intercept:
         out[D] = total_b
@@ -111,9 +149,26 @@ def _dot(a, b):
     return acc
 
 
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _cg_update(p, r, z, d, Hd, inv_precond, alpha):
+    """One pass of a CG iteration: ``p += alpha d``, ``r -= alpha H d``, ``z = M^-1 r``;
+    returns ``(r.r, r.z)`` (sums reassociated as in :func:`_dot`)."""
+    rr = 0.0
+    rz = 0.0
+    for i in range(p.shape[0]):
+        p[i] += alpha * d[i]
+        ri = r[i] - alpha * Hd[i]
+        r[i] = ri
+        zi = inv_precond[i] * ri
+        z[i] = zi
+        rr += ri * ri
+        rz += ri * zi
+    return rr, rz
+
+
 @numba.njit(cache=True, nogil=True)
-def csr_pcg(indptr, indices, xdata, gdata, fit_intercept, d_mm, d_ms, d_ss, diag, inv_precond,
-            g, rtol, maxiter):
+def csr_pcg(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, inv_precond, g, rtol,
+            maxiter):
     """Preconditioned CG on ``H p = -g`` (``H`` applied by :func:`csr_hvp`, preconditioner
     ``diag(inv_precond)``) until ``||H p + g|| <= rtol ||g||`` or ``maxiter`` products.
 
@@ -137,24 +192,36 @@ def csr_pcg(indptr, indices, xdata, gdata, fit_intercept, d_mm, d_ms, d_ss, diag
     k = 0
     while k < maxiter:
         k += 1
-        csr_hvp(indptr, indices, xdata, gdata, fit_intercept, d_mm, d_ms, d_ss, diag, d, Hd)
+        csr_hvp(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, d, Hd)
         dHd = _dot(d, Hd)
         if dHd <= 0.0:
             break
-        alpha = rz / dHd
-        for i in range(n_p):
-            p[i] += alpha * d[i]
-            r[i] -= alpha * Hd[i]
-        if math.sqrt(_dot(r, r)) <= stop:
+        rr, rz_new = _cg_update(p, r, z, d, Hd, inv_precond, rz / dHd)
+        if math.sqrt(rr) <= stop:
             break
-        for i in range(n_p):
-            z[i] = inv_precond[i] * r[i]
-        rz_new = _dot(r, z)
         beta = rz_new / rz
         for i in range(n_p):
             d[i] = z[i] + beta * d[i]
         rz = rz_new
     return p, k
+
+
+@numba.njit(cache=True, nogil=True)
+def csr_rmatvec_pair(indptr, indices, xdata, mdata, a, rho, g, nd):
+    """``g[:D] = X^T a`` and ``nd = M^T rho`` in one pass over CSR ``X`` and ``M`` of the
+    same pattern (``D = nd.shape[0]``; ``g`` may be longer, its intercept entry is left
+    to the caller): the two products of the gradient in one sweep over the entries
+    instead of two scipy products (on newsgroups, 714 x 22178: 230 -> 205 us)."""
+    for j in range(nd.shape[0]):
+        g[j] = 0.0
+        nd[j] = 0.0
+    for i in range(indptr.shape[0] - 1):
+        ai = a[i]
+        ri = rho[i]
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            g[j] += xdata[k] * ai
+            nd[j] += mdata[k] * ri
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
@@ -219,31 +286,9 @@ def dense_hvp(X, M, scale, fit_intercept, w, d_mm, d_ms, d_ss, noise_diag, z, ou
 
 
 @numba.njit(cache=True, nogil=True)
-def csr_hdiag(indptr, indices, xdata, mdata, scale, fit_intercept, w, d_mm, d_ms, d_ss,
-              noise_diag, out):
-    """Diagonal of ``H``: ``2 + noise_diag_d + sum_n [d_mm x^2 + 4 scale w d_ms x m +
-    4 scale^2 w^2 d_ss m^2]`` (intercept: ``sum_n d_mm``)."""
-    D = w.shape[0]
-    for d in range(D):
-        out[d] = 2.0 + noise_diag[d]
-    if fit_intercept:
-        out[D] = 0.0
-    four_s = 4.0 * scale
-    for i in range(indptr.shape[0] - 1):
-        for k in range(indptr[i], indptr[i + 1]):
-            j = indices[k]
-            x = xdata[k]
-            mw = mdata[k] * w[j]
-            out[j] += d_mm[i] * x * x + four_s * d_ms[i] * x * mw \
-                + four_s * scale * d_ss[i] * mw * mw
-        if fit_intercept:
-            out[D] += d_mm[i]
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
 def dense_hdiag(X, M, scale, fit_intercept, w, d_mm, d_ms, d_ss, noise_diag, out):
-    """Diagonal of ``H`` for dense ``X`` and ``M`` (see :func:`csr_hdiag`)."""
+    """Diagonal of ``H`` for dense ``X`` and ``M``: ``2 + noise_diag_d + sum_n [d_mm x^2 +
+    4 scale w d_ms x m + 4 scale^2 w^2 d_ss m^2]`` (intercept: ``sum_n d_mm``)."""
     n, D = X.shape
     for d in range(D):
         out[d] = 2.0 + noise_diag[d]

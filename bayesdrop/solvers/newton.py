@@ -79,6 +79,12 @@ ARMIJO = 1e-4
 #: hinge, half and all rows): the same number of Newton steps or one more, 5-23% less
 #: time, ``J`` at the default ``tol`` 3e-11 or closer to its minimum (1e-15 without it)
 CG_FORCING_FLOOR = 0.1
+#: relative residual to which the CG solve of the IRLS start (:func:`_irls_start`) is
+#: taken: only a starting point. Measured on newsgroups, hinge at q = 0.5 (1427 / 714
+#: rows; fit to the default ``tol``): 1e-10 (an exact IRLS map) 127 / 64 ms, 1e-3
+#: 74 / 38, 1e-2 64 / 32, 1e-1 61 / 35 ms (one and two more Newton steps), 0.3 88 / 37;
+#: scipy's CG to 1e-10 (the IRLS solver's) 142 / 88 ms
+START_CG_RTOL = 1e-2
 #: smallest step length tried by the line search
 MIN_STEP = 1e-12
 #: Hessian reuse (a chord step, Shamanskii's variant of Newton's method): after a full
@@ -345,11 +351,48 @@ def _near(decrement, J, threshold):
     return decrement <= threshold * max(abs(J), 1.0)
 
 
+def _cg_wide(design):
+    """Whether the data part of ``H`` has rank below ``D`` (``2 N <= D``: ``Xbar`` and
+    ``G`` have ``N`` rows each), so that :func:`_cg_preconditioner` leaves it out."""
+    return 2 * design.n_samples <= design.n_features
+
+
+def _cg_preconditioner(design, curv, diagonal=None):
+    """The diagonal ``P`` whose inverse preconditions CG on ``H p = -g``.
+
+    Weights: the diagonal of ``H`` (Jacobi; ``diagonal`` if already computed) -- or, on a
+    wide design (:func:`_cg_wide`), only that of the penalty and noise terms,
+    ``2 + noise_diag``: ``H - P`` then has rank at most ``2 N``, so ``D - 2 N``
+    eigenvalues of ``P^-1 H`` are exactly 1. Intercept: the mean curvature
+    ``sum_n d_mm / N`` instead of its Jacobi entry ``sum_n d_mm``. The intercept's column
+    is the densest of ``Xbar``; scaled to a unit diagonal its coupling with every
+    feature spreads over the bulk of the spectrum, while ``N`` times the bulk's scale
+    makes it an outlier that CG resolves in about one product.
+
+    Measured (Hessian-vector products of a fit to the default ``tol``; Jacobi
+    everywhere -> this rule): newsgroups 714 x 22178 logistic q = 0.5 49 -> 33, q = 0
+    138 -> 60; 1427 x 22178 hinge q = 0.5 69 -> 59; random sparse q = 0.3, logistic /
+    hinge: 2000 x 500 22 -> 17 / 25 -> 16, 500 x 5000 28 -> 23 / 52 -> 35,
+    20000 x 2000 21 -> 16 / 24 -> 16. Jacobi weights with the mean intercept gave
+    35 and 126 on the first two: the weights' rule matters on wide designs at zero noise,
+    where ``P`` is then ``2 I``.
+    """
+    D = design.n_features
+    if _cg_wide(design):
+        diag = np.empty(design.n_params)
+        diag[:D] = 2.0 + curv.noise_diag
+    else:
+        diag = hess.hessian_diagonal(design, curv) if diagonal is None else diagonal.copy()
+    if design.fit_intercept:
+        diag[D] = np.mean(curv.d_mm)
+    return np.maximum(diag, RIDGE * max(float(np.max(diag)), 1.0))
+
+
 def _direction_cg(design, curv, g, rtol, maxiter):
-    """Preconditioned CG on ``H p = -g`` to ``||H p + g|| <= rtol ||g||``."""
-    diag = hess.hessian_diagonal(design, curv)
-    inv_diag = 1.0 / np.maximum(diag, RIDGE * max(float(np.max(diag)), 1.0))
-    hvp = hess.hessian_operator(design, curv)
+    """Preconditioned CG on ``H p = -g`` to ``||H p + g|| <= rtol ||g||``
+    (preconditioner :func:`_cg_preconditioner`)."""
+    hvp = hess.hessian_operator(design, curv, diagonal=not _cg_wide(design))
+    inv_diag = 1.0 / _cg_preconditioner(design, curv, getattr(hvp, "diagonal", None))
     if hasattr(hvp, "solve"):  # the same loop, compiled
         return hvp.solve(np.ascontiguousarray(g, dtype=np.float64), inv_diag, rtol, maxiter)
     p = np.zeros_like(g)
@@ -376,11 +419,14 @@ def _direction_cg(design, curv, g, rtol, maxiter):
     return p, k
 
 
-def _irls_start(problem, linalg):
-    """One IRLS map from zero (a start where the piecewise-linear terms are smooth); on a
-    large dense design (``hessian.single_applies``) its Gram product in float32: only a
-    starting point, kept only if it does not raise ``J``. Returns ``(theta, m, s)`` with
-    the scores ``(m, s)`` at ``theta`` (at zero they are zero: no pass over the data)."""
+def _irls_start(problem, linalg, cg_maxiter):
+    """One IRLS map from zero (a start where the piecewise-linear terms are smooth), only
+    a starting point, kept only if it does not raise ``J``: on a large dense design
+    (``hessian.single_applies``) its Gram product in float32; with ``linalg="cg"`` its
+    system ``A theta = r`` solved by the compiled Newton-CG loop to :data:`START_CG_RTOL`
+    (``A`` is ``H`` at ``w = 0`` with ``d_mm = rho``: no noise cross terms there).
+    Returns ``(theta, m, s)`` with the scores ``(m, s)`` at ``theta`` (at zero they are
+    zero: no pass over the data)."""
     from ..linalg.wls import normal_matrix, normal_rhs
     from .irls import irls_map
 
@@ -391,6 +437,12 @@ def _irls_start(problem, linalg):
         factor = _cho_factor(normal_matrix(design, rho, single=True,
                                            row_step=start_row_step(design)))
         theta = sla.cho_solve(factor, normal_rhs(design, t), check_finite=False)
+    elif linalg == "cg":
+        rho, t = loss.irls_weights(zeros, zeros, y)
+        curv = hess.Curvature(zero[:design.n_features], zeros, zeros, rho, zeros, zeros,
+                              design.noise_rmatvec(rho))
+        theta = _direction_cg(design, curv, -normal_rhs(design, t), START_CG_RTOL,
+                              cg_maxiter)[0]
     else:
         theta = irls_map(problem, zero, linalg=linalg)[0]
     m, s = design.scores(theta)
@@ -565,7 +617,7 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
             # at w = 0 every score variance is 0: each term sits on its kink and the
             # Hessian is singular. One IRLS map (a weighted least-squares solve) moves
             # to a point where the terms are smooth, and never raises J.
-            theta, *scores = _irls_start(problem, linalg)
+            theta, *scores = _irls_start(problem, linalg, cg_maxiter)
     else:
         theta = np.array(theta0, dtype=float, copy=True)
     if theta.shape != (p_dim,):
