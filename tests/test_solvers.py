@@ -95,6 +95,27 @@ def test_every_solver_reaches_the_lbfgs_minimum(case):
         assert np.all(np.diff(res.objective) <= 1e-12 * scale), name  # monotone
 
 
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_newton_cg_reaches_the_lbfgs_minimum_on_a_wide_design(case):
+    """The conformance check on ``N < D / 2`` (the wide branch of Newton-CG's
+    preconditioner; the hinge's IRLS start solved to ``START_CG_RTOL``)."""
+    loss_name, noise_name, kind, intercept = case
+    X, y = _data(kind, loss_name, seed=3)
+    X, y = X[:3], y[:3]  # 3 x 7: the data part of H has rank <= 6 < 7
+    if loss_name in ("hinge", "logistic") and np.all(y == y[0]):
+        y = y.copy()
+        y[0] = -y[0]
+    problem = Problem.create(X, y, LOSSES[loss_name](), NOISES[noise_name](), intercept)
+    assert newton._cg_wide(problem.design)
+    theta_ref, J_ref = _lbfgs(problem)
+    res = newton.fit(problem, linalg="cg")
+    scale = max(abs(J_ref), 1.0)
+    assert res.converged
+    assert problem.objective(res.theta) <= J_ref + 1e-9 * scale
+    np.testing.assert_allclose(res.theta, theta_ref, rtol=0,
+                               atol=1e-4 * max(1.0, np.max(np.abs(theta_ref))))
+
+
 @pytest.mark.parametrize("case", [c for c in CASES if c[2] == "dense"], ids=_ids)
 def test_irls_fixed_point_is_the_newton_optimum(case):
     """The mission's "validate IRLS fixed points": the IRLS map leaves argmin J fixed."""
