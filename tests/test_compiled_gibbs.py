@@ -388,6 +388,21 @@ def test_mh_move_is_switched_off_after_tuning_when_it_hardly_accepts(threshold, 
     assert chain.mh_stats[1] == (80 if kept_on else 30)  # proposals: every sweep / tuning
 
 
+@pytest.mark.parametrize("split", [13, 46, 64])
+def test_continued_dense_chains_equal_one_run_at_any_split(split):
+    """The compiled dense chain's state between sweeps is ``theta`` alone: the scores are
+    recomputed from it after an accepted intercept-line move too (they once followed the
+    move incrementally, which a continued run could not reproduce to the bit)."""
+    problem = _problem(HingeLoss(1.0), Dropout(0.3))
+    theta_hat = fit_problem(problem).theta
+    kw = dict(chains=2, theta_hat=theta_hat, progressbar=False, cores=1)
+    whole = sample(problem, draws=100, tune=20, random_state=11, **kw)
+    first = sample(problem, draws=split, tune=20, random_state=11, **kw)
+    rest = sample(problem, draws=100 - split, tune=0, init=first.last_state, **kw)
+    np.testing.assert_array_equal(np.concatenate([first.theta, rest.theta], axis=1),
+                                  whole.theta)
+
+
 def test_row_sampler_last_state_continues_exactly():
     """The row-backend sampler (the dask path; here on one in-memory block) continues from
     ``last_state`` to the draws of one longer run, chunk seeds and client draws alike."""

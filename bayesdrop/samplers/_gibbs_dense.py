@@ -297,8 +297,11 @@ def _line_move(code, p0, p1, M, vkind, scale, D, y, sw, theta, m, s, line, u, c,
     ``min(1, exp(J(theta) - J(theta*)) phi((b - b_hat)/sd) / phi((b* - b_hat)/sd))`` (a
     translation along a line: the reverse move has the same Jacobian). Exact for any
     ``J``. ``u = Xbar v`` and ``c_n = V_n . v_w^2`` are fixed; ``a_n = V_n . (w v_w)`` is
-    filled here. The scores follow a move (``m + delta u``, ``s + 2 delta a + delta^2
-    c``). Returns ``J`` at the resulting state and whether the move was accepted; the
+    filled here. ``J`` along the line uses the scores ``m + delta u``,
+    ``s + 2 delta a + delta^2 c``; an accepted move changes ``theta`` only, and the caller
+    recomputes ``(m, s)`` from it, so that the chain's state between sweeps is ``theta``
+    alone (a run continued from ``theta`` computes the same scores, to the bit).
+    Returns ``J`` at the resulting state and whether the move was accepted; the
     per-example terms of the current state go to ``cur_terms``, those of the proposal to
     ``prop_terms`` (unless empty: the caller swaps them on acceptance). ``stats`` counts
     ``(accepted, proposed)``."""
@@ -330,9 +333,6 @@ def _line_move(code, p0, p1, M, vkind, scale, D, y, sw, theta, m, s, line, u, c,
     stats[0] += 1.0
     for j in range(p):
         theta[j] += delta * line[j]
-    for i in range(n):
-        m[i] += delta * u[i]
-        s[i] = max(s[i] + delta * (2.0 * a[i] + delta * c[i]), 0.0)
     return f1, True
 
 
@@ -440,6 +440,7 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
                                        cur_terms, prop_terms)
             if moved:
                 cur_terms, prop_terms = prop_terms, cur_terms
+                _scores(Xb, M, vkind, scale, D, theta, m, s)
             lt = -J_line
             known = True
         if mh:
