@@ -10,7 +10,9 @@ stored entries, with no temporary ``N x D`` array and no scipy call per product:
   the entries of ``G = 2 V diag(w)`` are computed once per Hessian, with the Hessian's
   diagonal, by :func:`csr_hessian_entries`, not once per product);
 * :func:`csr_hessian_entries` / :func:`dense_hdiag` -- the Hessian's diagonal (the CG
-  preconditioner).
+  preconditioner);
+* :func:`csr_rmatvec_pair` / :func:`dense_rmatvec_squares` -- the gradient's two products
+  ``Xbar^T a`` and ``V^T rho`` in one pass (``Design.rmatvec_pair``).
 
 The loops run in row order on one thread, so results are the same bits on every machine
 and thread count. The formulas are those of :mod:`bayesdrop.linalg.hessian` (the tests

@@ -615,8 +615,9 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
         theta = np.zeros(p_dim)
         if not loss.smooth and compiled_run is None:
             # at w = 0 every score variance is 0: each term sits on its kink and the
-            # Hessian is singular. One IRLS map (a weighted least-squares solve) moves
-            # to a point where the terms are smooth, and never raises J.
+            # Hessian is singular. One IRLS map (a weighted least-squares solve; with CG
+            # an approximate one) moves to a point where the terms are smooth, kept only
+            # if it does not raise J.
             theta, *scores = _irls_start(problem, linalg, cg_maxiter)
     else:
         theta = np.array(theta0, dtype=float, copy=True)
