@@ -7,10 +7,12 @@ with no Python between them:
 1. per example, the augmentation given the scores ``(m_n, s_n)`` -- inverse Gaussian
    (hinge, epsilon-insensitive; Michael-Schucany-Haas, as
    :func:`bayesdrop.samplers.augmentation.inverse_gaussian`) or Polya-Gamma
-   ``PG(h_n, psi_n)`` (logistic): ``floor(h_n)`` exact ``PG(1, z)`` draws by Devroye's
-   alternating-series method (:func:`pg1`; the algorithm of Polson, Scott & Windle 2013,
-   as in BayesLogit and ``polyagamma``'s ``devroye``) plus the fractional part of
-   :func:`bayesdrop.samplers.augmentation._pg_fraction_one`;
+   ``PG(h_n, psi_n)`` (logistic): for ``floor(h_n) <= 8``, ``floor(h_n)`` exact
+   ``PG(1, z)`` draws by Devroye's alternating-series method (:func:`pg1`; the algorithm
+   of Polson, Scott & Windle 2013, as in BayesLogit and ``polyagamma``'s ``devroye``) plus
+   the fractional part of :func:`bayesdrop.samplers.augmentation.pg_fraction`; larger
+   shapes whole by :func:`bayesdrop.samplers.augmentation.pg_series` (time bounded in
+   ``h``);
 2. the system weights ``(rho, t)``, ``A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho)``
    (BLAS ``dsyrk`` on ``sqrt(rho) Xbar`` in row blocks, half the work of a ``gemm``),
    ``r = Xbar^T t``, ``A = L L^T`` (LAPACK) and the over-relaxed
@@ -38,7 +40,7 @@ import numpy as np
 
 from ..linalg._blas import mirror_upper, syrk_rows, syrk_work
 from ..solvers._newton_dense import _term
-from .augmentation import _ig_one, pg_fraction
+from .augmentation import PG_DEVROYE_MAX, _ig_one, pg_fraction, pg_series
 from .pg_inversion import pg_tables
 
 __all__ = ["pg1", "polya_gamma_compiled", "run_sweeps"]
@@ -132,7 +134,11 @@ def pg1(z, rng):
 def _pg(h, z, rng, K, G, n_int, zmax, ti):
     """``PG(h, z)`` for real ``h > 0``: ``floor(h)`` exact ``PG(1, z)`` draws plus the
     fractional part (:func:`bayesdrop.samplers.augmentation.pg_fraction`, from table
-    ``ti`` of ``(K, G, n_int, zmax)``)."""
+    ``ti`` of ``(K, G, n_int, zmax)``); above ``PG_DEVROYE_MAX`` the series draw of the
+    whole shape (:func:`bayesdrop.samplers.augmentation.pg_series`), so that the cost
+    is bounded in ``h``."""
+    if h >= PG_DEVROYE_MAX + 1.0:
+        return pg_series(h, z, rng)
     n = int(math.floor(h))
     f = h - n
     if f < 1e-12:

@@ -18,31 +18,45 @@ reproducible from its state.
 
 Polya-Gamma PG(h, z)
 --------------------
-The logistic augmentation is ``lambda ~ PG(h, psi)`` with ``h = 2C``, rarely an integer.
+The logistic augmentation is ``lambda ~ PG(h, psi)`` with ``h = 2C`` (``2 C w_n`` per
+weighted example), rarely an integer and, for large ``C``, large.
 ``polyagamma`` 2.0.2 is exact only through its ``devroye`` method, which needs an integer
 ``h``: its default hybrid and ``alternate`` methods are about 1% biased for non-integer
 ``1 < h < 8`` (upstream issue 133, a wrong constant in the alternate sampler's bound),
 ``saddle`` is badly biased for small ``h`` and ``gamma`` truncates the series after 199
-terms (about 0.2% low in the mean). :func:`polya_gamma` therefore composes
-``PG(h, z) = PG(n, z) + PG(f, z)`` with ``n = floor(h)`` and ``f = h - n`` in [0, 1):
+terms (about 0.2% low in the mean). Devroye's method draws ``PG(n, z)`` as ``n`` draws of
+``PG(1, z)``, so its cost grows linearly in ``h``. :func:`polya_gamma` therefore uses two
+paths, and the cost of a draw is bounded whatever ``h``:
 
-* ``PG(n, z)`` -- ``polyagamma``'s exact ``devroye`` method (one vectorised call);
-* ``PG(f, z)`` -- :func:`pg_fraction`, jitted. Where it is cheaper (``|z|`` below
-  :func:`bayesdrop.samplers.pg_inversion.tilt_limit`, about 25 for ``f = 0.2``, 9 for
-  ``f = 0.9``), by exponential tilting of ``PG(f, 0)`` draws from a numerical-inversion
-  table (u-error 1e-12; :mod:`bayesdrop.samplers.pg_inversion`), 30-60 ns a trial and
-  ``cosh(z/2)^f`` trials on average. Elsewhere (and for more than 16 distinct
-  fractions) :func:`_pg_fraction_one`, from the series representation
-  ``PG(f, z) = (1 / (2 pi^2)) sum_k g_k / ((k - 1/2)^2 + a^2)``, ``g_k ~ Gamma(f)``,
-  ``a = z / (2 pi)``: the first ``K = 5 + ceil(11 a)`` terms are drawn exactly and the
-  remainder is one gamma variable with the remainder's exact mean and variance. The mean
-  and variance of that draw are therefore exact; the third and fourth cumulants differ
-  from the exact ones by less than ``1e-6`` relative (checked for ``a`` from 0 to 100 and
-  in the tests). For ``|z| >= 25`` (``K`` would exceed 50) it is the inverse-Gaussian
-  ``IG(f / (2z), f^2 / 4)`` -- its Laplace transform differs from the Polya-Gamma one by
-  the factor ``((1 + e^{-z}) / (1 + e^{-2 sqrt(z^2/4 + t/2)}))^f``, a relative error
-  below ``1e-9`` in every cumulant there -- with its mean and variance again set to the
-  exact ones.
+* ``floor(h) <= PG_DEVROYE_MAX`` (8): ``PG(h, z) = PG(n, z) + PG(f, z)`` with
+  ``n = floor(h)`` and ``f = h - n`` in [0, 1):
+
+  - ``PG(n, z)`` -- ``polyagamma``'s exact ``devroye`` method (one vectorised call);
+  - ``PG(f, z)`` -- :func:`pg_fraction`, jitted. Where it is cheaper (``|z|`` below
+    :func:`bayesdrop.samplers.pg_inversion.tilt_limit`, about 25 for ``f = 0.2``, 9 for
+    ``f = 0.9``), by exponential tilting of ``PG(f, 0)`` draws from a
+    numerical-inversion table (u-error 1e-12; :mod:`bayesdrop.samplers.pg_inversion`),
+    30-60 ns a trial and ``cosh(z/2)^f`` trials on average; elsewhere (and for more than
+    16 distinct fractions) by :func:`pg_series`.
+
+* ``floor(h) > PG_DEVROYE_MAX``: the whole of ``PG(h, z)`` by :func:`pg_series`
+  (0.15-0.9 us a draw for every ``h``, against about 0.1 us per unit of ``h`` for
+  Devroye's).
+
+:func:`pg_series` draws from the series representation
+``PG(h, z) = (1 / (2 pi^2)) sum_k g_k / ((k - 1/2)^2 + a^2)``, ``g_k ~ Gamma(h)``,
+``a = z / (2 pi)``: the first ``K = 5 + ceil(11 a)`` terms are drawn exactly and the
+remainder is one gamma variable with the remainder's exact mean and variance. The mean
+and variance of that draw are therefore exact; its third and fourth cumulants differ from
+the exact ones by less than ``1e-6`` relative (checked for ``a`` from 0 to 100 and in the
+tests). Every cumulant of ``PG(h, z)`` and of the draw is ``h`` times that of shape 1, so
+this relative error does not depend on ``h``, while the standardised cumulants (skewness
+``~ h^{-1/2}``) shrink: the draw only gets closer to ``PG(h, z)`` as ``h`` grows. For
+``|z| >= 25`` (``K`` would exceed 50) it is the inverse Gaussian ``IG(h / (2z), h^2 / 4)``
+-- its Laplace transform differs from the Polya-Gamma one by the factor
+``((1 + e^{-z}) / (1 + e^{-2 sqrt(z^2/4 + t/2)}))^h``, a relative error below ``1e-9`` in
+every cumulant there, for every ``h`` -- with its mean and variance again set to the
+exact ones.
 """
 
 from __future__ import annotations
@@ -147,8 +161,12 @@ def gig_half(b, random_state=None):
     return 1.0 / inverse_gaussian(mean, random_state)
 
 
-#: ``|z|`` from which the fractional Polya-Gamma part is drawn as an inverse Gaussian.
+#: ``|z|`` from which :func:`pg_series` draws an inverse Gaussian.
 PG_IG_SWITCH = 25.0
+#: shapes with ``floor(h)`` above this are drawn whole by :func:`pg_series` (Devroye's
+#: exact method costs one ``PG(1, z)`` draw, about 0.1 us, per unit of ``h``; the series
+#: 0.15-0.9 us whatever ``h``)
+PG_DEVROYE_MAX = 8
 
 
 @numba.njit(cache=True, nogil=True)
@@ -169,8 +187,10 @@ def _pg_exact_mean_var(h, z):
 
 
 @numba.njit(cache=True, nogil=True)
-def _pg_fraction_one(f, z, rng):
-    """One ``PG(f, z)`` draw, ``0 < f < 1`` (see the module docstring)."""
+def pg_series(f, z, rng):
+    """One ``PG(f, z)`` draw for any shape ``f > 0`` from the series representation, in
+    time bounded in ``f`` (see the module docstring: exact mean and variance, higher
+    cumulants within ``1e-6`` relative)."""
     two_pi2 = 2.0 * math.pi * math.pi
     zi = abs(z)
     mean, var = _pg_exact_mean_var(f, zi)
@@ -209,10 +229,10 @@ def _pg_fraction_one(f, z, rng):
 def pg_fraction(f, z, rng, K, G, n_int, zmax, ti):
     """One ``PG(f, z)`` draw, ``0 < f < 1``: from table ``ti`` of ``(K, G, n_int, zmax)``
     (a :class:`~bayesdrop.samplers.pg_inversion.PGTables`) by tilted inversion for
-    ``|z| < zmax[ti]``, else :func:`_pg_fraction_one`."""
+    ``|z| < zmax[ti]``, else :func:`pg_series`."""
     if ti >= 0 and abs(z) < zmax[ti]:
         return tilted_draw(K, G, ti, n_int[ti], z, rng)
-    return _pg_fraction_one(f, z, rng)
+    return pg_series(f, z, rng)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -222,6 +242,15 @@ def _pg_fraction_fill(f_all, z, rng, out, K, G, n_int, zmax, index):
     for i in range(z.shape[0]):
         if f_all[i] > 0.0:
             out[i] += pg_fraction(f_all[i], z[i], rng, K, G, n_int, zmax, index[i])
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _pg_series_fill(h_all, z, rng, out, mask):
+    """``out[i] = pg_series(h_i, z_i)`` where ``mask[i]``; the rest is left alone."""
+    for i in range(z.shape[0]):
+        if mask[i]:
+            out[i] = pg_series(h_all[i], z[i], rng)
     return out
 
 
@@ -257,7 +286,8 @@ def polya_gamma(h, z, random_state=None, out=None):
     """Draw ``lambda_i ~ PG(h_i, z_i)`` for shapes ``h > 0`` and tilts ``z``.
 
     Exact in mean and variance for every real ``h > 0`` (see the module docstring for the
-    composition ``PG(floor(h)) + PG(h - floor(h))`` and its accuracy).
+    composition ``PG(floor(h)) + PG(h - floor(h))``, the series draw of large shapes and
+    their accuracy); the time per draw is bounded whatever ``h``.
 
     Parameters
     ----------
@@ -297,24 +327,24 @@ def polya_gamma(h, z, random_state=None, out=None):
     rng = check_random_state(random_state)
     flat = z.reshape(-1)
     res = np.empty_like(flat) if out is None else out.reshape(-1)
-    n, f = _split_shape(np.float64(h) if scalar else h.reshape(-1))
-    tables = pg_tables(h if scalar else h.reshape(-1), flat.shape[0]).arrays()
-    if scalar:
-        n, f = int(n), float(f)
-        if n > 0:
-            random_polyagamma(n, flat, method="devroye", random_state=rng, out=res)
-        else:
-            res[:] = 0.0
-        if f > 0.0:
-            _pg_fraction_fill(np.full(flat.shape[0], f), flat, rng, res, *tables)
-    else:
-        res[:] = 0.0
-        whole = n > 0
-        if np.all(whole):
+    hv = np.full(flat.shape[0], float(h)) if scalar else np.ascontiguousarray(h.reshape(-1))
+    n, f = _split_shape(hv)
+    large = n > PG_DEVROYE_MAX  # drawn whole by the series: cost bounded in h
+    res[:] = 0.0
+    small = ~large
+    if np.any(small):
+        whole = small & (n > 0)
+        if scalar and np.all(whole):
+            random_polyagamma(int(n[0]), flat, method="devroye", random_state=rng, out=res)
+        elif np.all(whole):
             random_polyagamma(n, flat, method="devroye", random_state=rng, out=res)
         elif np.any(whole):
             res[whole] = random_polyagamma(n[whole], flat[whole], method="devroye",
                                            random_state=rng)
-        if np.any(f > 0.0):
-            _pg_fraction_fill(np.ascontiguousarray(f), flat, rng, res, *tables)
+        frac = np.where(small, f, 0.0)
+        if np.any(frac > 0.0):
+            tables = pg_tables(np.where(small, hv, 1.0), flat.shape[0]).arrays()
+            _pg_fraction_fill(frac, flat, rng, res, *tables)
+    if np.any(large):
+        _pg_series_fill(hv, flat, rng, res, large)
     return res.reshape(z.shape) if out is None else out
