@@ -170,6 +170,16 @@ class _DropoutLatentClassifier(_DropoutClassifier):
     def _posterior_feature_names(self):
         return [f"h{k}" for k in range(self.n_hidden)]
 
+    def _mode(self, problem, theta):
+        """``argmin J`` of the output layer given the fitted hidden layer (a convex
+        problem), from the fitted output weights: its own solver at its default settings
+        (``solver``, ``max_iter`` and ``tol`` of this estimator are those of the joint,
+        non-convex fit)."""
+        from ..solvers import fit_problem
+
+        return fit_problem(problem, theta, solver="auto", tol=1e-8, max_iter=1000,
+                           warn=False)
+
     def sample_posterior(self, X, y, **kwargs):
         """Gibbs sampling of the output weights **given the fitted hidden layer**.
 

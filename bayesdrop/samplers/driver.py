@@ -286,9 +286,31 @@ def _collect(futures, counts, bar, stop_event, interval):
 
 
 # -------------------------------------------------------------------- compiled chains
-#: work (examples x parameters) of one block of compiled sweeps between two progress
-#: reports / interrupt checks (about 10-50 ms on one core)
+#: work (examples x parameters) of the first block of compiled sweeps (about 10-50 ms on
+#: one core); later blocks are sized from the measured time per sweep
 _BLOCK_WORK = 4_000_000
+#: wall-clock seconds a block of compiled sweeps aims at: progress reports, Ctrl-C and
+#: ``stop`` are handled between blocks, so an interrupt acts within about this long
+#: (or one sweep, if a single sweep takes longer), whatever the data and hyper-parameters
+BLOCK_SECONDS = 0.1
+#: most sweeps per compiled block
+_BLOCK_MAX = 1000
+
+
+def next_block(block, elapsed):
+    """Sweeps in the next compiled block, from the last block's ``block`` sweeps and
+    ``elapsed`` seconds: aim at :data:`BLOCK_SECONDS` a block, at most double the last
+    block, at least one sweep.
+
+    Examples
+    --------
+    >>> next_block(100, 1.0), next_block(10, 0.001), next_block(1, 30.0)
+    (10, 20, 1)
+    """
+    per_sweep = elapsed / max(block, 1)
+    if per_sweep <= 0.0:
+        return min(2 * block, _BLOCK_MAX)
+    return int(max(1, min(_BLOCK_MAX, 2 * block, BLOCK_SECONDS / per_sweep)))
 
 
 def compiled_setup(problem, linalg="auto"):
@@ -502,11 +524,13 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
     # sweeps per compiled call: about _BLOCK_WORK entries of work (a sparse sweep makes
     # some 100 passes over the stored entries in its dual CG)
     work = 100 * setup["xdata"].shape[0] if csr else n * p
-    block = int(np.clip(_BLOCK_WORK // max(work, 1), 1, 1000))
+    block = int(np.clip(_BLOCK_WORK // max(work, 1), 1, 10))
     pgt = setup["pg_tables"]
     proposal = setup.get("proposal")
     mh = proposal is not None and mh_on
-    mu, Lq = proposal if proposal is not None else (np.zeros(p), np.eye(p))
+    # without the MH move its arrays are not read: 1 x 1 placeholders (never a p x p
+    # identity: p may be 10^5 on a wide sparse design)
+    mu, Lq = proposal if proposal is not None else (np.zeros(1), np.zeros((1, 1)))
     mh_stats = np.zeros(2)
     line_move = setup.get("line")
     line_stats = np.zeros(2)
@@ -523,6 +547,7 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                 interrupted = True
                 break
             nb = min(block, (tune - done) if done < tune else (total - done))
+            t_block = time.perf_counter()
             if csr:
                 kept += run_sweeps_csr(setup["code"], setup["p0"], setup["p1"], *csr_args,
                                        setup["dual"],
@@ -542,6 +567,7 @@ def _run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                                    MH_DF, mh_stats, pgt, terms_out, line_move is not None,
                                    line_v, line_u, line_c, line_stats, dsyrk_address())
             done += nb
+            block = next_block(nb, time.perf_counter() - t_block)
             if t_tune is None and done >= tune:
                 t_tune = time.perf_counter()
                 # the kernel of the kept sweeps is fixed here, from the tuning sweeps only
@@ -725,7 +751,10 @@ or LastState
 
     Notes
     -----
-    **Interrupts.** Ctrl-C (``KeyboardInterrupt``) stops every chain at its next sweep.
+    **Interrupts.** Ctrl-C (``KeyboardInterrupt``) stops every chain at its next sweep
+    (the compiled chains run in blocks of about :data:`BLOCK_SECONDS` of sweeps, sized
+    from the measured time per sweep, so it acts within a fraction of a second whatever
+    the data and hyper-parameters, unless a single sweep takes longer).
     If draws had been kept, they are returned -- the same number for every chain, with
     ``interrupted=True`` and a ``RuntimeWarning`` -- so a long run can be cut short and
     analysed; during tuning (no draw kept yet) the ``KeyboardInterrupt`` propagates and

@@ -1,0 +1,201 @@
+"""Sampling that never hangs or blows up: Polya-Gamma draws whose cost is bounded in the
+shape ``h = 2 C w_n`` (and still exact), compiled loops that hand back to Python so that
+SIGINT / SIGTERM act within seconds, no ``D x D`` matrix on wide sparse data, the latent
+models sampling at their defaults."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from polyagamma import random_polyagamma
+from scipy import stats
+from scipy.special import logsumexp
+
+from bayesdrop import (
+    DropoutLatentLogisticRegression,
+    DropoutLatentSVC,
+    DropoutLogisticRegression,
+    DropoutSVC,
+    Dropout,
+    LogisticLoss,
+    NoNoise,
+    Problem,
+)
+from bayesdrop._arviz import mcse
+from bayesdrop.samplers import sample
+from bayesdrop.samplers.augmentation import PG_DEVROYE_MAX, polya_gamma
+from bayesdrop.samplers._gibbs_dense import polya_gamma_compiled
+from bayesdrop.samplers.driver import BLOCK_SECONDS, next_block
+from bayesdrop.solvers import fit_problem
+
+
+# ------------------------------------------------------------ Polya-Gamma, large shapes
+@pytest.mark.parametrize("z", [0.0, 2.0, 9.0])
+def test_large_shape_series_draw_has_the_law_of_devroye(z):
+    """PG(40, z) by the series draw (both the numpy entry point and the compiled one)
+    against ``polyagamma``'s exact devroye method (40 PG(1) draws each): two-sample KS."""
+    n = 60_000
+    assert 40 > PG_DEVROYE_MAX  # the series path
+    zz = np.full(n, z)
+    ref = random_polyagamma(40, zz, method="devroye", random_state=np.random.default_rng(3))
+    for ours in (polya_gamma(40.0, zz, random_state=1), polya_gamma_compiled(40.0, zz, 2)):
+        assert stats.ks_2samp(ours, ref).pvalue > 1e-3
+
+
+def _one_feature_logistic(C, noise, seed=0, n=25):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n) + 0.5
+    y = np.where(x - 0.3 + rng.normal(size=n) > 0, 1.0, -1.0)
+    return Problem.create(x[:, None], y, LogisticLoss(C), noise, fit_intercept=False)
+
+
+@pytest.mark.parametrize("noise", [NoNoise(), Dropout(0.4)], ids=repr)
+@pytest.mark.parametrize("C", [25.3, 5000.3])  # h = 50.6 and 10000.6: the series draw
+def test_large_C_posterior_matches_quadrature(C, noise):
+    """At large ``C`` (Polya-Gamma shapes far above PG_DEVROYE_MAX) both kernels still
+    sample ``exp(-J)``: mean and sd of ``w`` within 4 MCSE of quadrature on a grid of
+    +-12 Laplace standard deviations."""
+    problem = _one_feature_logistic(C, noise)
+    w0 = fit_problem(problem).theta[0]
+    step = 1e-4 * (1.0 + abs(w0))
+    d2 = (problem.objective(np.array([w0 + step])) - 2 * problem.objective(np.array([w0]))
+          + problem.objective(np.array([w0 - step]))) / step**2
+    sd0 = 1.0 / np.sqrt(d2 / 2.0)  # exp(-J) ~ N(w0, 2 / J'')
+    ws = np.linspace(w0 - 12 * sd0, w0 + 12 * sd0, 4001)
+    logp = -np.array([problem.objective(np.array([w])) for w in ws])
+    p = np.exp(logp - logsumexp(logp))
+    assert p[[0, -1]].max() < 1e-12
+    mean = np.sum(p * ws)
+    sd = np.sqrt(np.sum(p * (ws - mean) ** 2))
+    for compiled in ("auto", False):
+        res = sample(problem, draws=2000, tune=200, chains=2, theta_hat=np.array([w0]),
+                     random_state=11, progressbar=False, cores=1, compiled=compiled)
+        draws = res.theta[..., 0]
+        assert abs(draws.mean() - mean) <= 4 * mcse(draws, "mean")
+        assert abs(draws.std() - sd) <= 4 * mcse(draws, "sd")
+
+
+def test_polya_gamma_large_shapes_take_the_bounded_path():
+    """Draws of PG(h, z) for h up to 10^7 are finite, positive, and the same from the numpy
+    entry point and the compiled sampler (one algorithm, one stream of random numbers)."""
+    z = np.linspace(0.0, 40.0, 500)
+    for h in (9.0, 1e3, 1e7):
+        a = polya_gamma(h, z, random_state=4)
+        b = polya_gamma_compiled(np.full(z.shape, h), z, 4)
+        assert np.all(np.isfinite(a) & (a > 0))
+        np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------------ blocks of sweeps
+def test_block_size_follows_the_time_per_sweep():
+    """The compiled chain's blocks aim at BLOCK_SECONDS: slow sweeps give one-sweep
+    blocks, fast ones grow (at most doubling) up to the cap."""
+    assert next_block(50, 50 * 10.0) == 1
+    assert next_block(4, 4 * BLOCK_SECONDS / 2) == 2
+    assert next_block(4, 4 * BLOCK_SECONDS / 1000) == 8
+    assert next_block(1000, 1e-6) == 1000
+
+
+_INTERRUPT_SCRIPT = textwrap.dedent("""
+    import sys, numpy as np
+    from bayesdrop import DropoutLogisticRegression, LogisticLoss, Dropout, Problem
+    from bayesdrop.samplers import sample
+    from bayesdrop.solvers import fit_problem
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1500, 30))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=1500) > 0, 1, -1)
+    kind, cores = sys.argv[1], int(sys.argv[2])
+    problem = Problem.create(X, y.astype(float), LogisticLoss(1e5), Dropout(0.3))
+    theta = fit_problem(problem).theta
+    kw = dict(draws=10**7, tune=5, chains=2, theta_hat=theta, progressbar=False, cores=cores,
+              random_state=0)
+    if kind == "python":
+        kw["compiled"] = False
+    sample(problem, draws=2, tune=1, chains=1, theta_hat=theta, progressbar=False,
+           compiled=kw.get("compiled", "auto"))  # compile before the clock
+    print("READY", flush=True)
+    try:
+        res = sample(problem, **kw)
+    except KeyboardInterrupt:
+        print("INTERRUPTED-IN-TUNING", flush=True)
+    else:
+        print("RETURNED", res.theta.shape[1], res.interrupted, flush=True)
+""")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("kind,cores", [("compiled", 1), ("compiled", 2), ("python", 2)])
+def test_signals_stop_sampling_within_two_seconds(tmp_path, sig, kind, cores):
+    """SIGINT / SIGTERM delivered mid-run (C = 10^5: Polya-Gamma shapes 2 x 10^5, a run of
+    10^7 draws) end the call within 2 s: SIGINT returns the draws so far, SIGTERM ends the
+    process."""
+    script = tmp_path / "run.py"
+    script.write_text(_INTERRUPT_SCRIPT)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, str(script), kind, str(cores)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()
+        assert line.strip() == "READY", (line, proc.stderr.read() if proc.poll() else "")
+        time.sleep(1.5)  # into the kept draws
+        assert proc.poll() is None
+        sent = time.perf_counter()
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+        waited = time.perf_counter() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert waited < 2.0, (waited, err[-2000:])
+    if sig == signal.SIGINT:
+        assert "RETURNED" in out, err[-2000:]
+        n_kept, interrupted = out.split("RETURNED")[1].split()
+        assert int(n_kept) > 0 and interrupted == "True"
+    else:
+        assert proc.returncode == -signal.SIGTERM
+
+
+# ------------------------------------------------------------- wide sparse, no D x D
+@pytest.mark.parametrize("Est", [DropoutLogisticRegression, DropoutSVC])
+def test_wide_sparse_sampling_memory_is_linear(Est):
+    """D = 10^5 features, 200 rows: sampling allocates O(nnz + N + D) -- under 100 MB
+    (one dense N x D copy would be 160 MB, a D x D matrix 80 GB)."""
+    X = sp.random(200, 100_000, density=0.001, format="csr", random_state=0)
+    y = np.array([0, 1] * 100)
+    est = Est().fit(X, y)
+    kw = dict(draws=5, tune=5, chains=2, progressbar=False, random_state=0)
+    est.sample_posterior(X, y, **kw)  # compile outside the measurement
+    tracemalloc.start()
+    try:
+        idata = est.sample_posterior(X, y, **kw)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert idata.posterior["coef"].shape == (2, 5, 100_000)
+    assert peak < 100e6, peak
+
+
+# ------------------------------------------------------------------ latent defaults
+@pytest.mark.parametrize("Est", [DropoutLatentSVC, DropoutLatentLogisticRegression])
+def test_latent_models_sample_at_their_defaults(Est):
+    """``max_iter=None`` (the default) used to reach the output layer's solver; the
+    conditional posterior's mode is the fitted output layer's (same J to 1e-8)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    est = Est(random_state=0, n_hidden=5).fit(X, y)
+    idata = est.sample_posterior(X, y, draws=20, tune=10, chains=1, progressbar=False,
+                                 random_state=0)
+    assert idata.posterior["coef"].shape == (1, 20, 5)
+    assert np.all(np.isfinite(idata.sample_stats["lp"].values))
+    mode_lp = float(idata.mode["lp"].values)
+    fitted_J = float(np.ravel(est.objective_)[-1])
+    assert mode_lp >= -fitted_J - 1e-8 * abs(fitted_J)
