@@ -504,6 +504,10 @@ def posterior_predictive_proba(idata, X):
     return sigmoid_proba(scores).mean(axis=(0, 1))
 
 
+#: the losses of regression posteriors (:func:`predictive_interval`)
+REGRESSION_LOSSES = ("epsilon_insensitive", "squared")
+
+
 def predictive_interval(idata, X, prob=0.94, *, kind="predictive", random_state=0):
     """Posterior mean of ``w.x + b`` and a central ``prob`` interval for each row.
 
@@ -543,6 +547,13 @@ def predictive_interval(idata, X, prob=0.94, *, kind="predictive", random_state=
                         include_max=False)
     if kind not in ("predictive", "mean"):
         raise ValueError(f"kind must be 'predictive' or 'mean', got {kind!r}")
+    loss = idata.posterior.attrs.get("loss") if hasattr(idata, "posterior") else None
+    if loss not in REGRESSION_LOSSES:
+        raise ValueError(
+            "idata must be the posterior of a regression model (loss one of "
+            f"{REGRESSION_LOSSES}, e.g. from DropoutSVR.sample_posterior); got "
+            + ("no posterior group" if loss is None and not hasattr(idata, "posterior")
+               else f"a posterior of the {loss!r} loss"))
     scores = decision_draws(idata, X)
     if scores.ndim != 3:
         raise ValueError("predictive_interval needs a single-output (regression) posterior")

@@ -1,11 +1,13 @@
 """Bad and odd input at every public entry point: each case gets a clear error naming the
 argument, or a documented correct result; the caller's arrays are never modified."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import DataConversionWarning, NotFittedError
 
 from bayesdrop import (
     DropoutLatentSVC,
@@ -139,6 +141,36 @@ CASES = [
      (ValueError, "loss must be")),
     ("functional-zero-one-labels", lambda: sample_posterior(X, Y, noise="none", **SAMPLE),
      lambda idata: np.all(np.isfinite(idata.posterior["coef"].values))),
+    ("sample-column-y", lambda: _warns(lambda: fitted(DropoutLogisticRegression)
+                                       .sample_posterior(X, Y[:, None], **SAMPLE),
+                                       "column-vector", DataConversionWarning),
+     lambda idata: idata.posterior["coef"].shape == (1, 5, 3)),
+    ("sample-column-y-svr", lambda: _warns(lambda: fitted(DropoutSVR)
+                                           .sample_posterior(X, YR[:, None], **SAMPLE),
+                                           "column-vector", DataConversionWarning),
+     lambda idata: idata.posterior["coef"].shape == (1, 5, 3)),
+    ("sample-large-C", lambda: DropoutLogisticRegression(C=1e5).fit(X, Y).sample_posterior(
+        X, Y, **SAMPLE), lambda idata: np.all(np.isfinite(idata.posterior["coef"].values))),
+    ("sample-wide-sparse", lambda: DropoutLogisticRegression().sample_posterior(
+        sp.random(10, 100_000, density=0.01, format="csr", random_state=0), [0, 1] * 5,
+        **SAMPLE), lambda idata: idata.posterior["coef"].shape == (1, 5, 100_000)),
+    ("sample-latent-defaults", lambda: DropoutLatentSVC(random_state=0, n_hidden=3).fit(
+        X, Y).sample_posterior(X, Y, **SAMPLE),
+     lambda idata: np.all(np.isfinite(idata.posterior["coef"].values))),
+    ("interval-of-classifier-idata",
+     lambda: fitted(DropoutSVR).predict_interval(
+         X, fitted(DropoutLogisticRegression).sample_posterior(X, Y, **SAMPLE)),
+     (ValueError, "regression model.*'logistic'")),
+    ("sample-list-X", lambda: DropoutSVR().sample_posterior(X.tolist(), YR.tolist(), **SAMPLE),
+     lambda idata: idata.observed_data["example"].values.tolist() == list(range(40))),
+    ("mixed-type-labels",
+     lambda: DropoutSVC().fit(X, np.array(["a", 1] * 20, dtype=object)),
+     (ValueError, "^y: labels must all be strings or all be numbers")),
+    ("complex-X-short", lambda: DropoutLogisticRegression().fit(X + 1j, Y),
+     (ValueError, r"^X: Complex data not supported \(got complex128 of shape \(40, 3\)\)$")),
+    ("complex-y-svr", lambda: DropoutSVR().fit(X, YR + 1j), (ValueError, "^y: Complex")),
+    ("complex-y-sample", lambda: fitted(DropoutSVR).sample_posterior(X, YR + 1j, **SAMPLE),
+     (ValueError, "^y: Complex")),
     # -- studies and datasets
     ("flip-rate-one", lambda: flip_labels(Y, 1.0), (ValueError, "rate")),
     ("flip-one-class", lambda: flip_labels(np.ones(5), 0.2), (ValueError, "two classes")),
@@ -155,8 +187,8 @@ def _readonly(a):
     return a
 
 
-def _warns(call, match):
-    with pytest.warns(UserWarning, match=match):
+def _warns(call, match, category=UserWarning):
+    with pytest.warns(category, match=match):
         return call()
 
 
@@ -175,3 +207,104 @@ def test_entry_point(call, expected):
         assert expected(call())
     assert np.array_equal(X, before[0]) and np.array_equal(Y, before[1])
     assert np.array_equal(YR, before[2])
+
+
+# ------------------------------------------------------------ cases drawn at random
+#: what a clear error must name: an argument, or the part of one that is wrong
+_NAMED = (r"\b(X|y|C|noise|noise_level|sample_weight|labels?|class(es)?|samples?|features?"
+          r"|margin|epsilon|dtype|NaN|inf(inity)?|[Cc]omplex|draws|tune|chains)\b")
+
+
+def _random_case(rng):
+    """One call drawn from shapes, dtypes, formats, label types, hyper-parameters and
+    entry points; returns ``(description, call, arrays the call must leave alone)``."""
+    from bayesdrop import DropoutLogisticRegression, DropoutSVC, DropoutSVR
+
+    Est = [DropoutSVC, DropoutLogisticRegression, DropoutSVR][rng.integers(3)]
+    n = int(rng.choice([1, 2, 7, 40]))
+    d = int(rng.choice([1, 3]))
+    Xn = rng.normal(size=(n, d)) * float(rng.choice([1.0, 1e-3, 1e3]))
+    bad = "none" if rng.random() < 0.8 else rng.choice(["nan", "inf", "huge"])
+    if bad != "none":
+        Xn[rng.integers(n), rng.integers(d)] = {"nan": np.nan, "inf": np.inf, "huge": 1e300}[bad]
+    fmt = rng.choice(["ndarray", "float32", "int", "list", "csr", "csc", "coo", "frame"])
+    if fmt == "float32":  # float32 of a float64 beyond its range: inf, as the user's would be
+        Xn = np.where(np.abs(Xn) > 1e38, np.inf, Xn)
+    Xa = {"ndarray": lambda: Xn, "float32": lambda: Xn.astype(np.float32),
+          "int": lambda: np.nan_to_num(Xn, nan=0.0, posinf=1e9).clip(-1e9, 1e9).round()
+          .astype(np.int64),
+          "list": lambda: Xn.tolist(), "csr": lambda: sp.csr_matrix(Xn),
+          "csc": lambda: sp.csc_matrix(Xn), "coo": lambda: sp.coo_matrix(Xn),
+          "frame": lambda: pd.DataFrame(Xn)}[str(fmt)]()
+    if Est is DropoutSVR:
+        ya = rng.normal(size=n)
+        if rng.random() < 0.2:
+            ya[0] = np.nan
+    else:
+        kind = rng.choice(["int", "str", "bool", "pm1", "mixed", "one", "three"])
+        base = rng.integers(2, size=n)
+        if n >= 2:
+            base[:2] = [0, 1]
+        ya = {"int": base, "str": np.where(base, "yes", "no"), "bool": base.astype(bool),
+              "pm1": 2.0 * base - 1.0, "one": np.zeros(n, dtype=int),
+              "mixed": np.array([("a" if b else 1) for b in base], dtype=object),
+              "three": rng.integers(3, size=n)}[str(kind)]
+    if rng.random() < 0.15:
+        ya = np.asarray(ya)[:, None]
+    params = {"C": float(rng.choice([1e-3, 1.0, 1e4]) if rng.random() < 0.85
+                         else rng.choice([0.0, -1.0, np.nan])),
+              "noise_level": (rng.choice([None, 0.0, 0.5, 0.99]) if rng.random() < 0.85
+                              else rng.choice([1.0, -0.1]))}
+    entry = rng.choice(["fit", "predict", "sample"])
+    kept = [a for a in (Xa, ya) if isinstance(a, np.ndarray)]
+    copies = [a.copy() for a in kept]
+
+    def call():
+        est = Est(**params)
+        if entry == "sample":
+            idata = est.sample_posterior(Xa, ya, draws=3, tune=2, chains=1,
+                                         progressbar=False, random_state=0)
+            return np.all(np.isfinite(idata.posterior["coef"].values))
+        est.fit(Xa, ya)
+        if entry == "predict":
+            return np.shape(est.predict(Xa)) == (n,)
+        return np.all(np.isfinite(est.coef_))
+
+    desc = f"{Est.__name__} {entry} n={n} d={d} {bad} {fmt} y{np.shape(ya)} {params}"
+    return desc, call, list(zip(kept, copies))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_cases_end_in_a_result_or_a_clear_error(seed):
+    """20 random calls per seed: each returns a finite result or raises a ``ValueError``
+    / ``TypeError`` whose message names the argument; never another exception (from
+    inside numpy, scipy or numba) and never a hang (an alarm of 120 s per case turns
+    one into a failure); the caller's arrays are left alone."""
+    import signal
+    import warnings
+
+    rng = np.random.default_rng(1000 + seed)
+
+    def alarm(signum, frame):
+        raise TimeoutError("the call did not return within 120 s")
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    try:
+        for _ in range(20):
+            desc, call, arrays = _random_case(rng)
+            signal.alarm(120)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    result = call()
+            except (ValueError, TypeError) as err:
+                assert re.search(_NAMED, str(err)), (desc, repr(err))
+                assert len(str(err)) < 2000, (desc, "message too long")
+            else:
+                assert result, desc
+            finally:
+                signal.alarm(0)
+            for a, c in arrays:
+                assert np.array_equal(a, c, equal_nan=a.dtype.kind in "fc"), desc
+    finally:
+        signal.signal(signal.SIGALRM, old)

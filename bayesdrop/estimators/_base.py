@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .._progress import ProgressBar
 from .._validation import check_sample_weight, reject_dask
@@ -73,6 +73,9 @@ def validate_arrays(estimator, X, y="no_validation", *, reset=True, y_numeric=Fa
     (True, True, 2)
     """
     no_y = isinstance(y, str) and y == "no_validation"
+    reject_complex(X, "X")
+    if not no_y:
+        reject_complex(y, "y")
     if (type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and X.size
             and (no_y or (type(y) is np.ndarray and y.ndim == 1
                           and y.shape[0] == X.shape[0] and y.dtype.kind in "biuf"))
@@ -88,6 +91,25 @@ def validate_arrays(estimator, X, y="no_validation", *, reset=True, y_numeric=Fa
     kwargs = {} if no_y else {"y_numeric": y_numeric}
     return validate_data(estimator, X, y, reset=reset, accept_sparse=ACCEPT_SPARSE,
                          dtype=np.float64, **kwargs)
+
+
+def reject_complex(a, name):
+    """Raise a short ``ValueError`` naming ``name`` for complex data (scikit-learn's
+    message prints the whole array).
+
+    Examples
+    --------
+    >>> reject_complex(np.ones((2, 2)) + 1j, "X")
+    Traceback (most recent call last):
+    ...
+    ValueError: X: Complex data not supported (got complex128 of shape (2, 2))
+    """
+    dtype = getattr(a, "dtype", None)
+    if dtype is None and isinstance(a, (list, tuple)):
+        dtype = np.asarray(a).dtype
+    if dtype is not None and getattr(dtype, "kind", None) == "c":
+        raise ValueError(f"{name}: Complex data not supported (got {dtype} of shape "
+                         f"{np.shape(a)})")
 
 
 def _finite_sum(a):
@@ -135,7 +157,12 @@ def set_classes(estimator, y):
     ([1, 0, 1], ['a', 'b'])
     """
     if not _integral_labels(y):
-        check_classification_targets(y)
+        try:
+            check_classification_targets(y)
+        except TypeError:  # raised from inside its sort: say what is wrong instead
+            _check_label_types(y)
+            raise
+        _check_label_types(y)
     estimator.classes_, y_idx = np.unique(y, return_inverse=True)
     if estimator.classes_.shape[0] < 2:
         raise ValueError(
@@ -143,6 +170,31 @@ def set_classes(estimator, y):
             "are needed"
         )
     return y_idx
+
+
+def _check_label_types(y, name="y"):
+    """Raise a ``ValueError`` naming ``name`` if the labels of an object array are of
+    types that cannot be ordered together (e.g. strings and integers), which
+    ``np.unique`` would report from inside its sort (scikit-learn's ``unique_labels``
+    raises a ``ValueError`` for such a mix too).
+
+    Examples
+    --------
+    >>> _check_label_types(np.array(["a", 1], dtype=object))
+    Traceback (most recent call last):
+    ...
+    ValueError: y: labels must all be strings or all be numbers (a mix of label input types: int and str)
+    """
+    y = np.asarray(y)
+    if y.dtype.kind != "O":
+        return
+    kinds = {"str" if isinstance(v, str) else "number"
+             if isinstance(v, (bool, int, float, np.number)) else type(v).__name__
+             for v in y.ravel()}
+    if len(kinds) > 1:
+        names = sorted({type(v).__name__ for v in y.ravel()})
+        raise ValueError(f"{name}: labels must all be strings or all be numbers (a mix of "
+                         f"label input types: {' and '.join(names)})")
 
 
 def _integral_labels(y):
@@ -168,6 +220,23 @@ def _integral_labels(y):
         return False
     with np.errstate(invalid="ignore"):
         return bool(np.all(np.abs(y) <= 2.0**53) and np.all(y == np.trunc(y)))
+
+
+def column_vector(y, n_samples, name="y"):
+    """``y`` as a 1-D array of ``n_samples`` entries; a column ``(n_samples, 1)`` is
+    raveled with scikit-learn's ``DataConversionWarning``, as ``fit`` does.
+
+    Examples
+    --------
+    >>> column_vector([1, 2], 2).tolist()
+    [1, 2]
+    """
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = column_or_1d(y, warn=True)
+    if y.shape != (n_samples,):
+        raise ValueError(f"{name} must have shape ({n_samples},), got {y.shape}")
+    return y
 
 
 def class_index(classes, y):
@@ -349,9 +418,7 @@ class OneVsRestClassifier(ClassifierMixin, LinearModel):
 
     def _encode_targets(self, y, n_samples):
         """The fitted model's +-1 target columns for labels ``y`` (unseen labels raise)."""
-        y = np.asarray(y)
-        if y.shape != (n_samples,):
-            raise ValueError(f"y must have shape ({n_samples},), got {y.shape}")
+        y = column_vector(y, n_samples)
         return self._targets(class_index(self.classes_, y))
 
     def decision_function(self, X):

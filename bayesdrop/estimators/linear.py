@@ -25,10 +25,25 @@ from ..model.problem import Problem, drop_zero_weights
 from ..posterior import (maybe_log_likelihood, sample_problems, sigmoid_proba,
                          store_log_likelihood, vote_fractions)
 from ..solvers import check_solver, fit_problem
-from ._base import BinaryFit, LinearModel, OneVsRestClassifier, validate_arrays
+from ._base import (BinaryFit, LinearModel, OneVsRestClassifier, column_vector, reject_complex,
+                    validate_arrays)
 from ._dask import fit_dask, is_dask_array, map_rows, sample_posterior_dask
 
 __all__ = ["DropoutSVC", "DropoutLogisticRegression", "DropoutSVR"]
+
+
+def row_index(X):
+    """The row labels of a pandas ``X`` (its ``index``), else None (a list's ``index`` is
+    a method, not labels).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> row_index(pd.DataFrame({"a": [1, 2]}, index=["r", "s"])).tolist(), row_index([[1]])
+    (['r', 's'], None)
+    """
+    index = getattr(X, "index", None)
+    return None if index is None or callable(index) else index
 
 _NOISE_DOC = """
     noise : {"dropout", "none", "multiplicative", "gaussian", "laplace", "poisson"} or \
@@ -220,9 +235,11 @@ class _DropoutLinearModel(LinearModel):
                                          random_state=random_state,
                                          progressbar=progressbar, init=init,
                                          overrelax=overrelax)
+        reject_complex(y, "y")
+        y = column_vector(y, _num_samples(X))  # a column y: as fit, with its warning
         if not hasattr(self, "coef_"):
             self.fit(X, y, sample_weight=sample_weight)
-        example_index = getattr(X, "index", None)
+        example_index = row_index(X)
         problems, thetas = self._problems(X, y, sample_weight)
         weights = self._example_weights(y, sample_weight, _num_samples(X))
         kept = None if weights is None or np.all(weights > 0) else np.flatnonzero(weights > 0)
@@ -280,7 +297,7 @@ class _DropoutLinearModel(LinearModel):
         from ..posterior import posterior_predictive_draws
 
         check_is_fitted(self)
-        index = getattr(X, "index", None)
+        index = row_index(X)
         y_rep = posterior_predictive_draws(idata, self._validate_X(X),
                                            getattr(self, "classes_", None), random_state,
                                            noise=self.noise_ if corrupted else None)
@@ -588,9 +605,14 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
         return self
 
     def _encode_targets(self, y, n_samples):
-        y = np.asarray(y, dtype=float)
-        if y.shape != (n_samples,):
-            raise ValueError(f"y must have shape ({n_samples},), got {y.shape}")
+        reject_complex(y, "y")
+        y = column_vector(y, n_samples)
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"y must hold numbers, got dtype {y.dtype}") from None
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y must be finite (no NaN or inf)")
         return y[:, None]
 
     def predict_interval(self, X, idata, prob=0.94, *, kind="predictive", random_state=0):
