@@ -1,0 +1,88 @@
+"""Compile ahead of use: ``python -m bayesdrop compile``.
+
+numba compiles each kernel the first time it runs and keeps the machine code in its
+on-disk cache (``cache=True``: next to the installed modules, or under
+``NUMBA_CACHE_DIR``), so only the first process on a machine pays for it. :func:`warm`
+runs a small fit and a small posterior sample for each chosen estimator and input kind,
+which compiles exactly the kernels those calls use; later processes load them from the
+cache.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+__all__ = ["ESTIMATORS", "KINDS", "warm"]
+
+#: estimators :func:`warm` knows, by the name of their class
+ESTIMATORS = ("DropoutLogisticRegression", "DropoutSVC", "DropoutSVR")
+#: input kinds: a dense ndarray, a CSR matrix with few rows and many columns
+KINDS = ("dense", "sparse")
+
+
+def _data(kind, regression):
+    rng = np.random.default_rng(0)
+    if kind == "dense":
+        X = rng.normal(size=(80, 5))
+    else:
+        import scipy.sparse as sp
+
+        X = sp.random(40, 200, density=0.05, format="csr", random_state=0)
+    score = np.asarray(X @ rng.normal(size=X.shape[1])).ravel()
+    y = score if regression else (score > np.median(score)).astype(int)
+    return X, y
+
+
+def warm(estimators=ESTIMATORS, kinds=KINDS, *, sample=True, file=None):
+    """Fit (and sample, if ``sample``) each estimator on each input kind once, printing
+    the seconds each step took (compilation, or loading from numba's cache).
+
+    Parameters
+    ----------
+    estimators : iterable of str
+        Names from :data:`ESTIMATORS`.
+    kinds : iterable of str
+        From :data:`KINDS`.
+    sample : bool, default=True
+        Also run ``sample_posterior`` (2 chains), which compiles the Gibbs sweeps.
+    file : file-like, optional
+        Where to print (default: standard output).
+
+    Returns
+    -------
+    list of (estimator, kind, step, seconds)
+
+    Examples
+    --------
+    >>> rows = warm(["DropoutSVR"], ["dense"], sample=False, file=open(os.devnull, "w"))
+    >>> [r[:3] for r in rows]
+    [('DropoutSVR', 'dense', 'fit')]
+    """
+    import bayesdrop
+
+    rows = []
+    for name in estimators:
+        if name not in ESTIMATORS:
+            raise ValueError(f"estimators must be among {ESTIMATORS}, got {name!r}")
+        for kind in kinds:
+            if kind not in KINDS:
+                raise ValueError(f"kinds must be among {KINDS}, got {kind!r}")
+            X, y = _data(kind, name == "DropoutSVR")
+            est = getattr(bayesdrop, name)(noise_level=0.2)
+            t0 = time.perf_counter()
+            est.fit(X, y)
+            rows.append((name, kind, "fit", time.perf_counter() - t0))
+            print(f"{name:<26} {kind:<6} fit              {rows[-1][3]:7.1f} s", file=file,
+                  flush=True)
+            if sample:
+                t0 = time.perf_counter()
+                est.sample_posterior(X, y, draws=20, tune=10, chains=2, progressbar=False,
+                                     random_state=0)
+                rows.append((name, kind, "sample_posterior", time.perf_counter() - t0))
+                print(f"{name:<26} {kind:<6} sample_posterior {rows[-1][3]:7.1f} s",
+                      file=file, flush=True)
+    return rows
+
