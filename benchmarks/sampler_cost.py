@@ -1,0 +1,108 @@
+"""Time per Gibbs sweep against the hyper-parameter ``C`` (goal: within 2x between
+``C = 0.01`` and ``C = 10^4`` at fixed ``N, D``; no step whose cost grows with a
+hyper-parameter without limit).
+
+The logistic loss's Polya-Gamma shapes are ``h = 2 C w_n``; the hinge's inverse-Gaussian
+means ``1 / (C |zeta|)``. For each problem and ``C``: one chain in one thread (BLAS on one
+thread too), from the mode, after one untimed run of the same problem (it compiles): 30
+tuning + 300 kept sweeps on the dense problem, 5 + 20 on the sparse one (its sweeps at
+large C take seconds); the time per sweep is the whole chain's wall-clock time over its
+sweeps. Also
+the time per Polya-Gamma draw of the sweep's own sampler at ``h = 2C`` (10^5 draws at
+``z = 1``), and, for reference, that of ``polyagamma``'s exact devroye method (integer
+``h`` only, ``h`` PG(1) draws per call: the cost the sampler had before) where it takes
+under a second. The peer of each row is the same problem at ``C = 0.01`` in the same run.
+Writes benchmarks/results/sampler_cost.txt.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from pathlib import Path
+
+os.environ.setdefault("CI", "1")
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.datasets import load_breast_cancer
+from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
+
+from bayesdrop import Dropout, HingeLoss, LogisticLoss, Problem
+from bayesdrop.samplers import sample
+from bayesdrop.samplers._gibbs_dense import polya_gamma_compiled
+from bayesdrop.solvers import fit_problem
+
+CS = (0.01, 1.0, 100.0, 1e4)
+
+
+def problems():
+    X, y = load_breast_cancer(return_X_y=True)
+    yield "cancer 569x30 dense", StandardScaler().fit_transform(X), 2.0 * y - 1.0, (30, 300)
+    rng = np.random.default_rng(0)
+    Xs = sp.random(2000, 5000, density=0.005, format="csr", random_state=1)
+    ys = np.where(Xs @ rng.normal(size=5000) + 0.1 * rng.normal(size=2000) > 0, 1.0, -1.0)
+    yield "random 2000x5000 CSR", Xs, ys, (5, 20)
+
+
+def sweep_seconds(problem, sweeps, warm):
+    theta_hat = fit_problem(problem).theta
+    tune, draws = sweeps
+    kw = dict(chains=1, cores=1, theta_hat=theta_hat, progressbar=False)
+    if warm:
+        sample(problem, random_state=0, draws=2, tune=1, **kw)
+    res = sample(problem, random_state=1, draws=draws, tune=tune, **kw)
+    return float(res.tune_time[0] + res.draw_time[0]) / (tune + draws)
+
+
+def pg_seconds(h):
+    z = np.ones(100_000)
+    polya_gamma_compiled(np.full(10, h), z[:10], 0)
+    t0 = time.perf_counter()
+    polya_gamma_compiled(np.full(z.shape, h), z, 1)
+    ours = (time.perf_counter() - t0) / z.size
+    ref = float("nan")
+    if 1 <= h <= 200:
+        from polyagamma import random_polyagamma
+
+        n = max(10, int(2e4 / h))
+        t0 = time.perf_counter()
+        random_polyagamma(max(1, int(round(h))), z[:n], method="devroye",
+                          random_state=np.random.default_rng(0))
+        ref = (time.perf_counter() - t0) / n
+    return ours, ref
+
+
+def main():
+    lines = [f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+             "one chain, one thread.", "",
+             "| data | loss | " + " | ".join(f"C={c:g} ms/sweep" for c in CS)
+             + " | max / min |", "|---|---|" + "---|" * (len(CS) + 1)]
+    print("\n".join(lines), flush=True)
+    with threadpool_limits(1):
+        for name, X, y, sweeps in problems():
+            for make in (lambda c: LogisticLoss(c), lambda c: HingeLoss(c)):
+                times = []
+                for C in CS:
+                    loss = make(C)
+                    times.append(sweep_seconds(Problem.create(X, y, loss, Dropout(0.3)),
+                                               sweeps, warm=C == CS[0]))
+                lines.append(f"| {name} | {loss.name}, dropout 0.3 | "
+                             + " | ".join(f"{1e3 * t:.3f}" for t in times)
+                             + f" | {max(times) / min(times):.2f} |")
+                print(lines[-1], flush=True)
+        lines += ["", "| PG shape h = 2C | ours ns / draw | polyagamma devroye ns / draw |",
+                  "|---|---|---|"]
+        for C in CS:
+            ours, ref = pg_seconds(2 * C)
+            lines.append(f"| {2 * C:g} | {1e9 * ours:.0f} | "
+                         + ("-" if np.isnan(ref) else f"{1e9 * ref:.0f}") + " |")
+            print(lines[-1], flush=True)
+    out = Path(__file__).parent / "results" / "sampler_cost.txt"
+    out.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
