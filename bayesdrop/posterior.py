@@ -549,11 +549,9 @@ def predictive_interval(idata, X, prob=0.94, *, kind="predictive", random_state=
         raise ValueError(f"kind must be 'predictive' or 'mean', got {kind!r}")
     loss = idata.posterior.attrs.get("loss") if hasattr(idata, "posterior") else None
     if loss not in REGRESSION_LOSSES:
-        raise ValueError(
-            "idata must be the posterior of a regression model (loss one of "
-            f"{REGRESSION_LOSSES}, e.g. from DropoutSVR.sample_posterior); got "
-            + ("no posterior group" if loss is None and not hasattr(idata, "posterior")
-               else f"a posterior of the {loss!r} loss"))
+        raise ValueError("idata must be the posterior of a regression model (loss one of "
+                         f"{REGRESSION_LOSSES}, e.g. from DropoutSVR.sample_posterior); got "
+                         f"a posterior of the {loss!r} loss")
     scores = decision_draws(idata, X)
     if scores.ndim != 3:
         raise ValueError("predictive_interval needs a single-output (regression) posterior")

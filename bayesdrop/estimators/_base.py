@@ -162,7 +162,6 @@ def set_classes(estimator, y):
         except TypeError:  # raised from inside its sort: say what is wrong instead
             _check_label_types(y)
             raise
-        _check_label_types(y)
     estimator.classes_, y_idx = np.unique(y, return_inverse=True)
     if estimator.classes_.shape[0] < 2:
         raise ValueError(
@@ -224,13 +223,15 @@ def _integral_labels(y):
 
 def column_vector(y, n_samples, name="y"):
     """``y`` as a 1-D array of ``n_samples`` entries; a column ``(n_samples, 1)`` is
-    raveled with scikit-learn's ``DataConversionWarning``, as ``fit`` does.
+    raveled with scikit-learn's ``DataConversionWarning``, as ``fit`` does; complex data
+    is rejected (:func:`reject_complex`).
 
     Examples
     --------
     >>> column_vector([1, 2], 2).tolist()
     [1, 2]
     """
+    reject_complex(y, name)
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         y = column_or_1d(y, warn=True)

@@ -18,15 +18,14 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._arviz import convergence_warning, to_inference_data
-from .._validation import check_scalar
+from .._validation import as_float_vector, check_scalar
 from ..model.losses import EpsilonInsensitiveLoss, HingeLoss, LogisticLoss
 from ..model.noise import make_noise
 from ..model.problem import Problem, drop_zero_weights
 from ..posterior import (maybe_log_likelihood, sample_problems, sigmoid_proba,
                          store_log_likelihood, vote_fractions)
 from ..solvers import check_solver, fit_problem
-from ._base import (BinaryFit, LinearModel, OneVsRestClassifier, column_vector, reject_complex,
-                    validate_arrays)
+from ._base import BinaryFit, LinearModel, OneVsRestClassifier, column_vector, validate_arrays
 from ._dask import fit_dask, is_dask_array, map_rows, sample_posterior_dask
 
 __all__ = ["DropoutSVC", "DropoutLogisticRegression", "DropoutSVR"]
@@ -235,7 +234,6 @@ class _DropoutLinearModel(LinearModel):
                                          random_state=random_state,
                                          progressbar=progressbar, init=init,
                                          overrelax=overrelax)
-        reject_complex(y, "y")
         y = column_vector(y, _num_samples(X))  # a column y: as fit, with its warning
         if not hasattr(self, "coef_"):
             self.fit(X, y, sample_weight=sample_weight)
@@ -605,15 +603,12 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
         return self
 
     def _encode_targets(self, y, n_samples):
-        reject_complex(y, "y")
         y = column_vector(y, n_samples)
         try:
             y = y.astype(np.float64)
         except (TypeError, ValueError):
             raise ValueError(f"y must hold numbers, got dtype {y.dtype}") from None
-        if not np.all(np.isfinite(y)):
-            raise ValueError("y must be finite (no NaN or inf)")
-        return y[:, None]
+        return as_float_vector(y, n_samples)[:, None]
 
     def predict_interval(self, X, idata, prob=0.94, *, kind="predictive", random_state=0):
         """Posterior mean of ``w.x + b`` and a central ``prob`` interval for each row:

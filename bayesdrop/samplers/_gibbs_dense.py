@@ -137,8 +137,6 @@ def _pg(h, z, rng, K, G, n_int, zmax, ti):
     ``ti`` of ``(K, G, n_int, zmax)``); above ``PG_DEVROYE_MAX`` the series draw of the
     whole shape (:func:`bayesdrop.samplers.augmentation.pg_series`), so that the cost
     is bounded in ``h``."""
-    if h >= PG_DEVROYE_MAX + 1.0:
-        return pg_series(h, z, rng)
     n = int(math.floor(h))
     f = h - n
     if f < 1e-12:
@@ -146,6 +144,8 @@ def _pg(h, z, rng, K, G, n_int, zmax, ti):
     elif f > 1.0 - 1e-12:
         n += 1
         f = 0.0
+    if n > PG_DEVROYE_MAX:  # the rule of augmentation.polya_gamma, after its rounding
+        return pg_series(h, z, rng)
     out = 0.0
     for _ in range(n):
         out += pg1(z, rng)

@@ -343,7 +343,7 @@ def polya_gamma(h, z, random_state=None, out=None):
                                            random_state=rng)
         frac = np.where(small, f, 0.0)
         if np.any(frac > 0.0):
-            tables = pg_tables(np.where(small, hv, 1.0), flat.shape[0]).arrays()
+            tables = pg_tables(frac, flat.shape[0]).arrays()
             _pg_fraction_fill(frac, flat, rng, res, *tables)
     if np.any(large):
         _pg_series_fill(hv, flat, rng, res, large)
