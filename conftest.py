@@ -3,10 +3,7 @@
 import numpy as np
 import pytest
 
-# deprecated module aliases (bayesdrop/_compat.py): their docstrings live in the new homes
-collect_ignore = [f"bayesdrop/{name}.py" for name in
-                  ("augmentation", "datasets", "design", "gibbs", "irls", "latent", "losses",
-                   "noise", "problem", "wls")] + ["bayesdrop/__main__.py"]
+collect_ignore = ["bayesdrop/__main__.py"]
 
 
 @pytest.fixture(autouse=True)

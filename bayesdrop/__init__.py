@@ -46,17 +46,6 @@ from . import baselines, diagnostics, linalg, model, posterior, samplers, solver
 
 
 
-def __getattr__(name):
-    """Old flat module paths (``bayesdrop.irls``, ``bayesdrop.gibbs``, ...), deprecated."""
-    from ._compat import MOVED
-
-    if f"bayesdrop.{name}" in MOVED or name in ("gibbs", "losses", "latent"):
-        import importlib
-
-        return importlib.import_module(f"bayesdrop.{name}")
-    raise AttributeError(f"module 'bayesdrop' has no attribute {name!r}")
-
-
 try:
     __version__ = version("bayesdrop")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree

@@ -407,7 +407,8 @@ def test_row_sampler_last_state_continues_exactly():
     """The row-backend sampler (the dask path; here on one in-memory block) continues from
     ``last_state`` to the draws of one longer run, chunk seeds and client draws alike."""
     from bayesdrop.linalg.backend import InMemoryRows
-    from bayesdrop.samplers.rows import RowsLastState, sample_rows
+    from bayesdrop.samplers.driver import LastState
+    from bayesdrop.samplers.rows import sample_rows
 
     problem = _problem(HingeLoss(1.0), Dropout(0.3))
     theta_hat = fit_problem(problem).theta
@@ -415,7 +416,7 @@ def test_row_sampler_last_state_continues_exactly():
     kw = dict(chains=2, progressbar=False, thin=2)
     whole = sample_rows(rows, theta_hat, draws=50, tune=10, random_state=3, **kw)
     first = sample_rows(rows, theta_hat, draws=30, tune=10, random_state=3, **kw)
-    assert isinstance(first.last_state, RowsLastState) and first.last_state.sweep == 70
+    assert isinstance(first.last_state, LastState) and first.last_state.sweep == 70
     rest = sample_rows(rows, theta_hat, draws=20, tune=0, init=first.last_state, **kw)
     np.testing.assert_array_equal(np.concatenate([first.theta, rest.theta], axis=1),
                                   whole.theta)

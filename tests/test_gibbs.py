@@ -325,16 +325,3 @@ def test_keyboard_interrupt_in_parallel_stops_every_chain(small_problem_data, mo
     assert time.perf_counter() - t0 < 60  # the workers stopped long before 10**6 draws
     assert res.theta.shape[0] == 2 and 0 < res.theta.shape[1] < 10**6
     assert np.all(np.isfinite(res.theta))
-
-
-def test_theta_irls_is_a_deprecated_alias_of_theta_hat(small_problem_data):
-    X, y, _ = small_problem_data
-    problem = Problem.create(X, y, LogisticLoss(1.0), NoNoise(), True)
-    theta_hat = irls.fit(problem, None).theta
-    kw = dict(draws=5, tune=2, chains=1, progressbar=False, random_state=1)
-    new = sample(problem, theta_hat=theta_hat, **kw)
-    with pytest.warns(FutureWarning, match="theta_irls is deprecated"):
-        old = sample(problem, theta_irls=theta_hat, **kw)
-    np.testing.assert_array_equal(old.theta, new.theta)
-    with pytest.raises(TypeError, match="theta_hat only"):
-        sample(problem, theta_hat=theta_hat, theta_irls=theta_hat, **kw)

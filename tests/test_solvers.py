@@ -188,12 +188,10 @@ def test_estimators_give_the_same_fit_with_every_solver(Est, target):
         np.testing.assert_allclose(other.coef_, fits[0].coef_, rtol=1e-6, atol=1e-8)
 
 
-def test_old_backend_values_of_solver_warn_and_move_to_linalg():
+def test_solver_picks_the_optimiser_and_linalg_the_back_end():
     X, y = _data("dense", "logistic")
-    with pytest.warns(FutureWarning, match="linalg='cg'"):
-        old = DropoutLogisticRegression(C=0.7, noise_level=0.3, solver="cg").fit(X, y)
-    new = DropoutLogisticRegression(C=0.7, noise_level=0.3, linalg="cg").fit(X, y)
-    np.testing.assert_allclose(old.coef_, new.coef_, rtol=1e-12)
+    with pytest.raises(ValueError, match="pass linalg='cg'"):
+        DropoutLogisticRegression(C=0.7, noise_level=0.3, solver="cg").fit(X, y)
     with pytest.raises(ValueError, match="solver must be one of"):
         DropoutSVC(solver="lbfgs").fit(X, y)
     with pytest.raises(ValueError, match="linalg must be one of"):

@@ -46,7 +46,6 @@ from .woodbury import WoodburyFactor, cholesky_factor
 __all__ = [
     "MAX_CHOLESKY_PARAMS",
     "LINALG",
-    "SOLVERS",
     "choose_linalg",
     "normal_matrix",
     "normal_rhs",
@@ -65,9 +64,6 @@ MAX_CHOLESKY_PARAMS = 2000
 MAX_WOODBURY_SAMPLES = 6000
 
 LINALG = ("auto", "cholesky", "woodbury", "cg")
-
-#: Deprecated name of :data:`LINALG` (until 0.3).
-SOLVERS = LINALG
 
 
 def choose_linalg(design, linalg="auto"):

@@ -664,7 +664,7 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
            theta_hat=None, random_state=None, progressbar=True, cores=None,
            store_augmentation=False, store_log_likelihood=False, linalg="auto",
            cg_tol=1e-12, overrelax=OVERRELAX,
-           theta_irls=None, compiled="auto", mh="auto"):
+           compiled="auto", mh="auto"):
     """Run Gibbs chains on ``exp(-J(theta))`` for one problem -- the one driver of every
     kernel.
 
@@ -720,9 +720,6 @@ or LastState
     cg_tol : float
     overrelax : float in (-1, 1), default=-0.5
         Over-relaxation of the Gaussian step (see :func:`step`); 0 for plain Gibbs.
-    theta_irls : ndarray, optional
-        Deprecated name of ``theta_hat`` (it names the algorithm, not the quantity);
-        accepted with a ``FutureWarning`` until release 0.3.
     mh : {"auto", False}, default="auto"
         With the compiled sweep, end every sweep with an independence Metropolis-Hastings
         move from a multivariate t (30 degrees of freedom) fitted to the Laplace
@@ -775,13 +772,6 @@ or LastState
     >>> res.theta.shape, res.lp.shape, bool(res.lp.max() <= -problem.objective(theta_hat))
     ((2, 50, 4), (2, 50), True)
     """
-    if theta_irls is not None:
-        if theta_hat is not None:
-            raise TypeError("pass theta_hat only (theta_irls is its deprecated name)")
-        warnings.warn("theta_irls is deprecated and will be removed in 0.3; pass theta_hat "
-                      "(the mode of J, whichever solver found it)", FutureWarning,
-                      stacklevel=2)
-        theta_hat = theta_irls
     draws = check_scalar(draws, "draws", min_val=1, integer=True)
     tune = check_scalar(tune, "tune", min_val=0, integer=True)
     chains = check_scalar(chains, "chains", min_val=1, integer=True)

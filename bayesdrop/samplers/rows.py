@@ -26,14 +26,8 @@ from ..linalg.woodbury import cholesky_factor
 from .driver import LastState, generators_from_states, start_points
 from .gibbs import OVERRELAX
 
-__all__ = ["GibbsRowsState", "RowsLastState", "init", "step", "sample_rows", "chain_setup",
+__all__ = ["GibbsRowsState", "init", "step", "sample_rows", "chain_setup",
            "run_chains"]
-
-
-#: where :func:`bayesdrop.samplers.sample` stopped on a row back-end (a
-#: :class:`bayesdrop.samplers.driver.LastState` with the chunk seeds ``entropies`` and the
-#: sweep counter ``sweep``: the next sweep draws with ``spawn_key=(sweep, b)``)
-RowsLastState = LastState
 
 
 class GibbsRowsState:
@@ -142,7 +136,9 @@ def chain_setup(rows, init, theta_hat, chains, random_state):
     ``default_rng(child)``, its chunks' augmentation draws from the seed
     ``child.generate_state(1)``. ``init``: ``"irls"`` (``theta_hat``), ``"overdispersed"``
     (``theta_hat + 3 eta``, ``eta ~ N(0, A^{-1})`` of the IRLS system there: one extra
-    pass), an array, or a :class:`RowsLastState` (``random_state`` is then not used).
+    pass), an array, or the :class:`~bayesdrop.samplers.driver.LastState` of an earlier
+    run on a row back-end (with its chunk seeds ``entropies`` and sweep counter ``sweep``;
+    ``random_state`` is then not used).
     """
     p = rows.n_params
     if isinstance(init, LastState):

@@ -21,7 +21,6 @@ linear-algebra back-end (:mod:`bayesdrop.linalg`).
 from __future__ import annotations
 
 import time
-import warnings
 
 from ..linalg.wls import LINALG
 from . import dual, irls, newton, smoothing
@@ -47,23 +46,14 @@ DUAL_FIRST_SAMPLES = 1000
 def check_solver(solver, linalg):
     """Validate ``solver`` (optimiser) and ``linalg`` (back-end); return both.
 
-    Before 0.2 ``solver`` named the back-end; such a value is accepted with a
-    ``FutureWarning`` and moved to ``linalg`` (``solver`` becomes ``"auto"``).
-
     Examples
     --------
     >>> check_solver("auto", "cg")
     ('auto', 'cg')
     """
     if solver in LINALG and solver != "auto":
-        warnings.warn(
-            f"solver={solver!r} names a linear-algebra back-end; pass linalg={solver!r} "
-            "instead (solver= now picks the optimiser: 'auto', 'newton', 'irls', "
-            "'smoothing' or 'dual'). This fallback is removed in 0.3.", FutureWarning,
-            stacklevel=3)
-        if linalg not in ("auto", solver):
-            raise ValueError(f"solver={solver!r} (a back-end) conflicts with linalg={linalg!r}")
-        solver, linalg = "auto", solver
+        raise ValueError(f"solver={solver!r} names a linear-algebra back-end: pass "
+                         f"linalg={solver!r} (solver picks the optimiser, one of {SOLVERS})")
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     if linalg not in LINALG:

@@ -1,5 +1,0 @@
-"""Deprecated: moved to :mod:`bayesdrop.model.design` (this alias is removed in 0.3)."""
-
-from ._compat import alias_module
-
-alias_module(__name__)
