@@ -5,8 +5,7 @@ variational IRLS (:mod:`bayesdrop.solvers.irls`) returns the point estimate, and
 draws from the pseudo-posterior ``exp(-J(w, b))``.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
+from ._version import __version__
 from .baselines import (
     ExplicitCorruptionClassifier,
     InvariantSVC,
@@ -46,10 +45,6 @@ from . import baselines, diagnostics, linalg, model, posterior, samplers, solver
 
 
 
-try:
-    __version__ = version("bayesdrop")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.1.0"
 
 __all__ = [
     "ConvergenceWarning",

@@ -149,7 +149,7 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
             y = y.astype(str)
         observed = xr.Dataset({"y": (("example",), y)}, coords={"example": coords["example"]})
 
-    from . import __version__
+    from ._version import __version__
 
     meta = {
         "inference_library": "bayesdrop",

@@ -157,15 +157,14 @@ def _sample_posterior_dask(X, y, loss, noise, fit_intercept, sample_weight, feat
     """:func:`sample_posterior` on a row-chunked dask ``X``: the mode by
     :func:`bayesdrop.solvers.fit_rows`, the draws by
     :func:`bayesdrop.samplers.sample` on the row back-end (no per-example groups)."""
-    from .estimators._dask import _labels
-    from .linalg.dask_backend import DaskRows, check_dask_design
+    from .linalg.dask_backend import DaskRows, check_dask_design, labels_of
     from .samplers import sample
     from .solvers import fit_rows
 
     n, _ = check_dask_design(X)
     positive = labels = None
     if loss.binary:
-        labels = _labels(y, n)
+        labels = labels_of(y, n)
         if labels.shape[0] != 2:
             raise ValueError(f"y must have exactly two classes for the {loss.name} loss, got "
                              f"{labels.shape[0]}")

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from bayesdrop.samplers.augmentation import gig_half, inverse_gaussian
+from bayesdrop.model.augmentation import gig_half, inverse_gaussian
 
 N_DRAWS = 200_000
 
@@ -65,7 +65,7 @@ def test_reproducible_from_generator_state_and_validates():
 
 
 # --------------------------------------------------------------------------- Polya-Gamma
-from bayesdrop.samplers.augmentation import polya_gamma, polya_gamma_moments  # noqa: E402
+from bayesdrop.model.augmentation import polya_gamma, polya_gamma_moments  # noqa: E402
 
 PG_DRAWS = 100_000
 
@@ -127,7 +127,7 @@ def test_polya_gamma_reproducible_and_validates():
 
 
 # ------------------------------------------------------ fractional PG by table inversion
-from bayesdrop.samplers.pg_inversion import (  # noqa: E402
+from bayesdrop.model.pg_inversion import (  # noqa: E402
     U_RESOLUTION,
     fraction_cdf,
     fraction_table,

@@ -24,8 +24,8 @@ from bayesdrop.samplers._gibbs_sparse import (
     scores_csr,
     singleton_blocks,
 )
-from bayesdrop.samplers.augmentation import polya_gamma_moments
-from bayesdrop.samplers.driver import compiled_setup
+from bayesdrop.model.augmentation import polya_gamma_moments
+from bayesdrop.samplers.compiled import compiled_setup
 from bayesdrop.solvers import fit_problem
 
 
@@ -195,7 +195,7 @@ def test_intercept_line_move_mixes_the_intercept_faster():
     line move switched off by hand for the reference); and it is absent without an
     intercept or a Laplace approximation."""
     from bayesdrop._arviz import ess
-    from bayesdrop.samplers import driver
+    from bayesdrop.samplers import compiled, driver
 
     rng = np.random.default_rng(5)
     X = rng.normal(size=(200, 2)) + np.array([3.0, -2.0])
@@ -206,10 +206,10 @@ def test_intercept_line_move_mixes_the_intercept_faster():
               cores=1, random_state=0, mh=False)
     on = sample(problem, **kw)
     setup = compiled_setup(problem)
-    assert driver.intercept_line(setup, None) is None
+    assert compiled.intercept_line(setup, None) is None
     no_b = Problem.create(X, y, LogisticLoss(1.0), "none", fit_intercept=False)
-    assert driver.intercept_line(compiled_setup(no_b),
-                                 driver.laplace_proposal(no_b, theta_hat[:2])) is None
+    assert compiled.intercept_line(compiled_setup(no_b),
+                                   compiled.laplace_proposal(no_b, theta_hat[:2])) is None
     real = driver.intercept_line
     try:
         driver.intercept_line = lambda setup, laplace: None
@@ -368,9 +368,9 @@ def test_mh_move_is_switched_off_after_tuning_when_it_hardly_accepts(threshold, 
     keeps its sweeps without the move (threshold forced to 0 / above 1 here): the kept
     sweeps make no proposals then, ``last_state`` carries the choice, and 60 + 40 draws
     through it still equal one run of 100."""
-    from bayesdrop.samplers import driver
+    from bayesdrop.samplers import compiled
 
-    monkeypatch.setattr(driver, "MH_MIN_ACCEPT", threshold)
+    monkeypatch.setattr(compiled, "MH_MIN_ACCEPT", threshold)
     problem = _problem(LogisticLoss(1.0), Dropout(0.3))
     theta_hat = fit_problem(problem).theta
     kw = dict(chains=2, theta_hat=theta_hat, progressbar=False, cores=2)
@@ -381,10 +381,10 @@ def test_mh_move_is_switched_off_after_tuning_when_it_hardly_accepts(threshold, 
     np.testing.assert_array_equal(np.concatenate([first.theta, rest.theta], axis=1),
                                   whole.theta)
     setup = compiled_setup(problem)
-    setup["proposal"] = driver.laplace_proposal(problem, theta_hat)
-    chain = driver._run_chain_compiled(setup, theta_hat, np.random.SeedSequence(1), tune=30,
-                                       draws=50, thin=1, overrelax=-0.5,
-                                       store_augmentation=False)
+    setup["proposal"] = compiled.laplace_proposal(problem, theta_hat)
+    chain = compiled.run_chain_compiled(setup, theta_hat, np.random.SeedSequence(1), tune=30,
+                                        draws=50, thin=1, overrelax=-0.5,
+                                        store_augmentation=False)
     assert chain.mh_stats[1] == (80 if kept_on else 30)  # proposals: every sweep / tuning
 
 
@@ -407,17 +407,17 @@ def test_row_sampler_last_state_continues_exactly():
     """The row-backend sampler (the dask path; here on one in-memory block) continues from
     ``last_state`` to the draws of one longer run, chunk seeds and client draws alike."""
     from bayesdrop.linalg.backend import InMemoryRows
-    from bayesdrop.samplers.driver import LastState
-    from bayesdrop.samplers.rows import sample_rows
+    from bayesdrop.samplers import LastState
 
     problem = _problem(HingeLoss(1.0), Dropout(0.3))
     theta_hat = fit_problem(problem).theta
     rows = InMemoryRows(problem)
     kw = dict(chains=2, progressbar=False, thin=2)
-    whole = sample_rows(rows, theta_hat, draws=50, tune=10, random_state=3, **kw)
-    first = sample_rows(rows, theta_hat, draws=30, tune=10, random_state=3, **kw)
+    kw["theta_hat"] = theta_hat
+    whole = sample(rows, draws=50, tune=10, random_state=3, **kw)
+    first = sample(rows, draws=30, tune=10, random_state=3, **kw)
     assert isinstance(first.last_state, LastState) and first.last_state.sweep == 70
-    rest = sample_rows(rows, theta_hat, draws=20, tune=0, init=first.last_state, **kw)
+    rest = sample(rows, draws=20, tune=0, init=first.last_state, **kw)
     np.testing.assert_array_equal(np.concatenate([first.theta, rest.theta], axis=1),
                                   whole.theta)
     np.testing.assert_array_equal(np.concatenate([first.lp, rest.lp], axis=1), whole.lp)
@@ -425,12 +425,11 @@ def test_row_sampler_last_state_continues_exactly():
 
 def test_one_driver_runs_row_backends_with_the_same_checks_and_interrupts(monkeypatch):
     """``sample`` takes a row back-end: its draws are those of the row kernel's ``step``
-    run by hand with the documented seeds (``sample_rows`` is the same call), the same
+    run by hand with the documented seeds, the same
     argument checks as for a problem, a mismatched ``LastState`` named, and Ctrl-C
     keeping the draws made so far with a warning."""
     from bayesdrop.linalg.backend import InMemoryRows
     from bayesdrop.samplers import rows as rows_kernel
-    from bayesdrop.samplers.rows import sample_rows
 
     problem = _problem(LogisticLoss(1.0), Dropout(0.3))
     theta_hat = fit_problem(problem).theta
@@ -451,9 +450,6 @@ def test_one_driver_runs_row_backends_with_the_same_checks_and_interrupts(monkey
         if sweep >= 5:
             by_hand.append(state.theta.copy())
     np.testing.assert_array_equal(res.theta, np.stack(by_hand, axis=1))
-    np.testing.assert_array_equal(res.theta, sample_rows(
-        rows, theta_hat, draws=20, tune=5, chains=2, progressbar=False,
-        random_state=4).theta)
     for bad, match in ((dict(draws=0), "draws"), (dict(chains=0), "chains"),
                        (dict(thin=0), "thin"), (dict(overrelax=1.0), "overrelax"),
                        (dict(store_augmentation=True), "store_augmentation"),

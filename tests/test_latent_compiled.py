@@ -19,7 +19,7 @@ from bayesdrop.model import _latent_compiled as LC
 from bayesdrop.model.latent import latent_gradients, noise_entries
 from bayesdrop.solvers import _lbfgs_compiled as LB
 from bayesdrop.solvers import lbfgs
-from bayesdrop.solvers._newton_dense import loss_code
+from bayesdrop.model._loss_kernels import loss_code
 
 
 def _value_grad(X, entries, y, loss, theta, alpha, pen, fit_intercept):

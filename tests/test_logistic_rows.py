@@ -8,7 +8,7 @@ import bayesdrop.model.losses as losses_module
 from bayesdrop import LogisticLoss
 from bayesdrop.linalg.hessian import _terms_curvature
 from bayesdrop.model._logistic_rows import BLOCK_ROWS, SIMD_MIN_ROWS, logistic_rows
-from bayesdrop.solvers._newton_dense import terms_curvature
+from bayesdrop.model._loss_kernels import terms_curvature
 
 
 def _points(n, seed=0):

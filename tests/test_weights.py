@@ -22,7 +22,7 @@ from bayesdrop import (
     SquaredLoss,
     sample_posterior,
 )
-from bayesdrop.samplers.augmentation import polya_gamma, polya_gamma_moments
+from bayesdrop.model.augmentation import polya_gamma, polya_gamma_moments
 from bayesdrop.solvers import fit_problem
 
 RNG = np.random.default_rng(7)

@@ -146,10 +146,10 @@ def test_overrelaxed_draw_preserves_gaussian_with_lag_covariance_alpha_sigma(sol
 
 
 def test_compiled_syrk_sums_row_blocks_of_the_weighted_gram_matrix():
-    """``bayesdrop.linalg._blas.syrk_rows`` (BLAS dsyrk called from numba, upper triangle)
+    """``bayesdrop._blas.syrk_rows`` (BLAS dsyrk called from numba, upper triangle)
     accumulated over row blocks and mirrored equals ``W^T W``; only the first ``rows``
     rows of the block count."""
-    from bayesdrop.linalg._blas import dsyrk_address, mirror_upper, syrk_rows, syrk_work
+    from bayesdrop._blas import dsyrk_address, mirror_upper, syrk_rows, syrk_work
 
     rng = np.random.default_rng(0)
     W = rng.normal(size=(23, 5))

@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from .._progress import ProgressBar
 from .._validation import check_sample_weight, reject_dask
-from ._dask import is_dask_array, map_rows
+from ..linalg.dask_backend import is_dask_array, map_rows
 
 __all__ = ["ACCEPT_SPARSE", "BinaryFit", "LinearModel", "OneVsRestClassifier",
            "set_classes", "class_index", "one_vs_rest_targets", "validate_arrays"]

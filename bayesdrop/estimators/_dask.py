@@ -12,37 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linalg.dask_backend import DaskRows, check_dask_design, is_dask_array
+from ..linalg.dask_backend import DaskRows, check_dask_design, is_dask_array, labels_of
 
-__all__ = ["is_dask_array", "map_rows", "fit_dask", "sample_posterior_dask"]
-
-
-def map_rows(method, X, n_columns=None, dtype=np.float64):
-    """``method`` (an in-memory prediction method) applied chunk by chunk, lazily.
-
-    Returns a dask array of shape (n_samples,) (``n_columns=None``) or
-    (n_samples, n_columns) with ``X``'s row chunks.
-    """
-    check_dask_design(X)
-    if n_columns is None:
-        return X.map_blocks(method, dtype=dtype, drop_axis=1, chunks=(X.chunks[0],),
-                            meta=np.empty((0,), dtype=dtype))
-    return X.map_blocks(method, dtype=dtype, chunks=(X.chunks[0], (int(n_columns),)),
-                        meta=np.empty((0, 0), dtype=dtype))
-
-
-def _labels(y, n):
-    """``(classes, weighted counts)`` of a dask or in-memory label vector."""
-    import dask.array as da
-
-    if is_dask_array(y):
-        if y.ndim != 1 or y.shape[0] != n:
-            raise ValueError(f"y must have shape ({n},), got {y.shape}")
-        return np.asarray(da.unique(y).compute())
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != n:
-        raise ValueError(f"y must have shape ({n},), got {y.shape}")
-    return np.unique(y)
+__all__ = ["fit_dask", "sample_posterior_dask"]
 
 
 def _class_weights(estimator, X, y, sample_weight, classes):
@@ -80,7 +52,7 @@ def _rows(estimator, X, y, sample_weight, noise, loss, classes=None):
     if not hasattr(estimator, "_targets"):  # regression: one problem, real targets
         return [DaskRows(X, y, loss, noise, estimator.fit_intercept, sample_weight)]
     if classes is None:
-        classes = _labels(y, n)
+        classes = labels_of(y, n)
         if classes.shape[0] < 2:
             raise ValueError(f"y contains only one class ({classes[0]!r}); at least two "
                              "classes are needed")

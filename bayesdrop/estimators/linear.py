@@ -26,7 +26,8 @@ from ..posterior import (maybe_log_likelihood, sample_problems, sigmoid_proba,
                          store_log_likelihood, vote_fractions)
 from ..solvers import check_solver, fit_problem
 from ._base import BinaryFit, LinearModel, OneVsRestClassifier, column_vector, validate_arrays
-from ._dask import fit_dask, is_dask_array, map_rows, sample_posterior_dask
+from ..linalg.dask_backend import is_dask_array, map_rows
+from ._dask import fit_dask, sample_posterior_dask
 
 __all__ = ["DropoutSVC", "DropoutLogisticRegression", "DropoutSVR"]
 

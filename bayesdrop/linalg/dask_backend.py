@@ -27,7 +27,7 @@ import numpy as np
 
 from .backend import RowBackend
 
-__all__ = ["DaskRows", "is_dask_array", "check_dask_design", "FAN_IN"]
+__all__ = ["DaskRows", "is_dask_array", "check_dask_design", "map_rows", "labels_of", "FAN_IN"]
 
 #: chunks summed per task of the reduction tree
 FAN_IN = 8
@@ -216,6 +216,35 @@ def _compute(parts):
             f"({type(exc).__name__}: {exc}); no result was returned. Workers may have been "
             "lost with data that cannot be recomputed (e.g. scattered chunks); persist X "
             "from a recomputable source, or retry") from exc
+
+
+def map_rows(method, X, n_columns=None, dtype=np.float64):
+    """``method`` (an in-memory prediction method) applied chunk by chunk, lazily.
+
+    Returns a dask array of shape (n_samples,) (``n_columns=None``) or
+    (n_samples, n_columns) with ``X``'s row chunks.
+    """
+    check_dask_design(X)
+    if n_columns is None:
+        return X.map_blocks(method, dtype=dtype, drop_axis=1, chunks=(X.chunks[0],),
+                            meta=np.empty((0,), dtype=dtype))
+    return X.map_blocks(method, dtype=dtype, chunks=(X.chunks[0], (int(n_columns),)),
+                        meta=np.empty((0, 0), dtype=dtype))
+
+
+def labels_of(y, n):
+    """The sorted distinct labels of a dask (computed by ``dask.array.unique``) or in-memory
+    label vector of ``n`` entries."""
+    import dask.array as da
+
+    if is_dask_array(y):
+        if y.ndim != 1 or y.shape[0] != n:
+            raise ValueError(f"y must have shape ({n},), got {y.shape}")
+        return np.asarray(da.unique(y).compute())
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y must have shape ({n},), got {y.shape}")
+    return np.unique(y)
 
 
 class DaskRows(RowBackend):

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import kernels
-from ._blas import padded_rows
+from .._blas import padded_rows
 
 __all__ = ["Curvature", "curvature", "gradient", "hessian_matrix", "hessian_operator",
            "hessian_vector_product", "hessian_diagonal"]
@@ -60,7 +60,7 @@ def _terms_curvature(loss, m, s, y):
     losses (:func:`bayesdrop.solvers._newton_dense.terms_curvature`; the logistic loss
     on many rows by :func:`bayesdrop.model._logistic_rows.logistic_rows`), else the
     loss's numpy methods."""
-    from ..solvers._newton_dense import loss_code, terms_curvature
+    from ..model._loss_kernels import loss_code, terms_curvature
 
     code = loss_code(loss)
     if code is None:

@@ -11,8 +11,6 @@ stored entries, with no temporary ``N x D`` array and no scipy call per product:
   diagonal, by :func:`csr_hessian_entries`, not once per product);
 * :func:`csr_hessian_entries` / :func:`dense_hdiag` -- the Hessian's diagonal (the CG
   preconditioner);
-* :func:`csr_rmatvec_pair` / :func:`dense_rmatvec_squares` -- the gradient's two products
-  ``Xbar^T a`` and ``V^T rho`` in one pass (``Design.rmatvec_pair``).
 
 The loops run in row order on one thread, so results are the same bits on every machine
 and thread count. The formulas are those of :mod:`bayesdrop.linalg.hessian` (the tests
@@ -26,8 +24,10 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["csr_hessian_entries", "csr_hvp", "csr_pcg", "csr_rmatvec_pair", "dense_hvp",
-           "dense_hdiag", "dense_hessian_split", "dense_rmatvec_squares"]
+from ..model._design_kernels import _scaled_row
+
+__all__ = ["csr_hessian_entries", "csr_hvp", "csr_pcg", "dense_hvp",
+           "dense_hdiag", "dense_hessian_split"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -209,58 +209,6 @@ def csr_pcg(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, inv_prec
 
 
 @numba.njit(cache=True, nogil=True)
-def csr_rmatvec_pair(indptr, indices, xdata, mdata, a, rho, g, nd):
-    """``g[:D] = X^T a`` and ``nd = M^T rho`` in one pass over CSR ``X`` and ``M`` of the
-    same pattern (``D = nd.shape[0]``; ``g`` may be longer, its intercept entry is left
-    to the caller): the two products of the gradient in one sweep over the entries
-    instead of two scipy products (on newsgroups, 714 x 22178: 230 -> 205 us)."""
-    for j in range(nd.shape[0]):
-        g[j] = 0.0
-        nd[j] = 0.0
-    for i in range(indptr.shape[0] - 1):
-        ai = a[i]
-        ri = rho[i]
-        for k in range(indptr[i], indptr[i + 1]):
-            j = indices[k]
-            g[j] += xdata[k] * ai
-            nd[j] += mdata[k] * ri
-
-
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-def dense_rmatvec_squares(X, a, rho, g, nd):
-    """``g[:D] = X^T a`` and ``nd = (X * X)^T rho`` in one pass over C-ordered ``X``
-    (``N x D``), four rows at a time (the accumulators are read and written once per four
-    rows); ``g`` may be longer than ``D`` (its intercept entry is left to the caller).
-    Each column's sum is reassociated (``fastmath`` with only ``reassoc`` and
-    ``contract``): the two BLAS products with a stored ``X * X`` differ by rounding only,
-    and read twice the memory (on 10^4 x 50: 240 -> 136 us)."""
-    n, D = X.shape
-    for j in range(D):
-        g[j] = 0.0
-        nd[j] = 0.0
-    i = 0
-    while i + 4 <= n:
-        a0, a1, a2, a3 = a[i], a[i + 1], a[i + 2], a[i + 3]
-        r0, r1, r2, r3 = rho[i], rho[i + 1], rho[i + 2], rho[i + 3]
-        for j in range(D):
-            x0 = X[i, j]
-            x1 = X[i + 1, j]
-            x2 = X[i + 2, j]
-            x3 = X[i + 3, j]
-            g[j] += x0 * a0 + x1 * a1 + x2 * a2 + x3 * a3
-            nd[j] += x0 * x0 * r0 + x1 * x1 * r1 + x2 * x2 * r2 + x3 * x3 * r3
-        i += 4
-    while i < n:
-        ai = a[i]
-        ri = rho[i]
-        for j in range(D):
-            x = X[i, j]
-            g[j] += x * ai
-            nd[j] += x * x * ri
-        i += 1
-
-
-@numba.njit(cache=True, nogil=True)
 def dense_hvp(X, M, scale, fit_intercept, w, d_mm, d_ms, d_ss, noise_diag, z, out):
     """``out = H z`` for dense ``X`` and ``M`` (see :func:`csr_hvp`)."""
     n, D = X.shape
@@ -347,28 +295,6 @@ def _put_row(Z, row, X, M, g, r, fit_intercept, cx, cg):
         Z[row, j] = cx * X[r, j] + cg * (M[r, j] * g[j])
     if fit_intercept:
         Z[row, D] = cx
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _scaled_row(Z, row, X, r, fit_intercept, cx):
-    """``Z[row] = cx * xbar_r``."""
-    D = X.shape[1]
-    for j in range(D):
-        Z[row, j] = cx * X[r, j]
-    if fit_intercept:
-        Z[row, D] = cx
-
-
-@numba.njit(cache=True, nogil=True)
-def scaled_rows(X, r, fit_intercept, out, step=1):
-    """``out[i] = r_i [x_n, 1]`` with ``n = i * step`` (``[x_n]`` without intercept) for
-    ``i < len(out)``, cast to ``out``'s dtype: the rows of ``diag(r) Xbar`` (of every
-    ``step``-th row of ``Xbar``), whose ``out^T out`` is ``Xbar^T diag(r^2) Xbar``
-    (numpy's casting ``multiply`` into float32 took four times as long; the rows of a
-    strided view ``X[::step]`` would not vectorise: 109 against 23 us for 2500 x 50)."""
-    for i in range(out.shape[0]):
-        _scaled_row(out, i, X, i * step, fit_intercept, r[i])
-    return out
 
 
 #: an example's 2 x 2 curvature ``C_n`` is split into signed squares only when

@@ -5,6 +5,10 @@
 * :mod:`.losses` -- the augmented losses: ``J``'s terms and the per-example weights of
   the shared weighted least-squares system;
 * :mod:`.objective` -- ``J`` itself; :mod:`.problem` -- ``(design, loss, y)``;
+* :mod:`.augmentation` -- the augmentation variables' distributions and draws
+  (inverse Gaussian / GIG, Polya-Gamma; :mod:`.pg_inversion` its inversion tables);
+* :mod:`._loss_kernels` -- the losses' compiled per-example terms and derivatives;
+  :mod:`._design_kernels` -- the design's compiled passes;
 * :mod:`.latent` -- the hidden-layer design (full-covariance noise term).
 """
 

@@ -24,7 +24,7 @@ import math
 import numba
 import numpy as np
 
-from ..solvers._newton_dense import _term_and_value
+from ._loss_kernels import _term_and_value
 from ._logistic_rows import logistic_from
 
 __all__ = ["EXP_FLOOR_ARG", "LatentWork", "latent_value_grad"]

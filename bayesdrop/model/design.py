@@ -229,10 +229,10 @@ class Design:
 
         With ``V = scale X * X`` on a dense ``X`` (dropout, multiplicative noise) both
         come from one compiled pass over ``X``, reading ``N D`` numbers instead of
-        ``2 N D`` (:func:`bayesdrop.linalg.kernels.dense_rmatvec_squares`); with
+        ``2 N D`` (:func:`bayesdrop.model._design_kernels.dense_rmatvec_squares`); with
         ``V = scale M``, ``M`` a CSR matrix of the pattern of a CSR ``X``, from one
         compiled pass over the stored entries
-        (:func:`bayesdrop.linalg.kernels.csr_rmatvec_pair`); otherwise :meth:`rmatvec`
+        (:func:`bayesdrop.model._design_kernels.csr_rmatvec_pair`); otherwise :meth:`rmatvec`
         and :meth:`noise_rmatvec`.
 
         Examples
@@ -249,7 +249,7 @@ class Design:
             compiled = self.row_kernel_arrays()
         if not (getattr(self, "_squares", False) or compiled is not None):
             return self.rmatvec(a), self.noise_rmatvec(rho)
-        from ..linalg import kernels
+        from . import _design_kernels as kernels
 
         a = np.ascontiguousarray(a, dtype=np.float64)
         rho = np.ascontiguousarray(rho, dtype=np.float64)
@@ -342,8 +342,8 @@ class Design:
         if self.sparse:
             G[:D, :D] = (X.T @ X.multiply(rho[:, None]).tocsr()).toarray()
         elif single:  # rows sqrt(rho) x_n in float32 (compiled: a casting multiply is slow)
-            from ..linalg._blas import padded_rows
-            from ..linalg.kernels import scaled_rows
+            from .._blas import padded_rows
+            from ._design_kernels import scaled_rows
 
             if row_step > 1:  # rows sqrt(k rho_n) xbar_n of every k-th n, intercept included
                 r = np.sqrt(row_step * rho[::row_step])

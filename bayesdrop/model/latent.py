@@ -32,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from ..solvers._newton_dense import loss_code
+from ._loss_kernels import loss_code
 from ._latent_compiled import LatentWork, latent_value_grad
 from .design import Design
 from .noise import FeatureVariance

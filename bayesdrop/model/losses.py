@@ -38,7 +38,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from .._validation import as_float_vector, check_binary_labels, check_scalar
-from ..samplers.augmentation import inverse_gaussian, polya_gamma
+from .augmentation import inverse_gaussian, polya_gamma
 from ._logistic_rows import KAPPA_SERIES as _KAPPA_SERIES
 from ._logistic_rows import PSI_SERIES as _PSI_SERIES
 from ._logistic_rows import SIMD_MIN_ROWS, logistic_rows

@@ -6,12 +6,12 @@ with no Python between them:
 
 1. per example, the augmentation given the scores ``(m_n, s_n)`` -- inverse Gaussian
    (hinge, epsilon-insensitive; Michael-Schucany-Haas, as
-   :func:`bayesdrop.samplers.augmentation.inverse_gaussian`) or Polya-Gamma
+   :func:`bayesdrop.model.augmentation.inverse_gaussian`) or Polya-Gamma
    ``PG(h_n, psi_n)`` (logistic): for ``floor(h_n) <= 8``, ``floor(h_n)`` exact
    ``PG(1, z)`` draws by Devroye's alternating-series method (:func:`pg1`; the algorithm
    of Polson, Scott & Windle 2013, as in BayesLogit and ``polyagamma``'s ``devroye``) plus
-   the fractional part of :func:`bayesdrop.samplers.augmentation.pg_fraction`; larger
-   shapes whole by :func:`bayesdrop.samplers.augmentation.pg_series` (time bounded in
+   the fractional part of :func:`bayesdrop.model.augmentation.pg_fraction`; larger
+   shapes whole by :func:`bayesdrop.model.augmentation.pg_series` (time bounded in
    ``h``);
 2. the system weights ``(rho, t)``, ``A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho)``
    (BLAS ``dsyrk`` on ``sqrt(rho) Xbar`` in row blocks, half the work of a ``gemm``),
@@ -38,10 +38,10 @@ import math
 import numba
 import numpy as np
 
-from ..linalg._blas import mirror_upper, syrk_rows, syrk_work
-from ..solvers._newton_dense import _term
-from .augmentation import PG_DEVROYE_MAX, _ig_one, pg_fraction, pg_series
-from .pg_inversion import pg_tables
+from .._blas import mirror_upper, syrk_rows, syrk_work
+from ..model._loss_kernels import _term
+from ..model.augmentation import PG_DEVROYE_MAX, _ig_one, pg_fraction, pg_series
+from ..model.pg_inversion import pg_tables
 
 __all__ = ["pg1", "polya_gamma_compiled", "run_sweeps"]
 
@@ -133,9 +133,9 @@ def pg1(z, rng):
 @numba.njit(cache=True, nogil=True, inline="always")
 def _pg(h, z, rng, K, G, n_int, zmax, ti):
     """``PG(h, z)`` for real ``h > 0``: ``floor(h)`` exact ``PG(1, z)`` draws plus the
-    fractional part (:func:`bayesdrop.samplers.augmentation.pg_fraction`, from table
+    fractional part (:func:`bayesdrop.model.augmentation.pg_fraction`, from table
     ``ti`` of ``(K, G, n_int, zmax)``); above ``PG_DEVROYE_MAX`` the series draw of the
-    whole shape (:func:`bayesdrop.samplers.augmentation.pg_series`), so that the cost
+    whole shape (:func:`bayesdrop.model.augmentation.pg_series`), so that the cost
     is bounded in ``h``."""
     n = int(math.floor(h))
     f = h - n
@@ -199,7 +199,7 @@ def _augment(code, p0, p1, y, sw, m, s, rng, a1, a2, rho, t, pgt):
     """Draw every example's augmentation given its scores and write the system weights
     ``(rho, t)`` (``a1``, ``a2``: the augmentation variables kept for the summaries;
     ``pgt``: the ``(knots, guide, n_int, zmax, index)`` of the fractional Polya-Gamma tables,
-    :meth:`bayesdrop.samplers.pg_inversion.PGTables.arrays`)."""
+    :meth:`bayesdrop.model.pg_inversion.PGTables.arrays`)."""
     K, G, n_int, zmax, index = pgt
     for i in range(m.shape[0]):
         c = p0 * sw[i]
@@ -367,7 +367,7 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
     ``exp(-J)``; the augmentation is drawn afresh from ``theta`` at the next sweep, so the
     composition samples ``exp(-J)`` exactly. ``mh_stats`` counts ``(accepted, proposed)``.
 
-    ``syrk``: the address of BLAS ``dsyrk`` (:func:`bayesdrop.linalg._blas.dsyrk_address`).
+    ``syrk``: the address of BLAS ``dsyrk`` (:func:`bayesdrop._blas.dsyrk_address`).
 
     With ``line``, the Gaussian step is followed (before the MH move) by
     :func:`_line_move` along ``line_v[:-2]`` (``line_u = Xbar v``, ``line_c = V

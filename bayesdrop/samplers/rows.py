@@ -23,10 +23,11 @@ import scipy.linalg as sla
 
 from .._validation import seed_sequence
 from ..linalg.woodbury import cholesky_factor
-from .driver import LastState, generators_from_states, start_points
+from .result import ChainRecord, LastState, generators_from_states
+from .start import start_points
 from .gibbs import OVERRELAX
 
-__all__ = ["GibbsRowsState", "init", "step", "sample_rows", "chain_setup",
+__all__ = ["GibbsRowsState", "init", "step", "chain_setup",
            "run_chains"]
 
 
@@ -51,7 +52,7 @@ def init(rows, thetas):
     return GibbsRowsState(thetas, 0)
 
 
-_init_state = init  # ``sample_rows`` has an argument named ``init``
+_init_state = init  # ``chain_setup`` has an argument named ``init``
 
 
 def step(rngs, rows, state, entropies, *, overrelax=OVERRELAX):
@@ -103,32 +104,6 @@ def step(rngs, rows, state, entropies, *, overrelax=OVERRELAX):
     return GibbsRowsState(new, state.sweep + 1), values
 
 
-def sample_rows(rows, theta_hat, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
-                random_state=None, progressbar=True, overrelax=OVERRELAX):
-    """Gibbs chains on ``exp(-J)`` through a row back-end: :func:`bayesdrop.samplers.sample`
-    with ``rows`` as its model (the one driver; this name is kept for existing code).
-
-    Examples
-    --------
-    >>> from bayesdrop import Problem, HingeLoss, Dropout
-    >>> from bayesdrop.linalg.backend import InMemoryRows
-    >>> from bayesdrop.solvers import fit_problem
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + 0.5 * rng.normal(size=60))
-    >>> problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.3))
-    >>> theta_hat = fit_problem(problem).theta
-    >>> res = sample_rows(InMemoryRows(problem), theta_hat, draws=30, tune=10, chains=2,
-    ...                   random_state=0, progressbar=False)
-    >>> res.theta.shape, bool(res.lp.max() <= -problem.objective(theta_hat) + 1e-9)
-    ((2, 30, 4), True)
-    """
-    from .driver import sample
-
-    return sample(rows, theta_hat=theta_hat, draws=draws, tune=tune, chains=chains,
-                  thin=thin, init=init, random_state=random_state,
-                  progressbar=progressbar, overrelax=overrelax)
-
-
 def chain_setup(rows, init, theta_hat, chains, random_state):
     """Starting points, client generators, chunk seeds and first sweep of the chains.
 
@@ -178,7 +153,6 @@ def run_chains(rows, thetas, rngs, entropies, first_sweep, *, tune, draws, thin,
     last : LastState
         With the chunk seeds and the sweep counter.
     """
-    from .driver import _Chain
 
     start = time.perf_counter()
     state = init(rows, thetas)
@@ -212,7 +186,7 @@ def run_chains(rows, thetas, rngs, entropies, first_sweep, *, tune, draws, thin,
     if tune_time is None:
         tune_time = 0.0 if tune == 0 else wall
     rng_states = tuple(g.bit_generator.state for g in rngs)
-    chains = [_Chain(kept[c, :n_kept], lp[c, :n_kept], None, None, n_kept, tune_time,
+    chains = [ChainRecord(kept[c, :n_kept], lp[c, :n_kept], None, None, n_kept, tune_time,
                      wall - tune_time, interrupted, None, state.theta[c].copy(), rng_states[c])
               for c in range(n_chains)]
     return chains, LastState(state.theta.copy(), rng_states, tuple(entropies), state.sweep)

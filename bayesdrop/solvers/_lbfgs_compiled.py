@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..model._latent_compiled import LatentWork, latent_value_grad
-from ._newton_dense import loss_code
+from ..model._loss_kernels import loss_code
 
 __all__ = ["CompiledLatent", "MAX_LINE_SEARCH", "MEMORY", "centred_objective",
            "input_mean", "lbfgs_latent", "shift_biases"]

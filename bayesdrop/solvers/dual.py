@@ -35,7 +35,7 @@ import numpy as np
 
 from .._threads import with_single_blas_pool
 from ..model.losses import HingeLoss
-from .result import SolverResult
+from .polish import certify
 
 __all__ = ["MAX_DUAL_SAMPLES", "SMO_TOL", "applicable", "fit"]
 
@@ -332,27 +332,6 @@ def _intercept(a, G, y, C):
     return float(0.5 * (hi + lo))
 
 
-def _certify(problem, theta, history, it, start, on_kink=None):
-    """The polished optimum from ``theta`` (and the start set ``on_kink``) as a result, if
-    its KKT certificate holds."""
-    from .irls import active_set_polish
-
-    polished, J_p = active_set_polish(problem, theta, on_kink)
-    if polished is None or J_p > history[-1] * (1.0 + 1e-12) + 1e-300:
-        return None
-    return exact_result(problem, polished, history + [J_p], it, start, "dual", it)
-
-
-def exact_result(problem, theta, history, n_iter, start, solver, n_evals):
-    """A converged :class:`SolverResult` at ``theta`` (an optimum certified by its caller)
-    with the objective ``history`` ending at ``J(theta)``; ``start`` from
-    ``time.perf_counter()``."""
-    grad = problem.objective(theta, gradient=True)[1]
-    return SolverResult(theta, np.array(history), n_iter, True,
-                        float(np.max(np.abs(grad), initial=0.0)), time.perf_counter() - start,
-                        solver, n_evals, "cholesky")
-
-
 @with_single_blas_pool
 def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO_TOL,
         smo_max_iter=None):
@@ -399,7 +378,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO
     start = time.perf_counter()
     if theta0 is not None:  # a warm start that the polish certifies is the optimum
         theta0 = np.asarray(theta0, dtype=float)
-        certified = _certify(problem, theta0, [problem.objective(theta0)], 0, start)
+        certified = certify(problem, theta0, [problem.objective(theta0)], 0, start)
         if certified is not None:
             return certified
     design, loss, y = problem
@@ -430,10 +409,10 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO
         # at the last stage also from the examples near the margin at theta
         box = C / scale
         free = (a > FREE_TOL * box) & (a < (1.0 - FREE_TOL) * box)
-        certified = _certify(problem, theta, history, it, start, free)
+        certified = certify(problem, theta, history, it, start, free)
         last = stage_tol <= smo_tol or it >= smo_max_iter
         if certified is None and last:
-            certified = _certify(problem, theta, history, it, start)
+            certified = certify(problem, theta, history, it, start)
         if certified is not None:
             return certified
         if handover and (steps >= budget or last):

@@ -483,7 +483,7 @@ def _dense_arrays(design, compiled="auto"):
 
 
 def _fit_compiled(problem, theta, code, arrays, tol, max_iter, irls_start):
-    from ..linalg._blas import dsyrk_address
+    from .._blas import dsyrk_address
     from ._newton_dense import newton_dense
 
     X, M, scale = arrays
@@ -591,7 +591,7 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
     factor0 = None
     compiled_run = None
     if linalg == "cholesky" and compiled:
-        from ._newton_dense import loss_code
+        from ..model._loss_kernels import loss_code
 
         code, arrays = loss_code(loss), _dense_arrays(design, compiled)
         if code is not None and arrays is not None:

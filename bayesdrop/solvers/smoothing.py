@@ -315,7 +315,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True):
     ('smoothing', True)
     """
     from . import irls
-    from .dual import _certify, exact_result
+    from .polish import certify, exact_result
 
     if not applicable(problem):
         raise ValueError("the smoothing solver needs a piecewise-linear loss (hinge, "
@@ -331,7 +331,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True):
         dist = np.min(np.abs(design.matvec(theta)[:, None] - pos), axis=1)
         tight = dist <= 1e-9 * max(float(np.max(np.abs(pos))), 1.0)
         for on_kink in (tight, None):
-            certified = _certify(problem, theta, [problem.objective(theta)], 0, start,
+            certified = certify(problem, theta, [problem.objective(theta)], 0, start,
                                  on_kink)
             if certified is not None:
                 return certified._replace(solver="smoothing")
@@ -384,7 +384,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True):
         zone = d2 > 0.0
         prev_zone = zone
         if mu * jump <= POLISH_FROM_MU:
-            certified = _certify(problem, theta, history, steps, start, zone)
+            certified = certify(problem, theta, history, steps, start, zone)
             if certified is not None:
                 return certified._replace(solver="smoothing", n_evals=rounds)
         if exact and mu * gap <= GAP_FACTOR * tol * max(abs(history[-1]), 1.0):

@@ -33,9 +33,9 @@ paths, and the cost of a draw is bounded whatever ``h``:
 
   - ``PG(n, z)`` -- ``polyagamma``'s exact ``devroye`` method (one vectorised call);
   - ``PG(f, z)`` -- :func:`pg_fraction`, jitted. Where it is cheaper (``|z|`` below
-    :func:`bayesdrop.samplers.pg_inversion.tilt_limit`, about 25 for ``f = 0.2``, 9 for
+    :func:`bayesdrop.model.pg_inversion.tilt_limit`, about 25 for ``f = 0.2``, 9 for
     ``f = 0.9``), by exponential tilting of ``PG(f, 0)`` draws from a
-    numerical-inversion table (u-error 1e-12; :mod:`bayesdrop.samplers.pg_inversion`),
+    numerical-inversion table (u-error 1e-12; :mod:`bayesdrop.model.pg_inversion`),
     30-60 ns a trial and ``cosh(z/2)^f`` trials on average; elsewhere (and for more than
     16 distinct fractions) by :func:`pg_series`.
 
@@ -228,7 +228,7 @@ def pg_series(f, z, rng):
 @numba.njit(cache=True, nogil=True, inline="always")
 def pg_fraction(f, z, rng, K, G, n_int, zmax, ti):
     """One ``PG(f, z)`` draw, ``0 < f < 1``: from table ``ti`` of ``(K, G, n_int, zmax)``
-    (a :class:`~bayesdrop.samplers.pg_inversion.PGTables`) by tilted inversion for
+    (a :class:`~bayesdrop.model.pg_inversion.PGTables`) by tilted inversion for
     ``|z| < zmax[ti]``, else :func:`pg_series`."""
     if ti >= 0 and abs(z) < zmax[ti]:
         return tilted_draw(K, G, ti, n_int[ti], z, rng)

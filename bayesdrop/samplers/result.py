@@ -1,0 +1,176 @@
+"""What a sampling run returns: :class:`SamplerResult`, the per-chain record the runners
+fill (:class:`ChainRecord`), :class:`LastState` to continue a run, and
+:func:`assemble` (the records of all chains into one result)."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["ChainRecord", "LastState", "SamplerResult", "assemble", "generators_from_states"]
+
+
+class LastState(NamedTuple):
+    """Where every chain stopped: pass it as ``init`` to :func:`sample` to continue.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (chains, n_params)
+        Each chain's current ``theta`` (its last sweep's, kept or not).
+    rng_states : tuple of dict
+        Each chain's ``numpy.random.Generator`` bit-generator state after its last sweep.
+    entropies : tuple of int or None
+        Row back-ends only: the chains' seeds of the chunk draws
+        (:func:`bayesdrop.linalg.backend.block_rng`).
+    sweep : int or None
+        Row back-ends only: sweeps done; the next one draws with ``spawn_key=(sweep, b)``.
+    mh : tuple of bool or None
+        Compiled dense chains: whether each chain's independence MH move is still on
+        (it is switched off after tuning when it accepted less than
+        :data:`MH_MIN_ACCEPT` there); a continued run keeps that choice.
+    """
+
+    theta: np.ndarray
+    rng_states: tuple
+    entropies: tuple | None = None
+    sweep: int | None = None
+    mh: tuple | None = None
+
+
+def generators_from_states(states):
+    """``numpy.random.Generator`` objects resumed from saved bit-generator states.
+
+    Examples
+    --------
+    >>> g = np.random.default_rng(1); state = g.bit_generator.state; a = g.random()
+    >>> generators_from_states([state])[0].random() == a
+    True
+    """
+    gens = []
+    for state in states:
+        gen = np.random.default_rng()
+        gen.bit_generator.state = state
+        gens.append(gen)
+    return gens
+
+
+class SamplerResult(NamedTuple):
+    """Output of :func:`sample` for one problem.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (chains, draws, n_params)
+    lp : ndarray of shape (chains, draws)
+        ``-J(theta)`` of each kept draw.
+    augmentation_mean : ndarray of shape (chains, n_augmentation, n_samples)
+        Running mean of the augmentation variables over the kept sweeps (``u`` for the
+        hinge, ``(u, u')`` for epsilon-insensitive, ``lambda`` for the logistic loss).
+    augmentation : ndarray of shape (chains, draws, n_augmentation, n_samples) or None
+        Full traces, only with ``store_augmentation=True``.
+    theta_init : ndarray of shape (chains, n_params)
+    tune_time, draw_time : ndarray of shape (chains,)
+        Wall-clock seconds of burn-in and of the kept part of each chain.
+    tune, thin : int
+    interrupted : bool
+        Whether sampling was stopped by ``KeyboardInterrupt`` (the draws are those
+        collected until then, the same number for every chain).
+    wall_time : float
+        Wall-clock seconds of the whole call (all chains, parallel or not).
+    mh_accept : ndarray of shape (chains,)
+        Acceptance rate of the independence MH move per chain (NaN without it).
+    intercept_accept : ndarray of shape (chains,)
+        Acceptance rate of the intercept's MH move of the compiled dense sweep per chain
+        (NaN without it; see :func:`sample`).
+    last_state : LastState
+        Where the chains stopped (``sample(..., init=result.last_state, tune=0)`` goes
+        on from there, as NumPyro's ``MCMC.last_state``).
+    log_likelihood : ndarray of shape (chains, draws, n_samples) or None
+        Pointwise log pseudo-likelihood of each draw (``store_log_likelihood=True`` with
+        the compiled sweeps), equal to
+        :func:`bayesdrop.posterior.pointwise_log_likelihood` of the draws.
+    """
+
+    theta: np.ndarray
+    lp: np.ndarray
+    augmentation_mean: np.ndarray
+    augmentation: np.ndarray | None
+    theta_init: np.ndarray
+    tune_time: np.ndarray
+    draw_time: np.ndarray
+    tune: int
+    thin: int
+    interrupted: bool
+    wall_time: float = float("nan")
+    mh_accept: np.ndarray = None
+    last_state: LastState = None
+    log_likelihood: np.ndarray | None = None
+    intercept_accept: np.ndarray = None
+
+
+class ChainRecord(NamedTuple):
+    """One chain's draws and statistics, as a runner returns them (see :func:`assemble`)."""
+
+    theta: np.ndarray
+    lp: np.ndarray
+    aug_mean: np.ndarray
+    aug: np.ndarray | None
+    n_kept: int
+    tune_time: float
+    draw_time: float
+    interrupted: bool
+    mh_stats: np.ndarray = None
+    theta_last: np.ndarray = None
+    rng_state: dict = None
+    terms: np.ndarray | None = None
+    mh_on: bool | None = None
+    intercept_stats: np.ndarray = None
+
+
+def assemble(results, inits, chains, tune, thin, wall_start, store_augmentation,
+              last_state=None):
+    """The :class:`SamplerResult` of the chains' records (both runners): the same number
+    of draws from every chain; an interrupt keeps them with a warning, or propagates when
+    none was kept."""
+    interrupted = any(r.interrupted for r in results) or len(results) < chains
+    kept = min(r.n_kept for r in results)
+    if interrupted:
+        if kept == 0:  # stopped during tuning: nothing to return, the interrupt goes on
+            raise KeyboardInterrupt("sampling interrupted before any draw was kept")
+        warnings.warn(
+            f"sampling interrupted: returning the {kept} draw(s) per chain collected so far "
+            f"from {len(results)} chain(s)", RuntimeWarning, stacklevel=3,
+        )
+    aug_traces = None
+    if store_augmentation:
+        aug_traces = np.stack([r.aug[:kept] for r in results])
+    return SamplerResult(
+        theta=np.stack([r.theta[:kept] for r in results]),
+        lp=np.stack([r.lp[:kept] for r in results]),
+        augmentation_mean=(None if any(r.aug_mean is None for r in results)
+                           else np.stack([r.aug_mean for r in results])),
+        augmentation=aug_traces,
+        theta_init=inits[: len(results)],
+        tune_time=np.array([r.tune_time for r in results]),
+        draw_time=np.array([r.draw_time for r in results]),
+        tune=tune,
+        thin=thin,
+        interrupted=interrupted,
+        wall_time=time.perf_counter() - wall_start,
+        mh_accept=np.array([r.mh_stats[0] / r.mh_stats[1]
+                            if r.mh_stats is not None and r.mh_stats[1] else np.nan
+                            for r in results]),
+        last_state=(last_state if last_state is not None else
+                    LastState(np.stack([r.theta_last for r in results]),
+                              tuple(r.rng_state for r in results),
+                              mh=(tuple(bool(r.mh_on) for r in results)
+                                  if all(r.mh_on is not None for r in results) else None))),
+        log_likelihood=(-np.stack([r.terms[:kept] for r in results])
+                        if all(r.terms is not None for r in results) else None),
+        intercept_accept=np.array([
+            r.intercept_stats[0] / r.intercept_stats[1]
+            if r.intercept_stats is not None and r.intercept_stats[1] else np.nan
+            for r in results]),
+    )
