@@ -50,7 +50,7 @@ from bayesdrop import Dropout, HingeLoss, LogisticLoss, NoNoise, Problem
 from bayesdrop._arviz import ess
 from bayesdrop.samplers import sample
 from bayesdrop.samplers._gibbs_dense import polya_gamma_compiled
-from bayesdrop.samplers.augmentation import inverse_gaussian
+from bayesdrop.model.augmentation import inverse_gaussian
 from bayesdrop.solvers import fit_problem
 
 DRAWS, TUNE, CHAINS, CORES = 2000, 1000, 4, 2

@@ -143,7 +143,7 @@ def latent_value_grad(code, p0, p1, XT, VT, y, sw, z, K, fit_intercept, alpha_pe
             th = -math.expm1(-psi) / (1.0 + e)  # tanh(psi / 2)
             out = logistic_from(p0, m[i], s[i], y[i], psi, math.log1p(e), th, True, 1)
         else:
-            out = _term_and_value(code, p0, p1, m[i], s[i], y[i], 1)
+            out = _term_and_value(code, p0, p1, m[i], s[i], y[i], np.int64(1))
         total += sw[i] * out[0]
         d_m[i] = sw[i] * out[1]
         d_s[i] = sw[i] * out[2]

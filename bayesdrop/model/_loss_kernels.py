@@ -86,7 +86,7 @@ def _term_and_value(code, p0, p1, m, s, y, derivs):
     out = _term(code, p0, p1, m, s, y, derivs)
     if code != 1:
         return out
-    return (_term(code, p0, p1, m, s, y, 0)[0],) + out[1:]
+    return (_term(code, p0, p1, m, s, y, np.int64(0))[0],) + out[1:]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -96,7 +96,7 @@ def terms_curvature(code, p0, p1, m, s, y, sw, value, d_m, d_s, d_mm, d_ms, d_ss
     ``loss.terms`` and ``loss.curvature`` for the built-in losses (one pass, no
     temporaries)."""
     for i in range(m.shape[0]):
-        out = _term_and_value(code, p0, p1, m[i], s[i], y[i], 2)
+        out = _term_and_value(code, p0, p1, m[i], s[i], y[i], np.int64(2))
         w = sw[i]
         value[i] = w * out[0]
         d_m[i] = w * out[1]

@@ -115,7 +115,7 @@ def pg1(z, rng):
             x = t + rng.standard_exponential() / fz
         else:
             x = _truncated_ig(z, rng)
-        s = _a_coef(0, x)
+        s = _a_coef(np.int64(0), x)
         u = rng.random() * s
         n = 0
         while True:
@@ -252,7 +252,7 @@ def _log_target(code, p0, p1, D, y, sw, theta, m, s, terms):
     for d in range(D):
         total += theta[d] * theta[d]
     for i in range(m.shape[0]):
-        term = sw[i] * _term(code, p0, p1, m[i], s[i], y[i], 0)[0]
+        term = sw[i] * _term(code, p0, p1, m[i], s[i], y[i], np.int64(0))[0]
         if keep:
             terms[i] = term
         total += term
@@ -285,7 +285,7 @@ def _line_value(code, p0, p1, y, sw, m, s, u, a, c, pen, delta, terms):
     value = pen[0] + 2.0 * delta * pen[1] + delta * delta * pen[2]
     for i in range(m.shape[0]):
         si = max(s[i] + delta * (2.0 * a[i] + delta * c[i]), 0.0)
-        term = sw[i] * _term(code, p0, p1, m[i] + delta * u[i], si, y[i], 0)[0]
+        term = sw[i] * _term(code, p0, p1, m[i] + delta * u[i], si, y[i], np.int64(0))[0]
         if keep:
             terms[i] = term
         value += term
