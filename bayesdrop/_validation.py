@@ -111,7 +111,8 @@ def reject_dask(X, name="X", where="this function"):
             f"{name} is a dask array, which {where} would load into this process's memory. "
             "DropoutSVC, DropoutLogisticRegression and DropoutSVR (fit, predict, "
             "decision_function, predict_proba, sample_posterior) and "
-            "bayesdrop.sample_posterior compute on dask arrays chunk by chunk; elsewhere "
+            "bayesdrop.sample_posterior compute on dask arrays chunk by chunk (the latent "
+            "models predict on them chunk by chunk); elsewhere "
             f"call {name}.compute() to load it deliberately")
 
 

@@ -171,6 +171,12 @@ CASES = [
     ("complex-y-svr", lambda: DropoutSVR().fit(X, YR + 1j), (ValueError, "^y: Complex")),
     ("complex-y-sample", lambda: fitted(DropoutSVR).sample_posterior(X, YR + 1j, **SAMPLE),
      (ValueError, "^y: Complex")),
+    ("latent-fit-dask", lambda: DropoutLatentSVC(n_hidden=3).fit(_dask(X), Y),
+     (TypeError, "DropoutLatentSVC.fit")),
+    ("latent-sample-dask", lambda: DropoutLatentSVC(random_state=0, n_hidden=3).fit(X, Y)
+     .sample_posterior(_dask(X), Y, **SAMPLE), (TypeError, "sample_posterior")),
+    ("latent-predict-dask", lambda: _latent_dask_prediction(),
+     lambda pair: np.array_equal(pair[0].compute(), pair[1])),
     # -- studies and datasets
     ("flip-rate-one", lambda: flip_labels(Y, 1.0), (ValueError, "rate")),
     ("flip-one-class", lambda: flip_labels(np.ones(5), 0.2), (ValueError, "two classes")),
@@ -179,6 +185,18 @@ CASES = [
      lambda: nightmare_at_test_time({"svm": DropoutSVC()}, X, Y, X, Y, deletion=[1.5]),
      (ValueError, "deletion")),
 ]
+
+
+def _dask(a):
+    import dask.array as da
+
+    return da.from_array(a, chunks=(15, a.shape[1]))
+
+
+def _latent_dask_prediction():
+    """A fitted latent model predicts on a dask X lazily: (dask result, in-memory one)."""
+    est = DropoutLatentSVC(random_state=0, n_hidden=3).fit(X, Y)
+    return est.predict(_dask(X)), est.predict(X)
 
 
 def _readonly(a):

@@ -13,7 +13,7 @@ from scipy.special import expit
 from threadpoolctl import threadpool_limits
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_random_state, check_scalar
+from .._validation import check_random_state, check_scalar, reject_dask
 from ..model.latent import LatentDesign, noise_entries
 from ..model.losses import HingeLoss, LogisticLoss
 from ..model.noise import make_noise
@@ -180,6 +180,13 @@ class _DropoutLatentClassifier(_DropoutClassifier):
         return fit_problem(problem, theta, solver="auto", tol=1e-8, max_iter=1000,
                            warn=False)
 
+    def fit(self, X, y, sample_weight=None):
+        """Fit the hidden and output layers (see the class docstring; ``sample_weight`` as
+        in :meth:`DropoutSVC.fit`). A dask ``X`` raises a ``TypeError``: the latent fit
+        needs ``X`` in memory (the prediction methods do work chunk by chunk on one)."""
+        reject_dask(X, "X", f"{type(self).__name__}.fit")
+        return super().fit(X, y, sample_weight)
+
     def sample_posterior(self, X, y, **kwargs):
         """Gibbs sampling of the output weights **given the fitted hidden layer**.
 
@@ -189,6 +196,7 @@ class _DropoutLatentClassifier(_DropoutClassifier):
         ``feature`` coordinate names the hidden units ``h0, h1, ...``. ``lp`` includes the constant
         ``alpha_penalty ||alpha||_F^2`` so that it is comparable with ``objective_``.
         """
+        reject_dask(X, "X", f"{type(self).__name__}.sample_posterior")
         idata = super().sample_posterior(X, y, **kwargs)
         # lp = -J including the (here constant) hidden-layer penalty, as in objective_
         penalty = self.alpha_penalty * np.sum(self.hidden_weights_**2, axis=(1, 2))
