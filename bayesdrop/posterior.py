@@ -143,11 +143,14 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     if sample_weight is not None and problem.design.n_samples < y_obs.shape[0]:
         kept = np.flatnonzero(np.asarray(sample_weight, dtype=float) > 0)
     ll = maybe_log_likelihood([problem], [res.theta], [res]) if log_likelihood else None
+    attrs = {"irls_theta": fit.theta, "irls_objective": fit.objective[-1]}
+    if y_obs.dtype.kind not in "biuf":  # labels as their index (ArviZ's plots need numbers)
+        labels, y_obs = np.unique(y_obs, return_inverse=True)
+        attrs["classes"] = ",".join(str(c) for c in labels)
     idata = to_inference_data([res], loss=loss_obj, noise=noise_obj,
                               fit_intercept=fit_intercept, y=y_obs,
                               feature_names=feature_names, log_likelihood=ll, kept=kept,
-                              attrs={"irls_theta": fit.theta,
-                                     "irls_objective": fit.objective[-1]})
+                              attrs=attrs)
     convergence_warning(idata)
     return idata
 
@@ -178,7 +181,7 @@ def _sample_posterior_dask(X, y, loss, noise, fit_intercept, sample_weight, feat
                               attrs={"irls_theta": fit.theta,
                                      "irls_objective": fit.objective[-1], "backend": "dask",
                                      "n_chunks": rows.n_chunks})
-    convergence_warning(idata)
+    convergence_warning(idata, stacklevel=4)  # the user -> sample_posterior -> here
     return idata
 
 

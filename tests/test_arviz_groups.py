@@ -361,3 +361,27 @@ def test_average_ranks_equal_scipy_rankdata():
     for x in (rng.normal(size=(4, 200)), np.round(rng.normal(size=(5, 300)), 1),
               np.ones((2, 7)), rng.integers(0, 3, size=(3, 50)).astype(float)):
         np.testing.assert_array_equal(_average_ranks(x), rankdata(x, axis=1))
+
+
+def test_plot_ppc_works_for_string_class_labels():
+    """``az.plot_ppc`` needs numeric data: string labels are stored as their index in
+    ``classes_`` in both ``observed_data`` and ``posterior_predictive``, consistently."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from bayesdrop._arviz import az
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    labels = np.where(X[:, 0] + 0.3 * rng.normal(size=80) > 0, "yes", "no")
+    clf = DropoutLogisticRegression(noise_level=0.2).fit(X, labels)
+    idata = clf.sample_posterior(X, labels, draws=100, tune=50, chains=2,
+                                 progressbar=False, random_state=0)
+    idata = clf.sample_posterior_predictive(X, idata, random_state=1)
+    obs, rep = idata.observed_data["y"].values, idata.posterior_predictive["y"].values
+    assert obs.dtype.kind in "iu" and rep.dtype.kind in "iu"
+    assert list(clf.classes_[obs]) == list(labels) and set(np.unique(rep)) <= {0, 1}
+    az.plot_ppc(idata)
+    plt.close("all")

@@ -301,3 +301,27 @@ def test_other_estimators_refuse_dask_instead_of_loading_it(client):
     est = DropoutLogisticRegression().fit(X, y)
     with pytest.raises(TypeError, match="X is a dask array"):
         est.predict_vote_fractions(_dask(X), None)
+
+
+def test_convergence_warnings_point_at_the_callers_line():
+    """A solver's ConvergenceWarning (in memory and on dask) and the sampler's (on dask)
+    name this file as where they come from, not a module of the library."""
+    import warnings
+
+    import dask.array as da
+
+    from bayesdrop import DropoutLogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    Xd, yd = da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DropoutLogisticRegression(max_iter=1).fit(X, y)
+        DropoutLogisticRegression(max_iter=1).fit(Xd, yd)
+        DropoutLogisticRegression().fit(Xd, yd).sample_posterior(
+            Xd, yd, draws=4, tune=1, chains=2, progressbar=False, random_state=0)
+    conv = [w for w in caught if w.category.__name__ == "ConvergenceWarning"]
+    assert len(conv) >= 3
+    assert all(w.filename == __file__ for w in conv), [(w.filename, w.lineno) for w in conv]

@@ -36,7 +36,8 @@ def test_binary_logistic_inference_data_layout_and_roundtrip(small_problem_data,
     assert list(post["feature"].values) == list(frame.columns)
     assert post["intercept"].shape == (2, 150)
     assert idata.sample_stats["lp"].shape == (2, 150)
-    assert list(idata.observed_data["y"].values) == list(labels)
+    # string labels are stored as their index in classes_ (ArviZ's plots need numbers)
+    assert list(clf.classes_[idata.observed_data["y"].values]) == list(labels)
     assert idata["augmentation_mean"]["lambda"].shape == (2, 120)
     attrs = post.attrs
     assert attrs["loss"] == "logistic" and attrs["C"] == 0.7

@@ -40,6 +40,46 @@ __all__ = ["ACCEPT_SPARSE", "BinaryFit", "LinearModel", "OneVsRestClassifier",
 ACCEPT_SPARSE = ["csr", "csc", "coo"]
 
 
+def warns_at_caller(method):
+    """Decorate an estimator method so that the ``ConvergenceWarning`` s raised inside it
+    (by a solver, several calls deep, on any back-end) point at the line that called the
+    method, as scikit-learn's own warnings do; other warnings pass through unchanged.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn.exceptions import ConvergenceWarning
+    >>> class E:
+    ...     @warns_at_caller
+    ...     def fit(self):
+    ...         warnings.warn("slow", ConvergenceWarning)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     E().fit()
+    >>> caught[0].filename.startswith("<doctest")  # the caller's line, not fit's
+    True
+    """
+    import functools
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            result = method(*args, **kwargs)
+        for w in caught:
+            if issubclass(w.category, ConvergenceWarning):
+                warnings.warn(w.message, w.category, stacklevel=2)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno,
+                                       source=w.source)
+        return result
+
+    return wrapper
+
+
 def validate_arrays(estimator, X, y="no_validation", *, reset=True, y_numeric=False):
     """scikit-learn's ``validate_data(estimator, X, y, reset=reset,
     accept_sparse=ACCEPT_SPARSE, dtype=np.float64[, y_numeric])``, with a shortcut for

@@ -144,5 +144,5 @@ def sample_posterior_dask(estimator, X, y, *, sample_weight=None, draws=1000, tu
                               fit_intercept=estimator.fit_intercept, y=None,
                               class_names=class_names, attrs=attrs, modes=modes,
                               mode_lp=mode_lp)
-    convergence_warning(idata)
+    convergence_warning(idata, stacklevel=4)  # the user -> linear.py -> here
     return idata

@@ -21,7 +21,7 @@ from ..model.problem import Problem, drop_zero_weights
 from ..posterior import sigmoid_proba
 from ..solvers import lbfgs
 from ..solvers.alternating import fit_latent
-from ._base import BinaryFit
+from ._base import BinaryFit, warns_at_caller
 from .linear import _NOISE_DOC, _DropoutClassifier
 
 __all__ = ["DropoutLatentSVC", "DropoutLatentLogisticRegression"]
@@ -180,6 +180,7 @@ class _DropoutLatentClassifier(_DropoutClassifier):
         return fit_problem(problem, theta, solver="auto", tol=1e-8, max_iter=1000,
                            warn=False)
 
+    @warns_at_caller
     def fit(self, X, y, sample_weight=None):
         """Fit the hidden and output layers (see the class docstring; ``sample_weight`` as
         in :meth:`DropoutSVC.fit`). A dask ``X`` raises a ``TypeError``: the latent fit

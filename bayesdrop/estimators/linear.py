@@ -25,7 +25,8 @@ from ..model.problem import Problem, drop_zero_weights
 from ..posterior import (maybe_log_likelihood, sample_problems, sigmoid_proba,
                          store_log_likelihood, vote_fractions)
 from ..solvers import check_solver, fit_problem
-from ._base import BinaryFit, LinearModel, OneVsRestClassifier, column_vector, validate_arrays
+from ._base import (BinaryFit, LinearModel, OneVsRestClassifier, class_index, column_vector,
+                    validate_arrays, warns_at_caller)
 from ..linalg.dask_backend import is_dask_array, map_rows
 from ._dask import fit_dask, sample_posterior_dask
 
@@ -224,7 +225,9 @@ class _DropoutLinearModel(LinearModel):
         arviz.InferenceData
             ``posterior`` (``coef`` with dims ``(chain, draw, [class,] feature)``,
             ``intercept``), ``sample_stats`` (``lp = -J``), ``log_likelihood`` (``y``),
-            ``observed_data`` (``y``), ``augmentation_mean``, ``mode``; the ``example``
+            ``observed_data`` (``y``: the labels if numeric, else their index in
+            ``classes_``, which the attribute ``classes`` lists, so that ArviZ's
+            ``plot_ppc`` reads them), ``augmentation_mean``, ``mode``; the ``example``
             coordinate is the index of a pandas ``X``. Attributes name the loss, ``C``,
             the noise and its level, ``sampling_time`` (wall-clock seconds, tuning
             included) and the library version.
@@ -262,7 +265,7 @@ class _DropoutLinearModel(LinearModel):
         if log_likelihood:
             ll = maybe_log_likelihood(problems, [r.theta for r in results], results)
         idata = to_inference_data(results, loss=self.loss_, noise=self.noise_,
-                                  fit_intercept=self.fit_intercept, y=np.asarray(y),
+                                  fit_intercept=self.fit_intercept, y=self._observed(y),
                                   feature_names=self._posterior_feature_names(),
                                   class_names=class_names, attrs=attrs,
                                   modes=thetas, mode_lp=[-res.objective[-1] for res in modes],
@@ -300,10 +303,22 @@ class _DropoutLinearModel(LinearModel):
         y_rep = posterior_predictive_draws(idata, self._validate_X(X),
                                            getattr(self, "classes_", None), random_state,
                                            noise=self.noise_ if corrupted else None)
+        y_rep = self._observed(y_rep)
         return with_posterior_predictive(idata, y_rep, index)
 
     def _posterior_feature_names(self):
         return getattr(self, "feature_names_in_", None)
+
+    def _observed(self, y):
+        """``y`` as stored in ``observed_data`` and ``posterior_predictive``: the labels
+        themselves if numeric, else their index in ``classes_`` (named by the attribute
+        ``classes``), so that ArviZ's ``plot_ppc`` / ``loo_pit``, which need numbers,
+        read them."""
+        y = np.asarray(y)
+        classes = getattr(self, "classes_", None)
+        if classes is None or classes.dtype.kind in "biuf":
+            return y
+        return class_index(classes, y.ravel()).reshape(y.shape)
 
     def _mode(self, problem, theta):
         """``argmin J`` of ``problem`` from ``theta`` (the fitted coefficients)."""
@@ -319,6 +334,7 @@ class _DropoutLinearModel(LinearModel):
 class _DropoutClassifier(OneVsRestClassifier, _DropoutLinearModel):
     """The dropout classifiers: one binary problem per class (one-vs-rest)."""
 
+    @warns_at_caller
     def fit(self, X, y, sample_weight=None):
         """Minimise ``J`` (one problem per class, one-vs-rest, if multiclass).
 
@@ -567,6 +583,7 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
     def _make_loss(self):
         return EpsilonInsensitiveLoss(self.C, self.epsilon)
 
+    @warns_at_caller
     def fit(self, X, y, sample_weight=None):
         """Minimise ``J``.
 
