@@ -39,6 +39,12 @@ class MCFQuadraticClassifier(_DropoutClassifier):
     Parameters
     ----------
     C : float, default=1.0
+        The weight of the expected squared loss in the objective above: at zero noise
+        ``RidgeClassifier(alpha=1/C)``. In the ``J`` of the library this is the squared
+        loss with weight ``2C`` (``loss_ = SquaredLoss(2C)``): compared with the
+        dropout estimators at the same noise, ``MCFQuadraticClassifier(C)`` is the
+        squared-loss counterpart of ``DropoutSVC(2C)`` / ``DropoutLogisticRegression(2C)``,
+        not of ``DropoutSVC(C)``.
     noise, noise_level
         As for :class:`bayesdrop.DropoutSVC`.
     fit_intercept : bool, default=True
