@@ -49,7 +49,7 @@ from sklearn.preprocessing import StandardScaler
 from bayesdrop import Dropout, HingeLoss, LogisticLoss, NoNoise, Problem
 from bayesdrop._arviz import ess
 from bayesdrop.samplers import sample
-from bayesdrop.samplers._gibbs_dense import polya_gamma_compiled
+from bayesdrop.model.pg_compiled import polya_gamma_compiled
 from bayesdrop.model.augmentation import inverse_gaussian
 from bayesdrop.solvers import fit_problem
 

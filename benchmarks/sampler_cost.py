@@ -32,7 +32,7 @@ from threadpoolctl import threadpool_limits
 
 from bayesdrop import Dropout, HingeLoss, LogisticLoss, Problem
 from bayesdrop.samplers import sample
-from bayesdrop.samplers._gibbs_dense import polya_gamma_compiled
+from bayesdrop.model.pg_compiled import polya_gamma_compiled
 from bayesdrop.solvers import fit_problem
 
 CS = (0.01, 1.0, 100.0, 1e4)

@@ -15,7 +15,7 @@ from bayesdrop import (
 )
 from bayesdrop._arviz import mcse
 from bayesdrop.samplers import sample
-from bayesdrop.samplers._gibbs_dense import polya_gamma_compiled
+from bayesdrop.model.pg_compiled import polya_gamma_compiled
 from bayesdrop.samplers._gibbs_sparse import (
     dual_arrays,
     dual_blocks,

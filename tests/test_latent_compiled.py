@@ -19,17 +19,16 @@ from bayesdrop.model import _latent_compiled as LC
 from bayesdrop.model.latent import latent_gradients, noise_entries
 from bayesdrop.solvers import _lbfgs_compiled as LB
 from bayesdrop.solvers import lbfgs
-from bayesdrop.model._loss_kernels import loss_code
 
 
 def _value_grad(X, entries, y, loss, theta, alpha, pen, fit_intercept):
-    code = loss_code(loss)
+    lp = loss.kernel_params
     VT = np.ascontiguousarray(entries[3].T) if entries[3] is not None else np.zeros((0, 0))
     sw = np.ones(X.shape[0]) if loss.weights is None else loss.weights
     z = np.concatenate([theta, alpha.ravel()])
     grad = np.full_like(z, np.nan)
     work = LC.LatentWork(X.shape[0], X.shape[1], alpha.shape[1])
-    J = LC.latent_value_grad(code[0], float(code[1]), float(code[2]),
+    J = LC.latent_value_grad(lp,
                              np.ascontiguousarray(X.T), VT,
                              np.asarray(y, float), sw, z, alpha.shape[1], fit_intercept,
                              pen, *work.arrays(), grad)
@@ -62,7 +61,7 @@ def test_compiled_value_and_gradient_equal_latent_gradients(loss_name, noise,
     alpha = rng.normal(size=(8, 5)) * 3.0
     theta = rng.normal(size=5 + fit_intercept)
     J, grad = _value_grad(X, entries, y, loss, theta, alpha, 0.3, fit_intercept)
-    monkeypatch.setattr(L, "loss_code", lambda loss: None)
+    monkeypatch.setattr(L, "has_kernels", lambda loss: False)
     J0, g_theta, g_alpha = latent_gradients(X, entries, y, loss, theta, alpha, 0.3,
                                             fit_intercept)
     assert J == pytest.approx(J0, rel=1e-13)
@@ -157,11 +156,11 @@ def test_compiled_lbfgs_reaches_scipy_lbfgsb_stationary_point(loss, pen):
     alpha = rng.normal(size=(3, 4))
     theta = rng.normal(size=5) * 0.1
     z = np.concatenate([theta, alpha.ravel()])
-    code = loss_code(loss)
+    lp = loss.kernel_params
     work = LC.LatentWork(150, 2, 4)
     history = np.empty(20_001)
     n_iter, status, n_eval = LB.lbfgs_latent(
-        code[0], float(code[1]), float(code[2]), np.ascontiguousarray(X.T),
+        lp, np.ascontiguousarray(X.T),
         np.ascontiguousarray(entries[3].T), yb, np.ones(150), z, 4,
         True, pen, 20_000, 1e-14, 20, history, *work.arrays())
     assert status in (1, 2) and n_eval >= n_iter + 1
@@ -351,10 +350,10 @@ def test_compiled_lbfgs_with_fixed_output_weights_is_an_alpha_step():
     alpha = rng.normal(size=(3, 4))
     theta = rng.normal(size=5)
     z = np.concatenate([theta, alpha.ravel()])
-    code = loss_code(loss)
+    lp = loss.kernel_params
     history = np.empty(5001)
     n_iter, status, _ = LB.lbfgs_latent(
-        code[0], float(code[1]), float(code[2]), np.ascontiguousarray(X.T),
+        lp, np.ascontiguousarray(X.T),
         np.ascontiguousarray(entries[3].T), yb, np.ones(150), z, 4,
         True, 2.0, 5000, 1e-15, 20, history, *LC.LatentWork(150, 2, 4).arrays(), 5)
     np.testing.assert_array_equal(z[:5], theta)

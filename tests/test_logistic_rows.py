@@ -1,14 +1,14 @@
-"""The logistic terms by numpy's SIMD transcendental functions (bayesdrop.model._logistic_rows)
+"""The logistic terms by numpy's SIMD transcendental functions (bayesdrop.model.losses._logistic_rows)
 against the scalar compiled path, the numpy formulas and a stable closed form."""
 
 import numpy as np
 import pytest
 
-import bayesdrop.model.losses as losses_module
+import bayesdrop.model.losses.logistic as losses_module
 from bayesdrop import LogisticLoss
-from bayesdrop.linalg.hessian import _terms_curvature
-from bayesdrop.model._logistic_rows import BLOCK_ROWS, SIMD_MIN_ROWS, logistic_rows
-from bayesdrop.model._loss_kernels import terms_curvature
+from bayesdrop.model.losses._logistic_rows import BLOCK_ROWS, SIMD_MIN_ROWS, logistic_rows
+from bayesdrop.model.losses.kernels import terms_curvature
+from bayesdrop.model.losses.logistic import LogisticParams
 
 
 def _points(n, seed=0):
@@ -36,7 +36,7 @@ def _tolerance(h, m, s, b):
 
 def _scalar(h, m, s, y, sw):
     out = np.empty((6, m.shape[0]))
-    terms_curvature(1, h, 0.0, m, s, y, sw, *out)
+    terms_curvature(LogisticParams(0.5 * h), m, s, y, sw, *out)
     return out
 
 
@@ -116,7 +116,7 @@ def test_hessian_terms_use_the_rows_and_match_the_loss():
     n = SIMD_MIN_ROWS * 3
     m, s, y = _points(n, seed=7)
     loss = LogisticLoss(2.0)
-    got = _terms_curvature(loss, m, s, y)
+    got = loss.terms_curvature(m, s, y)
     want = loss.terms(m, s, y) + tuple(loss.curvature(m, s, y))
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)

@@ -31,7 +31,7 @@ from bayesdrop import (
 from bayesdrop._arviz import mcse
 from bayesdrop.samplers import sample
 from bayesdrop.model.augmentation import PG_DEVROYE_MAX, polya_gamma
-from bayesdrop.samplers._gibbs_dense import polya_gamma_compiled
+from bayesdrop.model.pg_compiled import polya_gamma_compiled
 from bayesdrop.samplers.compiled import BLOCK_SECONDS, next_block
 from bayesdrop.solvers import fit_problem
 

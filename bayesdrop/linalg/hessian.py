@@ -55,31 +55,6 @@ class Curvature(NamedTuple):
     noise_diag: np.ndarray  # 2 V^T d_s, the diagonal noise term of H (length n_features)
 
 
-def _terms_curvature(loss, m, s, y):
-    """``loss.terms`` and ``loss.curvature`` at once: one compiled pass for the built-in
-    losses (:func:`bayesdrop.solvers._newton_dense.terms_curvature`; the logistic loss
-    on many rows by :func:`bayesdrop.model._logistic_rows.logistic_rows`), else the
-    loss's numpy methods."""
-    from ..model._loss_kernels import loss_code, terms_curvature
-
-    code = loss_code(loss)
-    if code is None:
-        return loss.terms(m, s, y) + tuple(loss.curvature(m, s, y))
-    if code[0] == 1:  # the logistic loss's own rule for its SIMD rows
-        rows = loss._rows(m, s, y, 2)
-        if rows is not None:
-            return tuple(rows)
-    n = m.shape[0]
-    out = np.empty((6, n))
-    sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights,
-                                                                      dtype=np.float64)
-    terms_curvature(code[0], float(code[1]), float(code[2]),
-                    np.ascontiguousarray(m, dtype=np.float64),
-                    np.ascontiguousarray(s, dtype=np.float64),
-                    np.ascontiguousarray(y, dtype=np.float64), sw, *out)
-    return tuple(out)
-
-
 def curvature(problem, theta, m=None, s=None):
     """``J``, its gradient and the :class:`Curvature` at ``theta`` in one pass.
 
@@ -105,7 +80,7 @@ def curvature(problem, theta, m=None, s=None):
     w, _ = design.split(theta)
     if m is None or s is None:
         m, s = design.scores(theta)
-    value, d_m, d_s, d_mm, d_ms, d_ss = _terms_curvature(loss, m, s, y)
+    value, d_m, d_s, d_mm, d_ms, d_ss = loss.terms_curvature(m, s, y)
     grad, noise_diag = design.rmatvec_pair(d_m, d_s)
     noise_diag *= 2.0
     grad[: design.n_features] += 2.0 * w + noise_diag * w

@@ -2,12 +2,13 @@
 
 * :mod:`.noise` -- corrupting distributions (means, variances, seeded corrupted copies);
 * :mod:`.design` -- ``X``, its noise variances ``V`` and the intercept column;
-* :mod:`.losses` -- the augmented losses: ``J``'s terms and the per-example weights of
-  the shared weighted least-squares system;
+* :mod:`.losses` -- the augmented losses, one module each: ``J``'s terms and the
+  per-example weights of the shared weighted least-squares system as compiled kernels
+  (:mod:`.losses.kernels`) and the classes over them;
 * :mod:`.objective` -- ``J`` itself; :mod:`.problem` -- ``(design, loss, y)``;
 * :mod:`.augmentation` -- the augmentation variables' distributions and draws
   (inverse Gaussian / GIG, Polya-Gamma; :mod:`.pg_inversion` its inversion tables);
-* :mod:`._loss_kernels` -- the losses' compiled per-example terms and derivatives;
+* :mod:`.pg_compiled` -- the compiled Polya-Gamma draw;
   :mod:`._design_kernels` -- the design's compiled passes;
 * :mod:`.latent` -- the hidden-layer design (full-covariance noise term).
 """

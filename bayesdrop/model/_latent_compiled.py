@@ -24,8 +24,7 @@ import math
 import numba
 import numpy as np
 
-from ._loss_kernels import _term_and_value
-from ._logistic_rows import logistic_from
+from .losses.kernels import term_and_value
 
 __all__ = ["EXP_FLOOR_ARG", "LatentWork", "latent_value_grad"]
 
@@ -71,7 +70,7 @@ class LatentWork:
 
 
 @numba.njit(cache=True, nogil=True)
-def latent_value_grad(code, p0, p1, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
+def latent_value_grad(lp, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
                       KN, DN, DK, KD, N4, bits, grad):
     """``J(z)`` of the latent model on dense ``X``; its gradient written to ``grad``.
 
@@ -88,8 +87,8 @@ def latent_value_grad(code, p0, p1, XT, VT, y, sw, z, K, fit_intercept, alpha_pe
 
     ``XT``, ``VT``: ``X^T`` and the noise variances ``V^T`` (``D x N``, C-contiguous;
     without noise ``VT`` has shape ``(0, 0)`` and the three products that carry the
-    noise are skipped). ``code, p0, p1`` are
-    :func:`bayesdrop.solvers._newton_dense.loss_code`'s; ``sw`` the example weights (all 1
+    noise are skipped). ``lp`` is the loss's parameter tuple
+    (:attr:`bayesdrop.model.losses.Loss.kernel_params`); ``sw`` the example weights (all 1
     for none); ``KN, DN, DK, KD, N4, bits`` the work arrays of :class:`LatentWork`. No
     ``fastmath`` here: this function is inlined into the compiled L-BFGS loop, and
     reassociated sums there came out differently in a fresh compilation than in numba's
@@ -137,13 +136,7 @@ def latent_value_grad(code, p0, p1, XT, VT, y, sw, z, K, fit_intercept, alpha_pe
                 s[i] += VT[d, i] * u * u
     total = 0.0
     for i in range(n):
-        if code == 1:  # logistic: exp, expm1 and log1p once per row
-            psi = math.sqrt(m[i] * m[i] + s[i])
-            e = math.exp(-psi)
-            th = -math.expm1(-psi) / (1.0 + e)  # tanh(psi / 2)
-            out = logistic_from(p0, m[i], s[i], y[i], psi, math.log1p(e), th, True, 1)
-        else:
-            out = _term_and_value(code, p0, p1, m[i], s[i], y[i], np.int64(1))
+        out = term_and_value(lp, m[i], s[i], y[i], np.int64(1))
         total += sw[i] * out[0]
         d_m[i] = sw[i] * out[1]
         d_s[i] = sw[i] * out[2]

@@ -32,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from ._loss_kernels import loss_code
+from .losses.kernels import has_kernels
 from ._latent_compiled import LatentWork, latent_value_grad
 from .design import Design
 from .noise import FeatureVariance
@@ -290,10 +290,9 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
             a = work[name] = np.empty(shape)
         return a
 
-    code = loss_code(loss)
-    if V is not None and code is not None:
+    if V is not None and has_kernels(loss):
         # dense X, a built-in loss: the compiled evaluation of the L-BFGS loop
-        return _compiled_gradients(X, V, y, loss, code, theta, alpha, alpha_penalty,
+        return _compiled_gradients(X, V, y, loss, theta, alpha, alpha_penalty,
                                    fit_intercept, work)
     NK, ND = (n, K), (n, X.shape[1])
     pre = buf("pre", NK)
@@ -353,7 +352,7 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
     return J, grad_theta, grad_alpha
 
 
-def _compiled_gradients(X, V, y, loss, code, theta, alpha, alpha_penalty, fit_intercept,
+def _compiled_gradients(X, V, y, loss, theta, alpha, alpha_penalty, fit_intercept,
                         work):
     """:func:`latent_gradients` for dense ``X`` with noise and a built-in loss, by
     :func:`bayesdrop.model._latent_compiled.latent_value_grad` (its work arrays kept in
@@ -367,7 +366,7 @@ def _compiled_gradients(X, V, y, loss, code, theta, alpha, alpha_penalty, fit_in
     grad = np.empty_like(z)
     sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights,
                                                                       dtype=np.float64)
-    J = latent_value_grad(code[0], float(code[1]), float(code[2]),
+    J = latent_value_grad(loss.kernel_params,
                           np.ascontiguousarray(X.T), np.ascontiguousarray(V.T),
                           np.ascontiguousarray(y, dtype=np.float64), sw, z, K,
                           bool(fit_intercept), float(alpha_penalty), *lw.arrays(), grad)

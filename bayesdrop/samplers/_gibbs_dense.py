@@ -4,16 +4,11 @@ Cholesky through BLAS / LAPACK).
 The same two conditional draws as :mod:`bayesdrop.samplers.gibbs` (MATH.md sections 3-4)
 with no Python between them:
 
-1. per example, the augmentation given the scores ``(m_n, s_n)`` -- inverse Gaussian
-   (hinge, epsilon-insensitive; Michael-Schucany-Haas, as
-   :func:`bayesdrop.model.augmentation.inverse_gaussian`) or Polya-Gamma
-   ``PG(h_n, psi_n)`` (logistic): for ``floor(h_n) <= 8``, ``floor(h_n)`` exact
-   ``PG(1, z)`` draws by Devroye's alternating-series method (:func:`pg1`; the algorithm
-   of Polson, Scott & Windle 2013, as in BayesLogit and ``polyagamma``'s ``devroye``) plus
-   the fractional part of :func:`bayesdrop.model.augmentation.pg_fraction`; larger
-   shapes whole by :func:`bayesdrop.model.augmentation.pg_series` (time bounded in
-   ``h``);
-2. the system weights ``(rho, t)``, ``A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho)``
+1. per example, the augmentation given the scores ``(m_n, s_n)`` and its system weights
+   ``(rho, t)``: the loss's ``draw`` kernel (:mod:`bayesdrop.model.losses.kernels`;
+   inverse Gaussian for the hinge and epsilon-insensitive losses, Polya-Gamma by
+   :mod:`bayesdrop.model.pg_compiled` for the logistic one);
+2. ``A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho)``
    (BLAS ``dsyrk`` on ``sqrt(rho) Xbar`` in row blocks, half the work of a ``gemm``),
    ``r = Xbar^T t``, ``A = L L^T`` (LAPACK) and the over-relaxed
    Gaussian draw ``theta' = alpha theta + L^{-T}((1 - alpha) L^{-1} r + sqrt(1 - alpha^2) z)``;
@@ -25,9 +20,9 @@ chain (the GIL is released inside), reporting progress and polling for interrupt
 blocks. Draws depend only on the chain's :class:`numpy.random.Generator`, so parallel and
 sequential chains give the same draws.
 
-Loss codes (of :mod:`bayesdrop.solvers._newton_dense`): 0 hinge ``(C, margin)``, 1 logistic
-``(h = 2C, -)``, 2 epsilon-insensitive ``(C, epsilon)``; each example's ``C`` (or ``h``) is
-multiplied by its sample weight ``sw[n]``. Variance kinds: 0 none, 1 ``V = scale * M``,
+``lp`` is the loss's parameter tuple (:attr:`bayesdrop.model.losses.Loss.kernel_params`;
+the sweep is compiled for that loss alone); each example's ``C`` is multiplied by its
+sample weight ``sw[n]``. Variance kinds: 0 none, 1 ``V = scale * M``,
 2 ``V = scale`` everywhere.
 """
 
@@ -39,147 +34,13 @@ import numba
 import numpy as np
 
 from .._blas import mirror_upper, syrk_rows, syrk_work
-from ..model._loss_kernels import _term
-from ..model.augmentation import PG_DEVROYE_MAX, _ig_one, pg_fraction, pg_series
-from ..model.pg_inversion import pg_tables
+from ..model.losses.kernels import draws_loop, term
 
-__all__ = ["pg1", "polya_gamma_compiled", "run_sweeps"]
+__all__ = ["run_sweeps"]
 
 #: rows per block of the weighted Gram product (the weighted block, rows x parameters,
 #: stays in the L2 cache)
 _GRAM_ROWS = 512
-
-#: Devroye's truncation point of the PG(1, z) sampler (Polson, Scott & Windle 2013)
-_TRUNC = 0.64
-_PI2_8 = math.pi * math.pi / 8.0
-
-
-@numba.njit(cache=True, nogil=True)
-def _log_phi(x):
-    """``log Phi(x)``, the standard normal log-CDF (via ``erfc``)."""
-    v = 0.5 * math.erfc(-x / math.sqrt(2.0))
-    return math.log(v) if v > 0.0 else -np.inf
-
-
-@numba.njit(cache=True, nogil=True)
-def _a_coef(n, x):
-    """The n-th term of the alternating series of the J*(1) density at ``x``."""
-    k = (n + 0.5) * math.pi
-    if x > _TRUNC:
-        return k * math.exp(-0.5 * k * k * x)
-    if x <= 0.0:
-        return 0.0
-    return math.exp(-1.5 * (math.log(0.5 * math.pi) + math.log(x)) + math.log(k)
-                    - 2.0 * (n + 0.5) * (n + 0.5) / x)
-
-
-@numba.njit(cache=True, nogil=True)
-def _truncated_ig(z, rng):
-    """Inverse Gaussian ``IG(1/z, 1)`` truncated to ``(0, TRUNC)``."""
-    t = _TRUNC
-    if z < 1.0 / t:  # mean beyond the truncation point: from the truncated Levy law
-        while True:
-            e1 = rng.standard_exponential()
-            e2 = rng.standard_exponential()
-            while e1 * e1 > 2.0 * e2 / t:
-                e1 = rng.standard_exponential()
-                e2 = rng.standard_exponential()
-            x = t / ((1.0 + t * e1) * (1.0 + t * e1))
-            if rng.random() <= math.exp(-0.5 * z * z * x):
-                return x
-    mu = 1.0 / z
-    while True:
-        y = rng.standard_normal()
-        y = y * y
-        x = mu + 0.5 * mu * mu * y - 0.5 * mu * math.sqrt(4.0 * mu * y + (mu * y) ** 2)
-        if rng.random() > mu / (mu + x):
-            x = mu * mu / x
-        if x < t:
-            return x
-
-
-@numba.njit(cache=True, nogil=True)
-def pg1(z, rng):
-    """One exact draw of ``PG(1, z)`` (Devroye's method; ``PG(1, z) = J*(1, z/2) / 4``)."""
-    z = 0.5 * abs(z)
-    fz = _PI2_8 + 0.5 * z * z
-    t = _TRUNC
-    # probability of the exponential proposal on (t, inf) vs the truncated IG on (0, t)
-    rt = math.sqrt(1.0 / t)
-    x0 = math.log(fz) + fz * t
-    xb = x0 - z + _log_phi(rt * (t * z - 1.0))
-    xa = x0 + z + _log_phi(-rt * (t * z + 1.0))
-    p_exp = 1.0 / (1.0 + 4.0 / math.pi * (math.exp(xb) + math.exp(xa)))
-    while True:
-        if rng.random() < p_exp:
-            x = t + rng.standard_exponential() / fz
-        else:
-            x = _truncated_ig(z, rng)
-        s = _a_coef(np.int64(0), x)
-        u = rng.random() * s
-        n = 0
-        while True:
-            n += 1
-            if n % 2 == 1:
-                s -= _a_coef(n, x)
-                if u <= s:
-                    return 0.25 * x
-            else:
-                s += _a_coef(n, x)
-                if u > s:
-                    break
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _pg(h, z, rng, K, G, n_int, zmax, ti):
-    """``PG(h, z)`` for real ``h > 0``: ``floor(h)`` exact ``PG(1, z)`` draws plus the
-    fractional part (:func:`bayesdrop.model.augmentation.pg_fraction`, from table
-    ``ti`` of ``(K, G, n_int, zmax)``); above ``PG_DEVROYE_MAX`` the series draw of the
-    whole shape (:func:`bayesdrop.model.augmentation.pg_series`), so that the cost
-    is bounded in ``h``."""
-    n = int(math.floor(h))
-    f = h - n
-    if f < 1e-12:
-        f = 0.0
-    elif f > 1.0 - 1e-12:
-        n += 1
-        f = 0.0
-    if n > PG_DEVROYE_MAX:  # the rule of augmentation.polya_gamma, after its rounding
-        return pg_series(h, z, rng)
-    out = 0.0
-    for _ in range(n):
-        out += pg1(z, rng)
-    if f > 0.0:
-        out += pg_fraction(f, z, rng, K, G, n_int, zmax, ti)
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _pg_fill(h, z, rng, out, K, G, n_int, zmax, index):
-    for i in range(z.shape[0]):
-        out[i] = _pg(h[i], z[i], rng, K, G, n_int, zmax, index[i])
-    return out
-
-
-def polya_gamma_compiled(h, z, random_state=None):
-    """``PG(h_i, z_i)`` from the compiled sampler of the Gibbs sweep (testing and reuse).
-
-    Examples
-    --------
-    >>> lam = polya_gamma_compiled(np.full(100_000, 2.0), np.zeros(100_000), 0)
-    >>> bool(abs(lam.mean() - 0.5) < 0.01)  # E PG(h, 0) = h / 4
-    True
-    """
-    from .._validation import check_random_state
-
-    z = np.ascontiguousarray(z, dtype=np.float64)
-    h = np.ascontiguousarray(np.broadcast_to(np.asarray(h, dtype=np.float64), z.shape))
-    if not (np.all(np.isfinite(h)) and np.all(h > 0) and np.all(np.isfinite(z))):
-        raise ValueError("h must be finite and > 0 and z finite")
-    tables = pg_tables(h.ravel(), z.size).arrays()
-    return _pg_fill(h.ravel(), z.ravel(), check_random_state(random_state),
-                    np.empty(z.size), *tables).reshape(z.shape)
-
 
 @numba.njit(cache=True, nogil=True)
 def _scores(Xb, M, vkind, scale, D, theta, m, s):
@@ -192,39 +53,6 @@ def _scores(Xb, M, vkind, scale, D, theta, m, s):
         s[:] = scale * (M @ w2)
     else:
         s[:] = scale * np.sum(theta[:D] * theta[:D])
-
-
-@numba.njit(cache=True, nogil=True)
-def _augment(code, p0, p1, y, sw, m, s, rng, a1, a2, rho, t, pgt):
-    """Draw every example's augmentation given its scores and write the system weights
-    ``(rho, t)`` (``a1``, ``a2``: the augmentation variables kept for the summaries;
-    ``pgt``: the ``(knots, guide, n_int, zmax, index)`` of the fractional Polya-Gamma tables,
-    :meth:`bayesdrop.model.pg_inversion.PGTables.arrays`)."""
-    K, G, n_int, zmax, index = pgt
-    for i in range(m.shape[0]):
-        c = p0 * sw[i]
-        if code == 0:  # hinge, p1 = margin
-            zeta = p1 - y[i] * m[i]
-            root = math.sqrt(zeta * zeta + s[i])
-            u = _ig_one(1.0 / (c * root) if root > 0.0 else np.inf, rng)
-            a1[i] = u
-            rho[i] = c * c * u
-            t[i] = (c + p1 * rho[i]) * y[i]
-        elif code == 1:  # logistic, c = h_n
-            lam = _pg(c, math.sqrt(m[i] * m[i] + s[i]), rng, K, G, n_int, zmax, index[i])
-            a1[i] = lam
-            rho[i] = lam
-            t[i] = 0.5 * c * y[i]
-        else:  # epsilon-insensitive, p1 = epsilon
-            r = y[i] - m[i]
-            rp = math.sqrt((r - p1) * (r - p1) + s[i])
-            rm = math.sqrt((r + p1) * (r + p1) + s[i])
-            u = _ig_one(1.0 / (c * rp) if rp > 0.0 else np.inf, rng)
-            u2 = _ig_one(1.0 / (c * rm) if rm > 0.0 else np.inf, rng)
-            a1[i] = u
-            a2[i] = u2
-            rho[i] = c * c * (u + u2)
-            t[i] = c * c * (u * (y[i] - p1) + u2 * (y[i] + p1))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -244,7 +72,7 @@ def _store_augmentation(row, a1, a2, aug_sum, aug_out):
 
 
 @numba.njit(cache=True, nogil=True)
-def _log_target(code, p0, p1, D, y, sw, theta, m, s, terms):
+def _log_target(lp, D, y, sw, theta, m, s, terms):
     """``-J(theta)`` from the scores; each example's (weighted) term of ``J`` is also
     written to ``terms`` unless it is empty."""
     keep = terms.shape[0] > 0
@@ -252,10 +80,10 @@ def _log_target(code, p0, p1, D, y, sw, theta, m, s, terms):
     for d in range(D):
         total += theta[d] * theta[d]
     for i in range(m.shape[0]):
-        term = sw[i] * _term(code, p0, p1, m[i], s[i], y[i], np.int64(0))[0]
+        ti = sw[i] * term(lp, m[i], s[i], y[i], np.int64(0))[0]
         if keep:
-            terms[i] = term
-        total += term
+            terms[i] = ti
+        total += ti
     return -total
 
 
@@ -276,7 +104,7 @@ def _log_proposal(theta, mu, Lq, nu, work):
 
 
 @numba.njit(cache=True, nogil=True)
-def _line_value(code, p0, p1, y, sw, m, s, u, a, c, pen, delta, terms):
+def _line_value(lp, y, sw, m, s, u, a, c, pen, delta, terms):
     """``J(theta + delta v)`` from the scores ``m_n + delta u_n`` and
     ``s_n + 2 delta a_n + delta^2 c_n`` and the penalty terms
     ``pen = (||w||^2, w . v_w, ||v_w||^2)``; each example's term also to ``terms`` unless
@@ -285,15 +113,15 @@ def _line_value(code, p0, p1, y, sw, m, s, u, a, c, pen, delta, terms):
     value = pen[0] + 2.0 * delta * pen[1] + delta * delta * pen[2]
     for i in range(m.shape[0]):
         si = max(s[i] + delta * (2.0 * a[i] + delta * c[i]), 0.0)
-        term = sw[i] * _term(code, p0, p1, m[i] + delta * u[i], si, y[i], np.int64(0))[0]
+        ti = sw[i] * term(lp, m[i] + delta * u[i], si, y[i], np.int64(0))[0]
         if keep:
-            terms[i] = term
-        value += term
+            terms[i] = ti
+        value += ti
     return value
 
 
 @numba.njit(cache=True, nogil=True)
-def _line_move(code, p0, p1, M, vkind, scale, D, y, sw, theta, m, s, line, u, c, a, rng,
+def _line_move(lp, M, vkind, scale, D, y, sw, theta, m, s, line, u, c, a, rng,
                stats, cur_terms, prop_terms):
     """A Metropolis-Hastings move of ``theta`` on ``exp(-J)`` along the fixed direction
     ``v = line[:-2]`` with ``v_b = 1``: the intercept's regression line under the Laplace
@@ -330,8 +158,8 @@ def _line_move(code, p0, p1, M, vkind, scale, D, y, sw, theta, m, s, line, u, c,
     b = theta[p - 1]
     b_new = b_hat + sd * rng.standard_normal()
     delta = b_new - b
-    f0 = _line_value(code, p0, p1, y, sw, m, s, u, a, c, pen, 0.0, cur_terms)
-    f1 = _line_value(code, p0, p1, y, sw, m, s, u, a, c, pen, delta, prop_terms)
+    f0 = _line_value(lp, y, sw, m, s, u, a, c, pen, 0.0, cur_terms)
+    f1 = _line_value(lp, y, sw, m, s, u, a, c, pen, delta, prop_terms)
     stats[1] += 1.0
     zb, zn = (b - b_hat) / sd, (b_new - b_hat) / sd
     if not math.log(rng.random()) < (f0 - f1) + 0.5 * (zn * zn - zb * zb):
@@ -343,14 +171,13 @@ def _line_move(code, p0, p1, M, vkind, scale, D, y, sw, theta, m, s, line, u, c,
 
 
 @numba.njit(cache=True, nogil=True)
-def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
+def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
                first_sweep, tune, thin, overrelax, rng, theta_out, lp_out, aug_sum, aug_out,
                first_kept, mh, mu, Lq, nu, mh_stats, pgt, terms_out, line, line_v,
                line_u, line_c, line_stats, syrk):
     """Advance one chain by ``n_sweeps`` sweeps (in place); returns the number kept.
 
-    ``pgt`` are the fractional Polya-Gamma tables of the logistic loss (see
-    :func:`_augment`). If ``terms_out`` has rows, a kept sweep also writes each
+    ``pgt`` are the loss's draw tables (:meth:`bayesdrop.model.losses.Loss.draw_tables`). If ``terms_out`` has rows, a kept sweep also writes each
     example's term of ``J`` (minus its pointwise log pseudo-likelihood) to its row.
 
     ``theta``, ``m``, ``s`` are the chain's state (updated). Sweep ``k`` (counted from
@@ -398,7 +225,7 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
     for k in range(n_sweeps):
         sweep = first_sweep + k
         # 1. augmentation and system weights
-        _augment(code, p0, p1, y, sw, m, s, rng, a1, a2, rho, t, pgt)
+        draws_loop(lp, m, s, y, sw, rng, pgt, a1, a2, rho, t)
         # 2. A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho), r = Xbar^T t; the Gram
         # product in row blocks so that the weighted block stays in cache
         A = np.zeros((p, p))
@@ -441,7 +268,7 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
         known = False
         lt = 0.0
         if line:
-            J_line, moved = _line_move(code, p0, p1, M, vkind, scale, D, y, sw, theta, m, s,
+            J_line, moved = _line_move(lp, M, vkind, scale, D, y, sw, theta, m, s,
                                        line_v, line_u, line_c, line_a, rng, line_stats,
                                        cur_terms, prop_terms)
             if moved:
@@ -451,7 +278,7 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
             known = True
         if mh:
             if not known:
-                lt = _log_target(code, p0, p1, D, y, sw, theta, m, s, cur_terms)
+                lt = _log_target(lp, D, y, sw, theta, m, s, cur_terms)
             for a in range(p):
                 v[a] = rng.standard_normal()
             g = math.sqrt(2.0 * rng.standard_gamma(0.5 * nu) / nu)
@@ -463,7 +290,7 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
             for a in range(p):
                 prop[a] = mu[a] + z[a] / g
             _scores(Xb, M, vkind, scale, D, prop, m2, s2)
-            lt_prop = _log_target(code, p0, p1, D, y, sw, prop, m2, s2, prop_terms)
+            lt_prop = _log_target(lp, D, y, sw, prop, m2, s2, prop_terms)
             log_ratio = (lt_prop - _log_proposal(prop, mu, Lq, nu, work)) - (
                 lt - _log_proposal(theta, mu, Lq, nu, work))
             mh_stats[1] += 1.0
@@ -482,7 +309,7 @@ def run_sweeps(code, p0, p1, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweep
                 if store_terms:
                     terms_out[row, :] = cur_terms
             else:
-                lp_out[row] = _log_target(code, p0, p1, D, y, sw, theta, m, s,
+                lp_out[row] = _log_target(lp, D, y, sw, theta, m, s,
                                           terms_out[row] if store_terms else cur_terms)
             _store_augmentation(row, a1, a2, aug_sum, aug_out)
             kept += 1

@@ -32,7 +32,8 @@ import math
 import numba
 import numpy as np
 
-from ._gibbs_dense import _augment, _log_target, _store_augmentation
+from ..model.losses.kernels import draws_loop
+from ._gibbs_dense import _log_target, _store_augmentation
 
 __all__ = ["DUAL_TOL", "dual_arrays", "dual_blocks", "dual_draw", "dual_work",
            "run_sweeps_csr", "scores_csr", "singleton_blocks"]
@@ -495,7 +496,7 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
 
 
 @numba.njit(cache=True, nogil=True)
-def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
+def run_sweeps_csr(lp, indptr, indices, xdata, mdata, vkind, scale, D,
                    fit_intercept, dual, y, sw, theta, m, s, n_sweeps,
                    first_sweep, tune, thin, overrelax, rng, theta_out, lp_out, aug_sum,
                    aug_out, first_kept, tol, cg_stats, pgt, terms_out, blocks, work):
@@ -517,7 +518,7 @@ def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
     kept = 0
     for k in range(n_sweeps):
         sweep = first_sweep + k
-        _augment(code, p0, p1, y, sw, m, s, rng, a1, a2, rho, t, pgt)
+        draws_loop(lp, m, s, y, sw, rng, pgt, a1, a2, rho, t)
         for d in range(D):
             z1[d] = rng.standard_normal()
         for i in range(n):
@@ -539,10 +540,10 @@ def run_sweeps_csr(code, p0, p1, indptr, indices, xdata, mdata, vkind, scale, D,
             row = first_kept + kept
             theta_out[row, :] = theta
             if terms_out.shape[0] > 0:
-                lp_out[row] = _log_target(code, p0, p1, D, y, sw, theta, m, s,
+                lp_out[row] = _log_target(lp, D, y, sw, theta, m, s,
                                           terms_out[row])
             else:
-                lp_out[row] = _log_target(code, p0, p1, D, y, sw, theta, m, s,
+                lp_out[row] = _log_target(lp, D, y, sw, theta, m, s,
                                           np.empty(0))
             _store_augmentation(row, a1, a2, aug_sum, aug_out)
             kept += 1

@@ -50,8 +50,8 @@ def compiled_setup(problem, linalg="auto"):
     :data:`bayesdrop.linalg.wls.MAX_CHOLESKY_PARAMS` parameters). Sparse designs
     (:mod:`._gibbs_sparse`, ``kind="csr"``): more parameters than that (where the Python
     kernel would use the Woodbury or CG back-end) and noise variances stored like ``X``,
-    constant or absent. Both need a built-in loss (hinge, logistic, epsilon-insensitive)
-    and a linear (not latent) design.
+    constant or absent. Both need a loss with compiled kernels and an augmentation to
+    draw (:func:`_compiled_loss`) and a linear (not latent) design.
     """
     from ..model.design import Design
 
@@ -62,10 +62,8 @@ def compiled_setup(problem, linalg="auto"):
         return _csr_setup(problem, linalg)
     if linalg not in ("auto", "cholesky") or wls.choose_linalg(design, linalg) != "cholesky":
         return None
-    code = _loss_code(loss)
-    if code is None:
+    if not _compiled_loss(loss):
         return None
-    code, p0, p1 = code
     n, D, p = design.n_samples, design.n_features, design.n_params
     Xb = np.empty((n, p))
     Xb[:, :D] = design.X
@@ -82,31 +80,25 @@ def compiled_setup(problem, linalg="auto"):
         M = np.ascontiguousarray(V.matrix.toarray() if hasattr(V.matrix, "toarray")
                                  else V.matrix, dtype=np.float64)
     sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights)
-    return dict(kind="dense", code=code, p0=float(p0), p1=float(p1), Xb=Xb, M=M,
+    return dict(kind="dense", lp=loss.kernel_params, Xb=Xb, M=M,
                 vkind=vkind, scale=float(scale), D=D, fit_intercept=design.fit_intercept,
                 y=np.ascontiguousarray(problem.y, dtype=np.float64), sw=sw,
-                n_aug=loss.n_augmentation, pg_tables=_pg_tables(code, p0, sw))
+                n_aug=loss.n_augmentation, pg_tables=_draw_tables(loss, sw))
 
 
-def _loss_code(loss):
-    """``(code, p0, p1)`` of a built-in loss for the compiled sweeps (the codes of
-    :func:`bayesdrop.solvers._newton_dense.loss_code`), or None (the squared loss has no
-    augmentation to sample)."""
-    from ..model._loss_kernels import loss_code
+def _compiled_loss(loss):
+    """Whether the compiled sweeps apply to ``loss``: it has compiled kernels and at
+    least one augmentation variable to draw (the squared loss has none: its Gibbs step
+    is one Gaussian draw, left to the Python kernel)."""
+    from ..model.losses.kernels import has_kernels
 
-    code = loss_code(loss)
-    if code is None or code[0] == 3:
-        return None
-    return code[0], float(code[1]), float(code[2])
+    return has_kernels(loss, "draw") and loss.n_augmentation > 0
 
 
-def _pg_tables(code, p0, sw):
-    """The fractional Polya-Gamma tables of the logistic loss (shapes ``h_n = p0 sw_n``);
-    empty ones for the other losses."""
-    from ..model.pg_inversion import PGTables
-
-    h = p0 * sw if code == 1 else np.ones_like(sw)
-    return PGTables.for_shapes(h).arrays()
+def _draw_tables(loss, sw):
+    """The loss's draw tables (:meth:`bayesdrop.model.losses.Loss.draw_tables`) for
+    examples of weights ``sw``."""
+    return loss.draw_tables(loss.C * sw)
 
 
 def _csr_setup(problem, linalg):
@@ -116,8 +108,7 @@ def _csr_setup(problem, linalg):
         return None
     if wls.choose_linalg(design, linalg) == "cholesky":
         return None
-    code = _loss_code(loss)
-    if code is None:
+    if not _compiled_loss(loss):
         return None
     X, V = design.X, design.variance
     arrays = design.row_kernel_arrays()
@@ -133,14 +124,14 @@ def _csr_setup(problem, linalg):
     sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights)
     from ._gibbs_sparse import dual_arrays, dual_blocks
 
-    return dict(kind="csr", blocks=dual_blocks(X), dual=dual_arrays(X), code=code[0],
-                p0=code[1], p1=code[2], indptr=X.indptr,
+    return dict(kind="csr", blocks=dual_blocks(X), dual=dual_arrays(X), lp=loss.kernel_params,
+                indptr=X.indptr,
                 indices=X.indices, xdata=np.ascontiguousarray(X.data, dtype=np.float64),
                 mdata=np.ascontiguousarray(mdata, dtype=np.float64), vkind=vkind,
                 scale=scale, D=design.n_features, fit_intercept=design.fit_intercept,
                 n=n, p=design.n_params,
                 y=np.ascontiguousarray(problem.y, dtype=np.float64), sw=sw,
-                n_aug=loss.n_augmentation, pg_tables=_pg_tables(code[0], code[1], sw))
+                n_aug=loss.n_augmentation, pg_tables=_draw_tables(loss, sw))
 
 
 def intercept_line(setup, laplace):
@@ -279,7 +270,7 @@ def run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
             nb = min(block, (tune - done) if done < tune else (total - done))
             t_block = time.perf_counter()
             if csr:
-                kept += run_sweeps_csr(setup["code"], setup["p0"], setup["p1"], *csr_args,
+                kept += run_sweeps_csr(setup["lp"], *csr_args,
                                        setup["dual"],
                                        setup["y"], setup["sw"], theta, m, s, nb, done, tune,
                                        thin, overrelax, rng, theta_out, lp_out, aug_sum,
@@ -290,7 +281,7 @@ def run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                         "the dual conjugate-gradient solve of the sparse Gibbs sweep did "
                         "not converge")
             else:
-                kept += run_sweeps(setup["code"], setup["p0"], setup["p1"], Xb, setup["M"],
+                kept += run_sweeps(setup["lp"], Xb, setup["M"],
                                    setup["vkind"], setup["scale"], setup["D"], setup["y"],
                                    setup["sw"], theta, m, s, nb, done, tune, thin, overrelax,
                                    rng, theta_out, lp_out, aug_sum, aug_out, kept, mh, mu, Lq,

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..model._latent_compiled import LatentWork, latent_value_grad
-from ..model._loss_kernels import loss_code
+from ..model.losses.kernels import has_kernels
 
 __all__ = ["CompiledLatent", "MAX_LINE_SEARCH", "MEMORY", "centred_objective",
            "input_mean", "lbfgs_latent", "shift_biases"]
@@ -112,21 +112,21 @@ def cubic_step(a, fa, da, b, fb, db):
 
 
 @numba.njit(cache=True, nogil=True)
-def _latent_phi(step, z, d, znew, grad, code, p0, p1, XT, VT, y, sw, K, fi, pen,
+def _latent_phi(step, z, d, znew, grad, lp, XT, VT, y, sw, K, fi, pen,
                 KN, DN, DK, KD, N4, bits, n_fixed):
     """``J(z + step d)`` and its directional derivative; ``znew, grad`` filled (the
     gradient's first ``n_fixed`` components zeroed)."""
     n = z.shape[0]
     for j in range(n):
         znew[j] = z[j] + step * d[j]
-    f = latent_value_grad(code, p0, p1, XT, VT, y, sw, znew, K, fi, pen, KN, DN, DK, KD,
+    f = latent_value_grad(lp, XT, VT, y, sw, znew, K, fi, pen, KN, DN, DK, KD,
                           N4, bits, grad)
     grad[:n_fixed] = 0.0
     return f, _dot(grad, d)
 
 
 @numba.njit(cache=True, nogil=True)
-def lbfgs_latent(code, p0, p1, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
+def lbfgs_latent(lp, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
                  max_iter, tol, window, history, KN, DN, DK, KD, N4, bits, n_fixed=0):
     """Minimise the latent ``J`` (:func:`latent_value_grad`, whose arguments ``XT, VT``,
     ``y, sw``, the work arrays and ``K, fit_intercept, alpha_penalty`` are passed on)
@@ -160,7 +160,7 @@ def lbfgs_latent(code, p0, p1, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty
     gnew = np.empty(n)
     zlo = np.empty(n)
     glo = np.empty(n)
-    f = latent_value_grad(code, p0, p1, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
+    f = latent_value_grad(lp, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
                           KN, DN, DK, KD, N4, bits, g)
     g[:n_fixed] = 0.0
     history[0] = f
@@ -195,7 +195,7 @@ def lbfgs_latent(code, p0, p1, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty
         a_lo = a_hi = f_lo = f_hi = d_lo = d_hi = 0.0
         evals = 0
         while evals < MAX_LINE_SEARCH:
-            ft, dt = _latent_phi(step, z, d, znew, gnew, code, p0, p1, XT, VT, y, sw, K,
+            ft, dt = _latent_phi(step, z, d, znew, gnew, lp, XT, VT, y, sw, K,
                                  fit_intercept, alpha_penalty, KN, DN, DK, KD, N4, bits,
                                  n_fixed)
             evals += 1
@@ -364,7 +364,6 @@ class CompiledLatent:
     """
 
     def __init__(self, X, entries, y, loss, n_hidden, fit_intercept, alpha_penalty):
-        code = loss_code(loss)
         n, d = X.shape
         sw = (np.ones(n) if loss.weights is None
               else np.ascontiguousarray(loss.weights, dtype=np.float64))
@@ -374,7 +373,7 @@ class CompiledLatent:
         #: rows, summed in fixed lanes (the same for any number of BLAS threads)
         self.mean = _row_means(XT, sw)
         XT -= self.mean[:, None]
-        self._head = (code[0], float(code[1]), float(code[2]), XT)
+        self._head = (loss.kernel_params, XT)
         self._V = (np.ascontiguousarray(entries[3].T) if entries[3] is not None
                    else np.zeros((0, 0)))
         self._data = (np.ascontiguousarray(y, dtype=np.float64), sw)
@@ -384,7 +383,7 @@ class CompiledLatent:
     @staticmethod
     def applies(X, loss):
         """Dense ``X`` and a loss with compiled terms."""
-        return loss_code(loss) is not None and not sp.issparse(X)
+        return has_kernels(loss) and not sp.issparse(X)
 
     def _hidden_layer(self, z):
         """``alpha`` of ``z = [w, b, alpha.ravel()]`` as a view of shape (D + 1, K)."""

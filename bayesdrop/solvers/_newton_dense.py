@@ -10,8 +10,9 @@ Armijo line search -- with no Python between the steps, so that a small problem 
 few BLAS calls per step rather than dozens of numpy calls.
 The conformance suite runs it against L-BFGS-B on ``J`` like every other solver.
 
-Loss codes: 0 hinge ``(C, margin)``, 1 logistic ``(h = 2C, -)``, 2 epsilon-insensitive
-``(C, epsilon)``, 3 squared ``(C, -)``.
+``lp`` is the loss's parameter tuple (:attr:`bayesdrop.model.losses.Loss.kernel_params`):
+the loop calls the loss's kernels (:mod:`bayesdrop.model.losses.kernels`) and is compiled
+for that loss alone.
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ import numpy as np
 
 from .._blas import padded, syrk_rows, syrk_work
 from ..linalg.kernels import dense_hessian_split
-from ..model._loss_kernels import _term
-from ..model.losses import ROOT_FLOOR
+from ..model.losses.kernels import mean, term
 
-__all__ = ["newton_dense"]
+__all__ = ["irls_start", "newton_dense"]
 
 #: rows per block of the Hessian's stacked Gram product (see
 #: :data:`bayesdrop.linalg.hessian.HESSIAN_BLOCK`)
@@ -34,7 +34,7 @@ _HESSIAN_ROWS = 2048
 
 
 @numba.njit(cache=True, nogil=True)
-def _objective(code, p0, p1, X, M, scale, fi, y, sw, theta, m, s):
+def _objective(lp, X, M, scale, fi, y, sw, theta, m, s):
     """``J(theta)``; fills the scores ``m`` and ``s``."""
     n, D = X.shape
     _scores(X, M, scale, fi, theta, m, s)
@@ -42,7 +42,7 @@ def _objective(code, p0, p1, X, M, scale, fi, y, sw, theta, m, s):
     for d in range(D):
         total += theta[d] * theta[d]
     for i in range(n):
-        total += sw[i] * _term(code, p0, p1, m[i], s[i], y[i], np.int64(0))[0]
+        total += sw[i] * term(lp, m[i], s[i], y[i], np.int64(0))[0]
     return total
 
 
@@ -67,27 +67,14 @@ def _scores(X, M, scale, fi, theta, m, s):
 
 
 @numba.njit(cache=True, nogil=True)
-def _irls_map(code, p0, p1, Xb, M, scale, y, sw, m, s, p):
-    """One IRLS map from the scores ``(m, s)`` (hinge and epsilon-insensitive losses):
-    the expected augmentation weights, then ``A theta = r`` by Cholesky (MATH.md 3-4)."""
+def _irls_map(lp, Xb, M, scale, y, sw, m, s, p):
+    """One IRLS map from the scores ``(m, s)``: the expected system weights (the loss's
+    ``mean`` kernel), then ``A theta = r`` by Cholesky (MATH.md 3-4)."""
     n, D = M.shape
     rho = np.empty(n)
     t = np.empty(n)
     for i in range(n):
-        if code == 0:
-            zeta = p1 - y[i] * m[i]
-            root = max(math.sqrt(zeta * zeta + s[i]), ROOT_FLOOR)
-            rho[i] = p0 / root
-            t[i] = (p0 + p1 * rho[i]) * y[i]
-        else:
-            r = y[i] - m[i]
-            rp = max(math.sqrt((r - p1) ** 2 + s[i]), ROOT_FLOOR)
-            rm = max(math.sqrt((r + p1) ** 2 + s[i]), ROOT_FLOOR)
-            u, u2 = p0 / rp, p0 / rm  # C^2 times the inverse-Gaussian means 1 / (C root)
-            rho[i] = u + u2
-            t[i] = u * (y[i] - p1) + u2 * (y[i] + p1)
-        rho[i] *= sw[i]
-        t[i] *= sw[i]
+        _, _, rho[i], t[i] = mean(lp, lp.C * sw[i], m[i], s[i], y[i])
     A = Xb.T @ (Xb * rho.reshape(n, 1))
     nd = scale * (M.T @ rho)
     for d in range(D):
@@ -98,11 +85,32 @@ def _irls_map(code, p0, p1, Xb, M, scale, y, sw, m, s, p):
 
 
 @numba.njit(cache=True, nogil=True)
-def _derivatives(code, p0, p1, m, s, y, sw, order, d_m, d_s, d_mm, d_ms, d_ss):
+def irls_start(lp, X, M, scale, fi, y, sw, theta):
+    """One IRLS map from ``theta`` (:func:`_irls_map`), or ``theta`` itself if the map
+    raises ``J``: the start of Newton on a non-smooth loss from zero, where every score
+    variance is 0 and the Hessian singular (an IRLS map never raises ``J``, MM)."""
+    n, D = X.shape
+    p = theta.shape[0]
+    m, s, m_c, s_c = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    J = _objective(lp, X, M, scale, fi, y, sw, theta, m, s)
+    Xb = np.empty((n, p))
+    for i in range(n):
+        for d in range(D):
+            Xb[i, d] = X[i, d]
+        if fi:
+            Xb[i, D] = 1.0
+    cand = _irls_map(lp, Xb, M, scale, y, sw, m, s, p)
+    if _objective(lp, X, M, scale, fi, y, sw, cand, m_c, s_c) <= J:
+        return cand
+    return theta.copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def _derivatives(lp, m, s, y, sw, order, d_m, d_s, d_mm, d_ms, d_ss):
     """Every example's (weighted) derivatives of its term in ``(m, s)``: the first ones,
     and with ``order=2`` the second ones too."""
     for i in range(m.shape[0]):
-        _, dm, ds, dmm, dms, dss = _term(code, p0, p1, m[i], s[i], y[i], order)
+        _, dm, ds, dmm, dms, dss = term(lp, m[i], s[i], y[i], order)
         w = sw[i]
         d_m[i] = w * dm
         d_s[i] = w * ds
@@ -205,14 +213,13 @@ def _qn_solve(L, g, S, Yq, rho, k):
 
 
 @numba.njit(cache=True, nogil=True)
-def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, armijo, min_step,
-                 ridge, irls_start, reuse, contraction, chord_stop, expand, expand_ratio,
+def newton_dense(lp, X, M, scale, fi, y, sw, theta0, tol, max_iter, armijo, min_step,
+                 ridge, reuse, contraction, chord_stop, expand, expand_ratio,
                  syrk, qn_memory):
     """Newton's method on ``J`` for dense ``X`` and ``V = scale * M``; example ``i``'s
     term is scaled by ``sw[i]`` (its sample weight).
 
-    ``irls_start``: first move by one IRLS map (hinge and epsilon-insensitive losses from
-    zero). ``reuse``, ``contraction``, ``chord_stop``: when the Cholesky factor of ``H``
+    ``reuse``, ``contraction``, ``chord_stop``: when the Cholesky factor of ``H``
     is kept for the next direction, and when such a step ends the iteration
     (:data:`bayesdrop.solvers.newton.REUSE_DECREMENT`,
     :data:`bayesdrop.solvers.newton.CONTRACTION`, :data:`bayesdrop.solvers.newton.CHORD_STOP`);
@@ -247,26 +254,10 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     Z = np.empty((2 * B, p))
     Y = np.empty((2 * B, p))
     work = syrk_work()
-    J = _objective(code, p0, p1, X, M, scale, fi, y, sw, theta, m, s)
+    J = _objective(lp, X, M, scale, fi, y, sw, theta, m, s)
     if not np.isfinite(J):
         history[0] = J
         return theta, history[:1], 0, -2, np.full(p, np.nan), 0, np.zeros((p, p))
-    if irls_start:
-        # at w = 0 every score variance is 0 and the Hessian singular: start from one IRLS
-        # map (it never raises J, MM)
-        Xb = np.empty((n, p))
-        for i in range(n):
-            for d in range(D):
-                Xb[i, d] = X[i, d]
-            if fi:
-                Xb[i, D] = 1.0
-        cand = _irls_map(code, p0, p1, Xb, M, scale, y, sw, m, s, p)
-        J_c = _objective(code, p0, p1, X, M, scale, fi, y, sw, cand, m_c, s_c)
-        if J_c <= J:
-            theta[:] = cand
-            m[:] = m_c
-            s[:] = s_c
-            J = J_c
     history[0] = J
     status = 0
     it = 0
@@ -274,7 +265,7 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
     L = np.zeros((p, p))
     fresh_next = True  # the next direction needs a new factor
     order = 2  # derivatives known at theta: 1 first, 2 also second
-    _derivatives(code, p0, p1, m, s, y, sw, np.int64(2), d_m, d_s, d_mm, d_ms, d_ss)
+    _derivatives(lp, m, s, y, sw, np.int64(2), d_m, d_s, d_mm, d_ms, d_ss)
     g = _gradient(X, M, scale, fi, d_m, d_s, theta)
     prev_dec = np.inf
     S = np.empty((max(qn_memory, 1), p))  # BFGS pairs since the last factor, oldest first
@@ -291,7 +282,7 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
         for attempt in range(2):
             if fresh:
                 if order < 2:
-                    _derivatives(code, p0, p1, m, s, y, sw, np.int64(2), d_m, d_s, d_mm, d_ms, d_ss)
+                    _derivatives(lp, m, s, y, sw, np.int64(2), d_m, d_s, d_mm, d_ms, d_ss)
                     order = 2
                 nd = 2.0 * scale * (M.T @ d_s)
                 L = _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, P, Q, Z,
@@ -320,7 +311,7 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
         while True:
             for a in range(p):
                 cand[a] = theta[a] + t * step[a]
-            J_c = _objective(code, p0, p1, X, M, scale, fi, y, sw, cand, m_c, s_c)
+            J_c = _objective(lp, X, M, scale, fi, y, sw, cand, m_c, s_c)
             if J_c <= J - armijo * t * decrement or t < min_step:
                 break
             t *= 0.5
@@ -330,7 +321,7 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
             for _ in range(expand):
                 for a in range(p):
                     cand_e[a] = theta[a] + 2.0 * t * step[a]
-                J_e = _objective(code, p0, p1, X, M, scale, fi, y, sw, cand_e, m_e, s_e)
+                J_e = _objective(lp, X, M, scale, fi, y, sw, cand_e, m_e, s_e)
                 if not J_e < J_c:
                     break
                 t *= 2.0
@@ -354,7 +345,7 @@ def newton_dense(code, p0, p1, X, M, scale, fi, y, sw, theta0, tol, max_iter, ar
         prev_dec = decrement
         fresh_next = not (t == 1.0 and decrement <= reuse * max(abs(J), 1.0))
         order = 2 if fresh_next else 1
-        _derivatives(code, p0, p1, m, s, y, sw, order, d_m, d_s, d_mm, d_ms, d_ss)
+        _derivatives(lp, m, s, y, sw, order, d_m, d_s, d_mm, d_ms, d_ss)
         g_new = _gradient(X, M, scale, fi, d_m, d_s, theta)
         if qn_memory > 0 and not fresh_next:  # a BFGS pair (newton._add_pair)
             sy = 0.0

@@ -148,9 +148,11 @@ def applicable(problem):
     True
     """
     from ..model.losses import Loss
+    from ..model.losses.kernels import has_kernels
 
     design, loss, _ = problem
-    if not design.diagonal_noise or type(loss).curvature is Loss.curvature:
+    second = has_kernels(loss) or type(loss).curvature is not Loss.curvature
+    if not design.diagonal_noise or not second:
         return False  # a latent design, or a loss without second derivatives
     return bool(loss.smooth or design.every_row_noisy)
 
@@ -455,7 +457,7 @@ def _irls_start(problem, linalg, cg_maxiter):
 #: ``compiled="auto"`` runs the compiled dense loop up to this many rows ``N`` and
 #: :data:`MAX_COMPILED_ENTRIES` entries ``N x D``. Beyond, the Python loop is faster: its
 #: logistic terms take numpy's SIMD ``exp`` / ``log1p`` / ``tanh``
-#: (:mod:`bayesdrop.model._logistic_rows`; numba's are scalar, 5-10x slower per row) and
+#: (:mod:`bayesdrop.model.losses._logistic_rows`; numba's are scalar, 5-10x slower per row) and
 #: its products numpy's threaded BLAS. Measured on 2 cores (logistic / hinge at q = 0.3,
 #: Python loop time over compiled): 569 x 30 2.2 / 2.3, 1000 x 30 1.36 / 1.27,
 #: 2000 x 20 1.02 / 1.13, 3000 x 10 0.77 / 1.06, 2000 x 50 0.91 / 0.72,
@@ -482,18 +484,21 @@ def _dense_arrays(design, compiled="auto"):
     return None
 
 
-def _fit_compiled(problem, theta, code, arrays, tol, max_iter, irls_start):
+def _fit_compiled(problem, theta, lp, arrays, tol, max_iter, irls_start):
     from .._blas import dsyrk_address
+    from ._newton_dense import irls_start as compiled_irls_start
     from ._newton_dense import newton_dense
 
     X, M, scale = arrays
     design = problem.design
+    sw = np.ones(design.n_samples) if problem.loss.weights is None else problem.loss.weights
+    y = np.ascontiguousarray(problem.y, dtype=np.float64)
+    if irls_start:
+        theta = compiled_irls_start(lp, X, M, float(scale), design.fit_intercept, y, sw,
+                                    theta)
     theta, history, it, status, grad, n_factors, L = newton_dense(
-        code[0], float(code[1]), float(code[2]), X, M, float(scale), design.fit_intercept,
-        np.ascontiguousarray(problem.y, dtype=np.float64),
-        np.ones(design.n_samples) if problem.loss.weights is None else problem.loss.weights,
-        theta, float(tol), int(max_iter),
-        ARMIJO, MIN_STEP, RIDGE, irls_start, _reuse_threshold(design), CONTRACTION, CHORD_STOP,
+        lp, X, M, float(scale), design.fit_intercept, y, sw, theta, float(tol), int(max_iter),
+        ARMIJO, MIN_STEP, RIDGE, _reuse_threshold(design), CONTRACTION, CHORD_STOP,
         EXPAND_STEPS, EXPAND_RATIO, dsyrk_address(), QN_MEMORY)
     if status == -2:
         raise FloatingPointError("J is not finite at the starting point")
@@ -591,13 +596,15 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
     factor0 = None
     compiled_run = None
     if linalg == "cholesky" and compiled:
-        from ..model._loss_kernels import loss_code
+        from ..model.losses.kernels import has_kernels, kernels_of
 
-        code, arrays = loss_code(loss), _dense_arrays(design, compiled)
-        if code is not None and arrays is not None:
-            compiled_run = code, arrays
+        lp, arrays = loss.kernel_params, _dense_arrays(design, compiled)
+        usable = kernels_of(lp) is not None and (loss.smooth or has_kernels(loss, "mean"))
+        if usable and arrays is not None:
+            compiled_run = lp, arrays
         elif compiled is True:
-            raise ValueError("compiled=True needs a dense design and a built-in loss")
+            raise ValueError("compiled=True needs a dense design and a loss with compiled "
+                             "kernels")
     if theta0 is None and _subsample_applies(problem):
         # many rows: start from the optimum of every SUBSAMPLE_STEP-th example (weighted
         # SUBSAMPLE_STEP, the same J in expectation); the subsample's Hessian there directs
@@ -624,10 +631,10 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
     if theta.shape != (p_dim,):
         raise ValueError(f"theta0 must have shape ({p_dim},), got {theta.shape}")
     if compiled_run is not None:
-        code, arrays = compiled_run
+        lp, arrays = compiled_run
         irls_start = theta0 is None and not loss.smooth
         theta, history, it, converged, g, n_factors, factor = _fit_compiled(
-            problem, theta, code, arrays, tol, max_iter, irls_start)
+            problem, theta, lp, arrays, tol, max_iter, irls_start)
         return _result(theta, history, it, converged, g, start, n_factors, linalg,
                        warn and not converged, max_iter, tol), factor
     m, s = design.scores(theta) if scores is None else scores
