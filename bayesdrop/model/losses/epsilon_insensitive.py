@@ -52,7 +52,7 @@ def eps_mean(p, c, m, s, y):
     return 1.0 / (c * rp), 1.0 / (c * rm), u + u2, u * (y - p.epsilon) + u2 * (y + p.epsilon)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def eps_draw(p, c, m, s, y, rng, tables, i):
     """``u ~ IG(1 / (c root+), 1)``, ``u' ~ IG(1 / (c root-), 1)``."""
     r = y - m

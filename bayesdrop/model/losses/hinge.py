@@ -50,7 +50,7 @@ def hinge_mean(p, c, m, s, y):
     return 1.0 / (c * root), 0.0, rho, (c + p.margin * rho) * y
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def hinge_draw(p, c, m, s, y, rng, tables, i):
     """``u ~ IG(1 / (c root), 1)`` (the Levy limit at ``root = 0``)."""
     zeta = p.margin - y * m

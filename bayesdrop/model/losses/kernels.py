@@ -196,7 +196,7 @@ def _mean_overload(p, c, m, s, y):
     return None
 
 
-@overload(draw, jit_options={"cache": True, "nogil": True})
+@overload(draw, jit_options={"cache": True, "nogil": True}, inline="always")
 def _draw_overload(p, c, m, s, y, rng, tables, i):
     entry = _entry(p)
     if entry is not None and entry.draw is not None:

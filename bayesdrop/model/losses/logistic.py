@@ -68,7 +68,7 @@ def logistic_mean(p, c, m, s, y):
     return lam, 0.0, lam, c * y
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def logistic_draw(p, c, m, s, y, rng, tables, i):
     """``lambda ~ PG(2c, psi)`` (:func:`bayesdrop.model.pg_compiled.pg_draw`; ``tables``
     the fractional Polya-Gamma tables of :meth:`LogisticLoss.draw_tables`)."""

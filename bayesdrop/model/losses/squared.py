@@ -37,7 +37,7 @@ def squared_mean(p, c, m, s, y):
     return 0.0, 0.0, c, c * y
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def squared_draw(p, c, m, s, y, rng, tables, i):
     return 0.0, 0.0, c, c * y
 
