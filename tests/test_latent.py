@@ -269,7 +269,7 @@ def test_latent_bad_parameters():
 @pytest.mark.parametrize("loss_name", ["logistic", "hinge", "epsilon", "weighted"])
 def test_compiled_latent_passes_equal_the_numpy_ones(loss_name, monkeypatch):
     """For dense X the element-wise passes of ``latent_gradients`` run compiled; they give
-    ``J`` and both gradients of the numpy formulas (forced by hiding the loss code) to
+    ``J`` and both gradients of the numpy formulas (forced by hiding the loss's kernels) to
     rounding, for every built-in loss and with sample weights."""
     from bayesdrop import EpsilonInsensitiveLoss, HingeLoss, LogisticLoss
     from bayesdrop.model import latent as L

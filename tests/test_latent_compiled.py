@@ -42,7 +42,7 @@ def test_compiled_value_and_gradient_equal_latent_gradients(loss_name, noise,
                                                             fit_intercept, monkeypatch):
     """``latent_value_grad`` (one compiled call, scalar C-library functions and the
     polynomial ``exp``) gives the ``J`` and gradients of ``latent_gradients``'s numpy
-    formulas (forced by hiding the loss code: with it, dense designs are evaluated by
+    formulas (forced by hiding the loss's kernels: with them, dense designs are evaluated by
     ``latent_value_grad`` itself) to rounding, for every built-in loss, with weights,
     without noise and without intercept."""
     from bayesdrop.model import latent as L

@@ -22,14 +22,14 @@ import numba
 import numpy as np
 import pytest
 from scipy.integrate import quad
-from scipy.optimize import approx_fprime, minimize
+from scipy.optimize import approx_fprime
 
 from bayesdrop import Dropout, Problem
 from bayesdrop.model.losses import Loss
 from bayesdrop.model.losses.kernels import register
 from bayesdrop.solvers import irls, newton
 
-from .conftest import sparse_counts
+from .conftest import assert_conformance, conformance_data, lbfgs_reference
 
 
 class SquaredHingeParams(NamedTuple):
@@ -92,18 +92,6 @@ def _quadrature(C, margin, m, s, y):
     return np.array(out)
 
 
-def _data(kind, seed=0):
-    X = sparse_counts(n=90, d=7, density=0.4, seed=seed).tolil()
-    for n in range(90):  # every example noisy
-        if X[n].nnz == 0:
-            X[n, n % 7] = 1.0
-    X = X.tocsr()
-    rng = np.random.default_rng(seed)
-    score = X @ rng.normal(size=7) * 0.5
-    y = np.where(score + rng.normal(size=90) > np.median(score), 1.0, -1.0)
-    return (X.toarray() if kind == "dense" else X), y
-
-
 def test_numpy_methods_wrap_the_kernel_and_match_quadrature_and_differences():
     rng = np.random.default_rng(1)
     m, s = rng.normal(size=40) * 2, rng.uniform(0.01, 3.0, size=40)
@@ -134,24 +122,14 @@ def test_numpy_methods_wrap_the_kernel_and_match_quadrature_and_differences():
 @pytest.mark.parametrize("intercept", [True, False])
 def test_newton_engines_reach_the_lbfgs_minimum(kind, intercept):
     """The conformance check of tests/test_solvers.py for the new loss."""
-    X, y = _data(kind)
+    X, y = conformance_data(kind, binary=True)
     problem = Problem.create(X, y, SquaredHingeLoss(0.7), Dropout(0.3), intercept)
-    ref = minimize(lambda th: problem.objective(th, gradient=True),
-                   np.zeros(problem.design.n_params), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 50_000, "gtol": 1e-11, "ftol": 1e-15, "maxcor": 30})
-    J_ref = float(ref.fun)
+    theta_ref, J_ref = lbfgs_reference(problem)
     results = {"newton-cholesky": newton.fit(problem, linalg="cholesky", compiled=False),
                "newton-cg": newton.fit(problem, linalg="cg")}
     if kind == "dense":
         results["newton-compiled"] = newton.fit(problem, linalg="cholesky", compiled=True)
-    scale = max(abs(J_ref), 1.0)
-    for name, res in results.items():
-        J = problem.objective(res.theta)
-        assert res.converged, name
-        assert J <= J_ref + 1e-9 * scale, (name, J, J_ref)
-        np.testing.assert_allclose(res.theta, ref.x, atol=1e-4 * max(1.0, np.abs(ref.x).max()),
-                                   err_msg=name)
-        assert np.all(np.diff(res.objective) <= 1e-12 * scale), name
+    assert_conformance(problem, results, theta_ref, J_ref)
     if kind == "dense":  # one algorithm: the compiled loop takes the Python loop's steps
         a, b = results["newton-compiled"], results["newton-cholesky"]
         assert a.n_iter == b.n_iter
@@ -159,7 +137,7 @@ def test_newton_engines_reach_the_lbfgs_minimum(kind, intercept):
 
 
 def test_engines_that_need_an_augmentation_refuse_it_by_name():
-    X, y = _data("dense")
+    X, y = conformance_data("dense", binary=True)
     problem = Problem.create(X, y, SquaredHingeLoss(0.7), Dropout(0.3))
     with pytest.raises(TypeError, match="SquaredHingeLoss has no compiled 'mean' kernel"):
         irls.fit(problem)
@@ -179,7 +157,7 @@ def test_engines_compiled_for_a_foreign_loss_stay_out_of_the_disk_cache(tmp_path
 
     import bayesdrop
 
-    X, y = _data("dense")
+    X, y = conformance_data("dense", binary=True)
     newton.fit(Problem.create(X, y, SquaredHingeLoss(0.7), Dropout(0.3)), compiled=True,
                linalg="cholesky")
     root = pathlib.Path(bayesdrop.__file__).parent

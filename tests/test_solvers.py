@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.optimize import approx_fprime, minimize
+from scipy.optimize import approx_fprime
 from sklearn.linear_model import LogisticRegression
 
 from bayesdrop import (AdditiveGaussian, DropoutLogisticRegression, DropoutSVC, DropoutSVR,
@@ -22,7 +22,7 @@ from bayesdrop.linalg import hessian
 from bayesdrop.model.problem import subsample_rows
 from bayesdrop.solvers import fit_problem, irls, newton
 
-from .conftest import sparse_counts
+from .conftest import assert_conformance, conformance_data, lbfgs_reference
 
 LOSSES = {
     "hinge": lambda: HingeLoss(0.7),
@@ -39,27 +39,10 @@ NOISES = {
 
 
 def _data(kind, loss_name, seed=0):
-    X = sparse_counts(n=90, d=7, density=0.4, seed=seed).tolil()
-    for n in range(90):  # no all-zero rows: every example noisy (see newton.applicable)
-        if X[n].nnz == 0:
-            X[n, n % 7] = 1.0
-    X = X.tocsr()
-    if kind == "dense":
-        X = X.toarray()
-    rng = np.random.default_rng(seed)
-    score = X @ rng.normal(size=7) * 0.5
-    if loss_name in ("hinge", "logistic"):
-        y = np.where(score + rng.normal(size=90) > np.median(score), 1.0, -1.0)
-    else:
-        y = score + 0.3 * rng.normal(size=90)
-    return X, y
+    return conformance_data(kind, loss_name in ("hinge", "logistic"), seed)
 
 
-def _lbfgs(problem):
-    res = minimize(lambda th: problem.objective(th, gradient=True),
-                   np.zeros(problem.design.n_params), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 50_000, "gtol": 1e-11, "ftol": 1e-15, "maxcor": 30})
-    return res.x, float(res.fun)
+_lbfgs = lbfgs_reference
 
 
 CASES = [c for c in itertools.product(LOSSES, NOISES, ("dense", "sparse"), (True, False))
@@ -83,16 +66,7 @@ def test_every_solver_reaches_the_lbfgs_minimum(case):
     }
     if kind == "dense":
         results["newton-compiled"] = newton.fit(problem, linalg="cholesky", compiled=True)
-    scale = max(abs(J_ref), 1.0)
-    for name, res in results.items():
-        J = problem.objective(res.theta)
-        assert res.converged, name
-        assert J <= J_ref + 1e-9 * scale, (name, J, J_ref)
-        # strongly convex: the minimisers agree with the reference's
-        np.testing.assert_allclose(res.theta, theta_ref, rtol=0, atol=1e-4 * max(
-            1.0, np.max(np.abs(theta_ref))), err_msg=name)
-        assert res.objective[-1] == pytest.approx(J, rel=1e-12)
-        assert np.all(np.diff(res.objective) <= 1e-12 * scale), name  # monotone
+    assert_conformance(problem, results, theta_ref, J_ref)
 
 
 @pytest.mark.parametrize("case", CASES, ids=_ids)

@@ -251,8 +251,8 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
                     + [2 F^T C; 0]
 
     One evaluation costs five ``N x D x K`` products (BLAS for dense ``X``, ``O(nnz K)``
-    sparse) and no :class:`LatentDesign`; dense ``X`` with noise and a built-in loss is
-    evaluated by :func:`bayesdrop.model._latent_compiled.latent_value_grad` (one compiled
+    sparse) and no :class:`LatentDesign`; dense ``X`` with noise and a loss with compiled
+    kernels is evaluated by :func:`bayesdrop.model._latent_compiled.latent_value_grad` (one compiled
     call). Pass the same dict as ``work`` to repeated calls (an optimiser's) to reuse the
     work arrays.
 
@@ -291,7 +291,7 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
         return a
 
     if V is not None and has_kernels(loss):
-        # dense X, a built-in loss: the compiled evaluation of the L-BFGS loop
+        # dense X, a loss with compiled kernels: the compiled evaluation of the L-BFGS loop
         return _compiled_gradients(X, V, y, loss, theta, alpha, alpha_penalty,
                                    fit_intercept, work)
     NK, ND = (n, K), (n, X.shape[1])
@@ -354,7 +354,7 @@ def latent_gradients(X, entries, y, loss, theta, alpha, alpha_penalty, fit_inter
 
 def _compiled_gradients(X, V, y, loss, theta, alpha, alpha_penalty, fit_intercept,
                         work):
-    """:func:`latent_gradients` for dense ``X`` with noise and a built-in loss, by
+    """:func:`latent_gradients` for dense ``X`` with noise and a loss with compiled kernels, by
     :func:`bayesdrop.model._latent_compiled.latent_value_grad` (its work arrays kept in
     ``work``)."""
     n, D = X.shape

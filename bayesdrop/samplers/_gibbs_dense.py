@@ -177,8 +177,10 @@ def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
                line_u, line_c, line_stats, syrk):
     """Advance one chain by ``n_sweeps`` sweeps (in place); returns the number kept.
 
-    ``pgt`` are the loss's draw tables (:meth:`bayesdrop.model.losses.Loss.draw_tables`). If ``terms_out`` has rows, a kept sweep also writes each
-    example's term of ``J`` (minus its pointwise log pseudo-likelihood) to its row.
+    ``pgt`` are the loss's draw tables
+    (:meth:`bayesdrop.model.losses.Loss.draw_tables`). If ``terms_out`` has rows, a kept
+    sweep also writes each example's term of ``J`` (minus its pointwise log
+    pseudo-likelihood) to its row.
 
     ``theta``, ``m``, ``s`` are the chain's state (updated). Sweep ``k`` (counted from
     ``first_sweep``) is kept when ``k >= tune`` and ``(k - tune + 1) % thin == 0``: its

@@ -357,7 +357,7 @@ class CompiledLatent:
         :func:`bayesdrop.model.latent.noise_entries` of ``X``.
     y : ndarray of shape (n_samples,)
     loss : Loss
-        A built-in loss (:meth:`applies`).
+        A loss with compiled kernels (:meth:`applies`).
     n_hidden : int
     fit_intercept : bool
     alpha_penalty : float

@@ -158,10 +158,7 @@ class Loss(ABC):
         (``s = 0`` on the margin of the hinge / tube of the epsilon-insensitive loss) the
         values are those at the floored root :data:`ROOT_FLOOR`.
         """
-        (m, s, y), sw, shape = _rows(self, m, s, y)
-        out = [np.empty(m.shape[0]) for _ in range(3)]
-        _k.curvature_loop(self.kernel_params, m, s, y, sw, *out)
-        return tuple(o.reshape(shape) for o in out)
+        return Loss.terms_curvature(self, m, s, y)[3:]
 
     def terms_curvature(self, m, s, y):
         """:meth:`terms` and :meth:`curvature` in one pass: ``(value, d_m, d_s, d_mm,

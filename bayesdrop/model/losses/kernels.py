@@ -7,9 +7,9 @@ first field is ``C`` (every term is linear in it):
 ``term(p, m, s, y, derivs)``
     the example's term of ``J`` at unit weight and its derivatives in the score mean
     ``m`` and variance ``s``: ``(value, d_m, d_s, d_mm, d_ms, d_ss)``; ``derivs`` 0 the
-    value only, 1 also the first derivatives, 2 also the second ones. A kernel that
-    registers ``value_with_derivatives=False`` may leave the value out (0) when
-    derivatives are asked for (:func:`term_and_value` then fills it in).
+    value only, 1 also the first derivatives, 2 also the second ones. It may leave the
+    value out (0) when derivatives are asked for if the loss also registers
+    ``term_and_value``, the same kernel with the value (:func:`term_and_value`).
 ``mean(p, c, m, s, y)``
     the conditional means of the augmentation variables and the system weights they
     give, ``(a1, a2, rho, t)`` (IRLS; floored, see :data:`ROOT_FLOOR`);
@@ -58,7 +58,6 @@ class LossKernels(NamedTuple):
     mean: object = None
     draw: object = None
     system: object = None
-    value_with_derivatives: bool = True
     term_and_value: object = None
 
 
@@ -67,7 +66,7 @@ _REGISTRY: dict = {}
 
 
 def register(params_type, *, term, mean=None, draw=None, system=None,
-             value_with_derivatives=True, term_and_value=None):
+             term_and_value=None):
     """Register the compiled kernels of the loss whose parameters are ``params_type``.
 
     Parameters
@@ -82,17 +81,16 @@ def register(params_type, *, term, mean=None, draw=None, system=None,
         The augmentation's kernels (module docstring): IRLS needs ``mean``, the Gibbs
         sampler ``draw`` and ``system``. A loss without an exact augmentation leaves them
         out; the engines that need them then refuse it with a TypeError.
-    value_with_derivatives : bool
-        Whether ``term`` returns the value also when derivatives are asked for.
     term_and_value : numba dispatcher, optional
-        A kernel like ``term`` that always returns the value (cheaper than two calls of
-        ``term``); by default :func:`term_and_value` calls ``term`` twice if needed.
+        A kernel like ``term`` that always returns the value, for a ``term`` that leaves
+        it out when derivatives are asked for (a cheaper pass for the callers that need
+        only the derivatives); by default ``term`` itself.
     """
     if not (isinstance(params_type, type) and issubclass(params_type, tuple)
             and getattr(params_type, "_fields", ())[:1] == ("C",)):
         raise TypeError("params_type must be a NamedTuple class whose first field is C")
     _REGISTRY[params_type] = LossKernels(term, mean, draw, system,
-                                         bool(value_with_derivatives), term_and_value)
+                                         term if term_and_value is None else term_and_value)
 
 
 def _foreign(types):
@@ -178,71 +176,44 @@ def system(p, c, a1, a2, y):
     return _python(p).system(p, c, a1, a2, y)
 
 
-@overload(term, jit_options={"cache": True, "nogil": True})
-def _term_overload(p, m, s, y, derivs):
-    entry = _entry(p)
-    if entry is not None:
-        fn = entry.term
-        return lambda p, m, s, y, derivs: fn(p, m, s, y, derivs)
-    return None
-
-
-@overload(mean, jit_options={"cache": True, "nogil": True})
-def _mean_overload(p, c, m, s, y):
-    entry = _entry(p)
-    if entry is not None and entry.mean is not None:
-        fn = entry.mean
-        return lambda p, c, m, s, y: fn(p, c, m, s, y)
-    return None
-
-
-@overload(draw, jit_options={"cache": True, "nogil": True}, inline="always")
-def _draw_overload(p, c, m, s, y, rng, tables, i):
-    entry = _entry(p)
-    if entry is not None and entry.draw is not None:
-        fn = entry.draw
-        return lambda p, c, m, s, y, rng, tables, i: fn(p, c, m, s, y, rng, tables, i)
-    return None
-
-
-@overload(system, jit_options={"cache": True, "nogil": True})
-def _system_overload(p, c, a1, a2, y):
-    entry = _entry(p)
-    if entry is not None and entry.system is not None:
-        fn = entry.system
-        return lambda p, c, a1, a2, y: fn(p, c, a1, a2, y)
-    return None
-
-
 def term_and_value(p, m, s, y, derivs):
     """:func:`term` with the value filled in whatever ``derivs``."""
-    entry = _python(p)
-    if entry.term_and_value is not None:
-        return entry.term_and_value(p, m, s, y, derivs)
-    out = term(p, m, s, y, derivs)
-    if entry.value_with_derivatives or derivs == 0:
-        return out
-    return (term(p, m, s, y, 0)[0],) + tuple(out[1:])
+    return _python(p).term_and_value(p, m, s, y, derivs)
 
 
-@overload(term_and_value, jit_options={"cache": True, "nogil": True})
-def _term_and_value_overload(p, m, s, y, derivs):
+_JIT = {"cache": True, "nogil": True}
+
+
+def _kernel(p, name):
+    """The registered kernel ``name`` of a numba parameter type, or None."""
     entry = _entry(p)
-    if entry is None:
-        return None
-    fn = entry.term
-    if entry.term_and_value is not None:
-        both = entry.term_and_value
-        return lambda p, m, s, y, derivs: both(p, m, s, y, derivs)
-    if entry.value_with_derivatives:
-        return lambda p, m, s, y, derivs: fn(p, m, s, y, derivs)
+    return None if entry is None else getattr(entry, name)
 
-    def impl(p, m, s, y, derivs):
-        out = fn(p, m, s, y, derivs)
-        if derivs == 0:
-            return out
-        return (fn(p, m, s, y, np.int64(0))[0],) + out[1:]
-    return impl
+
+def _dispatch(generic, name):
+    """Overload ``generic`` in compiled code: for a registered parameter type, a call of
+    the loss's kernel ``name``."""
+    def typer(p, *args):
+        fn = _kernel(p, name)
+        return None if fn is None else (lambda p, *args: fn(p, *args))
+
+    overload(generic, jit_options=_JIT)(typer)
+
+
+for _generic, _name in ((term, "term"), (term_and_value, "term_and_value"), (mean, "mean"),
+                        (system, "system")):
+    _dispatch(_generic, _name)
+
+
+# The draw is inlined into the engine's IR (numba cannot inline a closure with *args, so
+# its arguments are spelled out): it is called once per example and sweep, and the
+# logistic draw's tables passed by value to a separate function cost 12% of a sweep.
+@overload(draw, jit_options=_JIT, inline="always")
+def _draw_overload(p, c, m, s, y, rng, tables, i):
+    fn = _kernel(p, "draw")
+    if fn is None:
+        return None
+    return lambda p, c, m, s, y, rng, tables, i: fn(p, c, m, s, y, rng, tables, i)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -284,17 +255,6 @@ def terms_curvature(p, m, s, y, sw, value, d_m, d_s, d_mm, d_ms, d_ss):
         value[i] = w * out[0]
         d_m[i] = w * out[1]
         d_s[i] = w * out[2]
-        d_mm[i] = w * out[3]
-        d_ms[i] = w * out[4]
-        d_ss[i] = w * out[5]
-
-
-@numba.njit(cache=True, nogil=True)
-def curvature_loop(p, m, s, y, sw, d_mm, d_ms, d_ss):
-    """Every example's weighted second derivatives."""
-    for i in range(m.shape[0]):
-        out = term(p, m[i], s[i], y[i], np.int64(2))
-        w = sw[i]
         d_mm[i] = w * out[3]
         d_ms[i] = w * out[4]
         d_ss[i] = w * out[5]

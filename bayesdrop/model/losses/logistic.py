@@ -78,7 +78,7 @@ def logistic_draw(p, c, m, s, y, rng, tables, i):
 
 
 kernels.register(LogisticParams, term=logistic_term, mean=logistic_mean,
-                 draw=logistic_draw, system=logistic_system, value_with_derivatives=False,
+                 draw=logistic_draw, system=logistic_system,
                  term_and_value=logistic_term_and_value)
 
 
