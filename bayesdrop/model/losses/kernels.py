@@ -201,19 +201,31 @@ def _dispatch(generic, name):
 
 
 for _generic, _name in ((term, "term"), (term_and_value, "term_and_value"), (mean, "mean"),
-                        (system, "system")):
+                        (draw, "draw"), (system, "system")):
     _dispatch(_generic, _name)
 
 
-# The draw is inlined into the engine's IR (numba cannot inline a closure with *args, so
-# its arguments are spelled out): it is called once per example and sweep, and the
-# logistic draw's tables passed by value to a separate function cost 12% of a sweep.
-@overload(draw, jit_options=_JIT, inline="always")
-def _draw_overload(p, c, m, s, y, rng, tables, i):
+def draw_rows(p, m, s, y, sw, rng, tables, a1, a2, rho, t):
+    """Every example's augmentation draw and system weights (:func:`draws_loop`)."""
+    draws_loop(p, m, s, y, sw, rng, tables, a1, a2, rho, t)
+
+
+@overload(draw_rows, jit_options=_JIT)
+def _draw_rows_overload(p, m, s, y, sw, rng, tables, a1, a2, rho, t):
+    # The loop over examples, compiled per loss with its draw kernel referenced directly
+    # (not through the generic draw), so that numba inlines a kernel declared
+    # inline="always" into the loop before typing: a draw is called once per example and
+    # sweep, and the logistic draw's tables passed to a separate function each time cost
+    # 12-30% of a sweep (typed inlining of the generic call instead cost 2.5 s of compile
+    # time).
     fn = _kernel(p, "draw")
     if fn is None:
         return None
-    return lambda p, c, m, s, y, rng, tables, i: fn(p, c, m, s, y, rng, tables, i)
+
+    def impl(p, m, s, y, sw, rng, tables, a1, a2, rho, t):
+        for i in range(m.shape[0]):
+            a1[i], a2[i], rho[i], t[i] = fn(p, p.C * sw[i], m[i], s[i], y[i], rng, tables, i)
+    return impl
 
 
 @numba.njit(cache=True, nogil=True)
@@ -270,9 +282,9 @@ def means_loop(p, m, s, y, sw, a1, a2, rho, t):
 @numba.njit(cache=True, nogil=True)
 def draws_loop(p, m, s, y, sw, rng, tables, a1, a2, rho, t):
     """Every example's augmentation draw and system weights, in example order from one
-    generator (the compiled Gibbs sweeps' augmentation step)."""
-    for i in range(m.shape[0]):
-        a1[i], a2[i], rho[i], t[i] = draw(p, p.C * sw[i], m[i], s[i], y[i], rng, tables, i)
+    generator (the compiled Gibbs sweeps' augmentation step; the loop of
+    :func:`draw_rows`, compiled per loss)."""
+    draw_rows(p, m, s, y, sw, rng, tables, a1, a2, rho, t)
 
 
 @numba.njit(cache=True, nogil=True)
