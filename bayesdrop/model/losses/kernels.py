@@ -30,6 +30,9 @@ the generic :func:`term`, :func:`term_and_value`, :func:`mean`, :func:`draw` and
 :func:`system` with the parameter tuple; numba resolves them to the registered kernels
 when it compiles the engine for that tuple's type, so each engine is compiled for the
 one loss it runs (and cached on disk per loss). No engine knows which losses exist.
+The sweeps draw through :func:`draws_loop`, whose loop is compiled per loss with the
+draw kernel inlined (a draw kernel declares ``inline="always"``; see
+:func:`draw_rows`).
 """
 
 from __future__ import annotations
