@@ -293,11 +293,13 @@ def _bfgs_inverse(H0_inv, pairs):
 
 @pytest.mark.parametrize("n_pairs", [0, 1, 3, 8])
 def test_qn_direction_is_the_bfgs_updated_inverse(n_pairs):
-    """The two-loop recursion on a Cholesky factor (Python and compiled) equals the dense
-    BFGS recursion started from ``H^{-1}``: ``-B^{-1} g`` to rounding."""
+    """The two-loop recursion on a Cholesky factor (the Python evaluator, and the same
+    function compiled with the dense one) equals the dense BFGS recursion started from
+    ``H^{-1}``: ``-B^{-1} g`` to rounding."""
+    import numba
     import scipy.linalg as sla
 
-    from bayesdrop.solvers._newton_dense import _qn_solve
+    from bayesdrop.solvers.newton import compiled, loop, steps
 
     rng = np.random.default_rng(n_pairs)
     p = 6
@@ -307,26 +309,36 @@ def test_qn_direction_is_the_bfgs_updated_inverse(n_pairs):
     pairs = [(s, T @ s + 0.01 * rng.normal(size=p)) for s in rng.normal(size=(n_pairs, p))]
     g = rng.normal(size=p)
     expected = -_bfgs_inverse(np.linalg.inv(H), pairs) @ g
-    factor = sla.cho_factor(H, lower=True)
-    triples = [(s, y, 1.0 / (s @ y)) for s, y in pairs]
-    np.testing.assert_allclose(newton._qn_direction(factor, g, triples), expected,
-                               rtol=1e-10, atol=1e-12)
-    S = np.array([s for s, _ in pairs]).reshape(n_pairs, p)
-    Yq = np.array([y for _, y in pairs]).reshape(n_pairs, p)
-    rho = np.array([t[2] for t in triples])
-    L = np.linalg.cholesky(H)
-    np.testing.assert_allclose(_qn_solve(L, g, S, Yq, rho, n_pairs), expected,
+    S = np.zeros((8, p))
+    Yq = np.zeros((8, p))
+    rho = np.zeros(8)
+    for i, (s, y) in enumerate(pairs):
+        S[i], Yq[i], rho[i] = s, y, 1.0 / (s @ y)
+    python_ev = steps.DesignSteps(None, "cholesky", None)
+    python_ev.factor = sla.cho_factor(H, lower=True)
+    np.testing.assert_allclose(loop.qn_direction(python_ev, g, S, Yq, rho, n_pairs),
+                               expected, rtol=1e-10, atol=1e-12)
+    X = np.zeros((3, p - 1))
+    dense_ev = compiled.dense_steps(LogisticLoss(1.0).kernel_params, X, X, 1.0, True,
+                                    np.ones(3), np.ones(3), 0, 1e-10)
+    dense_ev.L[:] = np.linalg.cholesky(H)
+    run = numba.njit(lambda ev, g, S, Yq, rho, k: loop.qn_direction(ev, g, S, Yq, rho, k))
+    np.testing.assert_allclose(run(dense_ev, g, S, Yq, rho, n_pairs), expected,
                                rtol=1e-10, atol=1e-12)
 
 
 def test_qn_pairs_keep_the_newest_with_positive_curvature():
-    pairs = []
-    for k in range(newton.QN_MEMORY + 3):
-        newton._add_pair(pairs, np.array([1.0, float(k)]), np.array([1.0, 0.0]))
-    assert len(pairs) == newton.QN_MEMORY
-    assert pairs[-1][0][1] == newton.QN_MEMORY + 2 and pairs[0][0][1] == 3
-    newton._add_pair(pairs, np.array([1.0, 0.0]), np.array([-1.0, 0.0]))  # s.y < 0
-    assert pairs[-1][0][1] == newton.QN_MEMORY + 2
+    from bayesdrop.solvers.newton.loop import add_pair
+
+    memory = newton.QN_MEMORY
+    S, Yq, rho = np.zeros((memory, 2)), np.zeros((memory, 2)), np.zeros(memory)
+    k = 0
+    for i in range(memory + 3):
+        k = add_pair(S, Yq, rho, k, np.array([1.0, float(i)]), np.array([1.0, 0.0]), memory)
+    assert k == memory
+    assert S[k - 1, 1] == memory + 2 and S[0, 1] == 3
+    k = add_pair(S, Yq, rho, k, np.array([1.0, 0.0]), np.array([-1.0, 0.0]), memory)  # s.y < 0
+    assert k == memory and S[k - 1, 1] == memory + 2
 
 
 @pytest.mark.parametrize("loss", [HingeLoss(1.0), LogisticLoss(1.0)])
@@ -361,7 +373,8 @@ def test_subsampled_start_factor(monkeypatch):
     assert k == 10_000 // max(newton.START_GRAM_ROWS,
                               newton.START_GRAM_ROWS_PER_PARAM * design.n_params) > 1
     _, _, curv = hessian.curvature(problem, np.zeros(design.n_params))
-    (L, _), used = newton._factor_cholesky(design, curv, True)
+    (L, _), used = newton.steps.factor_cholesky(design, curv, newton._factor_options(),
+                                                True)
     Xk = np.c_[X[::k], np.ones(X[::k].shape[0])]
     expected = k * (Xk.T * curv.d_mm[::k]) @ Xk
     expected[np.diag_indices(50)] += 2.0 + curv.noise_diag

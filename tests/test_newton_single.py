@@ -35,14 +35,14 @@ def _problem(loss="logistic", C=1.0, noise=None, intercept=True, weights=None, X
 def factors(monkeypatch):
     """Record, for every Cholesky factor Newton computes, (float32 allowed, used)."""
     log = []
-    original = newton._factor_cholesky
+    original = newton.steps.factor_cholesky
 
-    def spy(design, curv, single=False):
-        factor, used = original(design, curv, single)
+    def spy(design, curv, opts, single=False):
+        factor, used = original(design, curv, opts, single)
         log.append((single, used))
         return factor, used
 
-    monkeypatch.setattr(newton, "_factor_cholesky", spy)
+    monkeypatch.setattr(newton.steps, "factor_cholesky", spy)
     return log
 
 

@@ -80,7 +80,7 @@ def test_newton_cg_reaches_the_lbfgs_minimum_on_a_wide_design(case):
         y = y.copy()
         y[0] = -y[0]
     problem = Problem.create(X, y, LOSSES[loss_name](), NOISES[noise_name](), intercept)
-    assert newton._cg_wide(problem.design)
+    assert newton.steps.cg_wide(problem.design)
     theta_ref, J_ref = _lbfgs(problem)
     res = newton.fit(problem, linalg="cg")
     scale = max(abs(J_ref), 1.0)
@@ -256,7 +256,7 @@ def test_cg_preconditioner_saves_products_over_jacobi(loss_name, shape, monkeypa
     X.data = np.abs(rng.normal(size=X.nnz)) + 0.1
     y = np.where(X @ rng.normal(size=d) + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
     problem = Problem.create(X, y, LOSSES[loss_name](), Dropout(0.3))
-    assert newton._cg_wide(problem.design) == (n < d)
+    assert newton.steps.cg_wide(problem.design) == (n < d)
     products = []
     solve = kernels.csr_pcg
 
@@ -268,8 +268,9 @@ def test_cg_preconditioner_saves_products_over_jacobi(loss_name, shape, monkeypa
     monkeypatch.setattr(kernels, "csr_pcg", spy)
     ours = newton.fit(problem, linalg="cg")
     n_ours, products[:] = sum(products), []
-    monkeypatch.setattr(newton, "_cg_preconditioner",
-                        lambda design, curv, diagonal=None: hessian.hessian_diagonal(design, curv))
+    monkeypatch.setattr(newton.steps, "cg_preconditioner",
+                        lambda design, curv, ridge, diagonal=None:
+                        hessian.hessian_diagonal(design, curv))
     jacobi = newton.fit(problem, linalg="cg")
     n_jacobi = sum(products)
     assert ours.converged and jacobi.converged
@@ -402,13 +403,13 @@ def test_compiled_sparse_cg_equals_the_python_loop_and_solves_the_system(interce
     H = hessian.hessian_matrix(design, curv)
     eps = np.finfo(float).eps
     for rtol in (0.3, 1e-3, 1e-12):
-        p, k = newton._direction_cg(design, curv, g, rtol, 500)
+        p, k = newton.steps.direction_cg(design, curv, g, rtol, 500, newton.RIDGE)
         assert np.linalg.norm(H @ p + g) <= rtol * np.linalg.norm(g) * (1 + 1e-9)
         saved, design._row_kernel = design.row_kernel_arrays(), None
-        p_py, k_py = newton._direction_cg(design, curv, g, rtol, 500)  # Python loop, scipy
-        spread = max(np.linalg.norm(newton._direction_cg(
+        p_py, k_py = newton.steps.direction_cg(design, curv, g, rtol, 500, newton.RIDGE)  # Python loop, scipy
+        spread = max(np.linalg.norm(newton.steps.direction_cg(
             design, curv, g * (1 + eps * rng.choice([-1.0, 1.0], size=g.shape)), rtol,
-            500)[0] - p_py) for _ in range(8))
+            500, newton.RIDGE)[0] - p_py) for _ in range(8))
         design._row_kernel = saved
         assert k == k_py and spread <= 1e-6 * np.linalg.norm(p_py)
         assert np.linalg.norm(p - p_py) <= 20 * max(spread, 10 * eps * np.linalg.norm(p_py))
@@ -435,7 +436,7 @@ def test_compiled_scores_equal_the_products_and_propagate_inf_and_nan(intercept)
     """The compiled loop's row sums (reassociated: SIMD lanes, fused multiply-adds) are
     ``Xbar theta`` and ``scale M w^2`` to rounding, and inf / NaN reach the scores as in
     numpy's products (``fastmath`` without the no-inf / no-NaN assumptions)."""
-    from bayesdrop.solvers._newton_dense import _scores
+    from bayesdrop.solvers.newton.compiled import _scores
 
     rng = np.random.default_rng(4)
     n, D = 37, 29

@@ -8,7 +8,7 @@ AVX-512 machine), numpy's ufuncs their SIMD loops (0.5-0.7 ns per element). So
 :func:`logistic_rows` takes the three functions from numpy, a block of
 :data:`BLOCK_ROWS` rows at a time (the temporaries stay in cache), and does the
 arithmetic in one compiled pass (:func:`logistic_from`, the same code the scalar path of
-:mod:`bayesdrop.solvers._newton_dense` runs). The two paths agree to a few units in the
+:mod:`bayesdrop.solvers.newton.compiled` runs). The two paths agree to a few units in the
 last place (the SIMD functions are within 4 ulp of the correctly rounded result).
 """
 

@@ -97,11 +97,14 @@ def register(params_type, *, term, mean=None, draw=None, system=None,
 
 
 def _foreign(types):
-    """Whether any of ``types`` is the parameter tuple of a loss defined outside
-    bayesdrop (a user's script, a notebook, a test module)."""
+    """Whether any of ``types`` is, or holds (an evaluator's tuple of data), the parameter
+    tuple of a loss defined outside bayesdrop (a user's script, a notebook, a test
+    module)."""
     for ty in types:
         cls = getattr(ty, "instance_class", None)
         if cls in _REGISTRY and not cls.__module__.startswith("bayesdrop."):
+            return True
+        if isinstance(getattr(ty, "types", None), tuple) and _foreign(ty.types):
             return True
     return False
 

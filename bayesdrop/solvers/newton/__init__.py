@@ -58,12 +58,13 @@ import numpy as np
 import scipy.linalg as sla
 from sklearn.exceptions import ConvergenceWarning
 
-from .._threads import with_single_blas_pool
-from .._validation import check_scalar
-from ..linalg import hessian as hess
-from ..linalg.wls import MAX_CHOLESKY_PARAMS
-from ..model.problem import subsample_rows
-from .result import SolverResult
+from ..._threads import with_single_blas_pool
+from ..._validation import check_scalar
+from ...linalg import hessian as hess
+from ...linalg.wls import MAX_CHOLESKY_PARAMS
+from ...model.problem import subsample_rows
+from ..result import SolverResult
+from . import loop, steps
 
 __all__ = ["LINALG", "applicable", "choose_linalg", "fit"]
 
@@ -147,8 +148,8 @@ def applicable(problem):
     >>> applicable(Problem.create(X, y, HingeLoss(1.0), Dropout(0.2)))
     True
     """
-    from ..model.losses import Loss
-    from ..model.losses.kernels import has_kernels
+    from ...model.losses import Loss
+    from ...model.losses.kernels import has_kernels
 
     design, loss, _ = problem
     second = has_kernels(loss) or type(loss).curvature is not Loss.curvature
@@ -195,7 +196,7 @@ ROWS_SUBSAMPLE_STEP = 8
 
 
 def _subsample_applies(problem):
-    from ..model.design import Design
+    from ...model.design import Design
 
     design = problem.design
     return type(design) is Design and design.n_samples >= SUBSAMPLE_MIN_ROWS
@@ -204,17 +205,6 @@ def _subsample_applies(problem):
 #: relative ridge added to a Hessian that is singular to working precision (the intercept
 #: direction when every example sits on a kink of its piecewise-linear term)
 RIDGE = 1e-10
-
-
-def _cho_factor(H):
-    """``cho_factor`` of ``H`` (of a copy with a relative ridge :data:`RIDGE` if ``H`` is
-    singular to working precision)."""
-    try:
-        return sla.cho_factor(H, lower=True, check_finite=False)
-    except np.linalg.LinAlgError:
-        H = H.copy()
-        H[np.diag_indices_from(H)] += RIDGE * max(float(np.max(np.diag(H))), 1.0)
-        return sla.cho_factor(H, lower=True, check_finite=False)
 
 
 #: the Hessian of a large dense design (:data:`bayesdrop.linalg.hessian.HESSIAN_BLOCKED_MIN`
@@ -252,28 +242,18 @@ def start_row_step(design):
     >>> start_row_step(Design(X, "dropout")), start_row_step(Design(X[:3000], "dropout"))
     (4, 1)
     """
-    if not hess.single_applies(design):
-        return 1
-    keep = max(START_GRAM_ROWS, START_GRAM_ROWS_PER_PARAM * design.n_params)
-    return max(design.n_samples // keep, 1)
+    return steps.start_row_step(design, _factor_options())
 
 
-def _factor_cholesky(design, curv, single=False):
-    """``cho_factor`` of the Hessian (see :func:`_cho_factor`) and whether it came from the
-    float32 products (:data:`SINGLE_MAX_COND`); at ``w = 0`` on a large dense design from
-    the subsampled Gram matrix (:data:`START_GRAM_ROWS`), under the same guard."""
-    if single:
-        step = 1 if np.any(curv.w) else start_row_step(design)
-        H = hess.hessian_matrix(design, curv, single=True, row_step=step)
-        try:
-            factor = sla.cho_factor(H, lower=True, check_finite=False)
-        except np.linalg.LinAlgError:  # not positive definite in single precision
-            factor = None
-        if factor is not None:
-            diag = np.abs(np.diag(factor[0]))
-            if np.min(diag) > 0.0 and (np.max(diag) / np.min(diag)) ** 2 <= SINGLE_MAX_COND:
-                return factor, True
-    return _cho_factor(hess.hessian_matrix(design, curv)), False
+def _factor_options():
+    return steps.FactorOptions(RIDGE, SINGLE_MAX_COND, START_GRAM_ROWS,
+                               START_GRAM_ROWS_PER_PARAM)
+
+
+def _options(tol, max_iter, reuse, expand=True):
+    return loop.NewtonOptions(float(tol), int(max_iter), ARMIJO, MIN_STEP, float(reuse),
+                              CONTRACTION, CHORD_STOP, EXPAND_STEPS if expand else 0,
+                              EXPAND_RATIO, QN_MEMORY, CG_FORCING_FLOOR)
 
 
 #: A kept Cholesky factor is **updated by BFGS** with the pairs
@@ -307,120 +287,6 @@ def _reuse_threshold(design):
     return REUSE_DECREMENT
 
 
-def _qn_direction(factor, g, pairs):
-    """``-B^{-1} g`` for ``B`` the Hessian of the Cholesky ``factor`` updated by BFGS with
-    ``pairs`` of ``(s, y, 1 / s.y)``, oldest first: the two-loop recursion (Nocedal &
-    Wright 2006, algorithm 7.4) with the initial inverse ``H_k^{-1}`` applied by the
-    factor instead of a multiple of the identity. Without pairs, the chord step
-    ``-H_k^{-1} g``.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> A = rng.normal(size=(4, 4)); H = A @ A.T + np.eye(4)
-    >>> B = H + np.diag([1.0, 2.0, 3.0, 4.0])  # the true Hessian
-    >>> s = rng.normal(size=4); y = B @ s  # one pair: B^{-1} y = s exactly
-    >>> p = _qn_direction(sla.cho_factor(H, lower=True), -y, [(s, y, 1.0 / (s @ y))])
-    >>> bool(np.allclose(p, s))
-    True
-    """
-    q = np.array(g, dtype=float, copy=True)
-    alphas = []
-    for s_i, y_i, rho_i in reversed(pairs):
-        a = rho_i * (s_i @ q)
-        q -= a * y_i
-        alphas.append(a)
-    r = sla.cho_solve(factor, q, check_finite=False)
-    for (s_i, y_i, rho_i), a in zip(pairs, reversed(alphas)):
-        r += (a - rho_i * (y_i @ r)) * s_i
-    return -r
-
-
-def _add_pair(pairs, s_k, y_k):
-    """Append the BFGS pair ``(s_k, y_k)`` if it has positive curvature
-    (``s.y > 1e-12 ||s|| ||y||``; ``J`` is convex, so only rounding can break it), keeping
-    the newest :data:`QN_MEMORY`."""
-    sy = float(s_k @ y_k)
-    if sy > 1e-12 * float(np.linalg.norm(s_k) * np.linalg.norm(y_k)):
-        pairs.append((s_k, y_k, 1.0 / sy))
-        del pairs[:-QN_MEMORY]
-
-
-def _near(decrement, J, threshold):
-    """Whether a step's decrement is small enough for the next one to reuse its factor
-    (``threshold``: :func:`_reuse_threshold`); far from the optimum a full step may be
-    doubled instead."""
-    return decrement <= threshold * max(abs(J), 1.0)
-
-
-def _cg_wide(design):
-    """Whether the data part of ``H`` has rank below ``D`` (``2 N <= D``: ``Xbar`` and
-    ``G`` have ``N`` rows each), so that :func:`_cg_preconditioner` leaves it out."""
-    return 2 * design.n_samples <= design.n_features
-
-
-def _cg_preconditioner(design, curv, diagonal=None):
-    """The diagonal ``P`` whose inverse preconditions CG on ``H p = -g``.
-
-    Weights: the diagonal of ``H`` (Jacobi; ``diagonal`` if already computed) -- or, on a
-    wide design (:func:`_cg_wide`), only that of the penalty and noise terms,
-    ``2 + noise_diag``: ``H - P`` then has rank at most ``2 N``, so ``D - 2 N``
-    eigenvalues of ``P^-1 H`` are exactly 1. Intercept: the mean curvature
-    ``sum_n d_mm / N`` instead of its Jacobi entry ``sum_n d_mm``. The intercept's column
-    is the densest of ``Xbar``; scaled to a unit diagonal its coupling with every
-    feature spreads over the bulk of the spectrum, while ``N`` times the bulk's scale
-    makes it an outlier that CG resolves in about one product.
-
-    Measured (Hessian-vector products of a fit to the default ``tol``; Jacobi
-    everywhere -> this rule): newsgroups 714 x 22178 logistic q = 0.5 49 -> 33, q = 0
-    138 -> 60; 1427 x 22178 hinge q = 0.5 69 -> 59; random sparse q = 0.3, logistic /
-    hinge: 2000 x 500 22 -> 17 / 25 -> 16, 500 x 5000 28 -> 23 / 52 -> 35,
-    20000 x 2000 21 -> 16 / 24 -> 16. Jacobi weights with the mean intercept gave
-    35 and 126 on the first two: the weights' rule matters on wide designs at zero noise,
-    where ``P`` is then ``2 I``.
-    """
-    D = design.n_features
-    if _cg_wide(design):
-        diag = np.empty(design.n_params)
-        diag[:D] = 2.0 + curv.noise_diag
-    else:
-        diag = hess.hessian_diagonal(design, curv) if diagonal is None else diagonal.copy()
-    if design.fit_intercept:
-        diag[D] = np.mean(curv.d_mm)
-    return np.maximum(diag, RIDGE * max(float(np.max(diag)), 1.0))
-
-
-def _direction_cg(design, curv, g, rtol, maxiter):
-    """Preconditioned CG on ``H p = -g`` to ``||H p + g|| <= rtol ||g||``
-    (preconditioner :func:`_cg_preconditioner`)."""
-    hvp = hess.hessian_operator(design, curv, diagonal=not _cg_wide(design))
-    inv_diag = 1.0 / _cg_preconditioner(design, curv, getattr(hvp, "diagonal", None))
-    if hasattr(hvp, "solve"):  # the same loop, compiled
-        return hvp.solve(np.ascontiguousarray(g, dtype=np.float64), inv_diag, rtol, maxiter)
-    p = np.zeros_like(g)
-    r = -g.copy()
-    z = inv_diag * r
-    d = z.copy()
-    rz = r @ z
-    stop = rtol * np.linalg.norm(g)
-    k = 0
-    for k in range(1, maxiter + 1):
-        Hd = hvp(d)
-        dHd = d @ Hd
-        if dHd <= 0.0:  # pragma: no cover - H is positive definite
-            break
-        alpha = rz / dHd
-        p += alpha * d
-        r -= alpha * Hd
-        if np.linalg.norm(r) <= stop:
-            break
-        z = inv_diag * r
-        rz_new = r @ z
-        d = z + (rz_new / rz) * d
-        rz = rz_new
-    return p, k
-
-
 def _irls_start(problem, linalg, cg_maxiter):
     """One IRLS map from zero (a start where the piecewise-linear terms are smooth), only
     a starting point, kept only if it does not raise ``J``: on a large dense design
@@ -429,22 +295,22 @@ def _irls_start(problem, linalg, cg_maxiter):
     (``A`` is ``H`` at ``w = 0`` with ``d_mm = rho``: no noise cross terms there).
     Returns ``(theta, m, s)`` with the scores ``(m, s)`` at ``theta`` (at zero they are
     zero: no pass over the data)."""
-    from ..linalg.wls import normal_matrix, normal_rhs
-    from .irls import irls_map
+    from ...linalg.wls import normal_matrix, normal_rhs
+    from ..irls import irls_map
 
     design, loss, y = problem
     zero, zeros = np.zeros(design.n_params), np.zeros(design.n_samples)
     if linalg == "cholesky" and hess.single_applies(design):
         rho, t = loss.irls_weights(zeros, zeros, y)
-        factor = _cho_factor(normal_matrix(design, rho, single=True,
-                                           row_step=start_row_step(design)))
+        factor = steps.cho_factor(normal_matrix(design, rho, single=True,
+                                                row_step=start_row_step(design)), RIDGE)
         theta = sla.cho_solve(factor, normal_rhs(design, t), check_finite=False)
     elif linalg == "cg":
         rho, t = loss.irls_weights(zeros, zeros, y)
         curv = hess.Curvature(zero[:design.n_features], zeros, zeros, rho, zeros, zeros,
                               design.noise_rmatvec(rho))
-        theta = _direction_cg(design, curv, -normal_rhs(design, t), START_CG_RTOL,
-                              cg_maxiter)[0]
+        theta = steps.direction_cg(design, curv, -normal_rhs(design, t), START_CG_RTOL,
+                                   cg_maxiter, RIDGE)[0]
     else:
         theta = irls_map(problem, zero, linalg=linalg)[0]
     m, s = design.scores(theta)
@@ -484,10 +350,12 @@ def _dense_arrays(design, compiled="auto"):
     return None
 
 
-def _fit_compiled(problem, theta, lp, arrays, tol, max_iter, irls_start):
-    from .._blas import dsyrk_address
-    from ._newton_dense import irls_start as compiled_irls_start
-    from ._newton_dense import newton_dense
+def _run_compiled(problem, theta, lp, arrays, opts, irls_start):
+    """The loop compiled (:mod:`.compiled`) on dense ``arrays = (X, M, scale)``; with
+    ``irls_start`` one compiled IRLS map from ``theta`` first."""
+    from ..._blas import dsyrk_address
+    from .compiled import irls_start as compiled_irls_start
+    from .compiled import newton_dense
 
     X, M, scale = arrays
     design = problem.design
@@ -496,25 +364,24 @@ def _fit_compiled(problem, theta, lp, arrays, tol, max_iter, irls_start):
     if irls_start:
         theta = compiled_irls_start(lp, X, M, float(scale), design.fit_intercept, y, sw,
                                     theta)
-    theta, history, it, status, grad, n_factors, L = newton_dense(
-        lp, X, M, float(scale), design.fit_intercept, y, sw, theta, float(tol), int(max_iter),
-        ARMIJO, MIN_STEP, RIDGE, _reuse_threshold(design), CONTRACTION, CHORD_STOP,
-        EXPAND_STEPS, EXPAND_RATIO, dsyrk_address(), QN_MEMORY)
-    if status == -2:
+    return newton_dense(lp, X, M, float(scale), design.fit_intercept, y, sw, theta, opts,
+                        dsyrk_address(), RIDGE)
+
+
+def _result(out, start, linalg, warn, max_iter, tol, n_evals=None):
+    """The :class:`SolverResult` of :func:`loop.newton_loop`'s output ``out``."""
+    theta, _, g, history, it, status, n_factors = out
+    if status == loop.NONFINITE_START:
         raise FloatingPointError("J is not finite at the starting point")
-    if status == -1:
-        raise FloatingPointError("the Newton direction is not finite")
-    factor = (L, True) if n_factors else None  # as scipy's cho_factor: (c, lower)
-    return theta, history, it, status == 1, grad, n_factors, factor
-
-
-def _result(theta, history, it, converged, g, start, n_evals, linalg, warn, max_iter, tol):
-    if warn:
+    if status == loop.NONFINITE_DIRECTION:
+        raise FloatingPointError(f"the Newton direction is not finite at iteration {it}")
+    converged = status == loop.CONVERGED
+    if warn and not converged:
         warnings.warn(f"Newton did not converge in max_iter={max_iter} iterations "
                       f"(tol={tol:g})", ConvergenceWarning, stacklevel=3)
-    return SolverResult(theta, np.asarray(history), it, converged,
+    return SolverResult(theta, np.asarray(history), int(it), converged,
                         float(np.max(np.abs(g), initial=0.0)), time.perf_counter() - start,
-                        "newton", n_evals, linalg)
+                        "newton", n_factors if n_evals is None else n_evals, linalg)
 
 
 @with_single_blas_pool
@@ -549,7 +416,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         CG iterations per Newton step; default ``min(n_params, 250)``.
     compiled : {"auto", True, False}
         With ``linalg="cholesky"`` and a dense design, run the whole loop compiled
-        (:mod:`bayesdrop.solvers._newton_dense`: the same steps without Python between
+        (:mod:`bayesdrop.solvers.newton.compiled`: the same steps without Python between
         them). ``"auto"``: up to :data:`MAX_COMPILED_ROWS` rows and
         :data:`MAX_COMPILED_ENTRIES` entries in ``X``.
 
@@ -574,12 +441,11 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     True
     """
     return _fit(problem, theta0, tol=tol, max_iter=max_iter, linalg=linalg, warn=warn,
-                cg_maxiter=cg_maxiter, compiled=compiled)[0]
+                cg_maxiter=cg_maxiter, compiled=compiled)
 
 
 def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=True,
          cg_maxiter=None, compiled="auto"):
-    """:func:`fit`, and the last Cholesky factor (or None): ``(result, factor)``."""
     tol = check_scalar(tol, "tol", min_val=0.0, include_min=False)
     max_iter = check_scalar(max_iter, "max_iter", min_val=1, integer=True)
     if not applicable(problem):
@@ -596,7 +462,7 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
     factor0 = None
     compiled_run = None
     if linalg == "cholesky" and compiled:
-        from ..model.losses.kernels import has_kernels, kernels_of
+        from ...model.losses.kernels import has_kernels, kernels_of
 
         lp, arrays = loss.kernel_params, _dense_arrays(design, compiled)
         usable = kernels_of(lp) is not None and (loss.smooth or has_kernels(loss, "mean"))
@@ -611,12 +477,12 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
         # the first steps on all rows (kept factor: often no Hessian of all rows is needed)
         sub_problem = subsample_rows(problem, SUBSAMPLE_STEP)
         sub = _fit(sub_problem, tol=tol, max_iter=max(max_iter, SUBSAMPLE_MAX_ITER),
-                   linalg=linalg, warn=False, cg_maxiter=cg_maxiter, compiled=compiled)[0]
+                   linalg=linalg, warn=False, cg_maxiter=cg_maxiter, compiled=compiled)
         theta0 = sub.theta
         if linalg == "cholesky":
             _, _, sub_curv = hess.curvature(sub_problem, theta0)
-            factor0 = _factor_cholesky(sub_problem.design, sub_curv,
-                                       hess.single_applies(sub_problem.design))[0]
+            factor0 = steps.factor_cholesky(sub_problem.design, sub_curv, _factor_options(),
+                                            hess.single_applies(sub_problem.design))[0]
     scores = None
     if theta0 is None:
         theta = np.zeros(p_dim)
@@ -630,119 +496,17 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
         theta = np.array(theta0, dtype=float, copy=True)
     if theta.shape != (p_dim,):
         raise ValueError(f"theta0 must have shape ({p_dim},), got {theta.shape}")
+    opts = _options(tol, max_iter, _reuse_threshold(design))
     if compiled_run is not None:
         lp, arrays = compiled_run
-        irls_start = theta0 is None and not loss.smooth
-        theta, history, it, converged, g, n_factors, factor = _fit_compiled(
-            problem, theta, lp, arrays, tol, max_iter, irls_start)
-        return _result(theta, history, it, converged, g, start, n_factors, linalg,
-                       warn and not converged, max_iter, tol), factor
-    m, s = design.scores(theta) if scores is None else scores
-    if factor0 is None:
-        J, g, curv = hess.curvature(problem, theta, m, s)
+        out = _run_compiled(problem, theta, lp, arrays, opts,
+                            irls_start=theta0 is None and not loss.smooth)
     else:
-        J, g = hess.gradient(problem, theta, m, s)
-        curv = None
-    if not np.isfinite(J):
-        raise FloatingPointError("J is not finite at the starting point")
-    history = [J]
-    g0 = max(np.linalg.norm(g), 1e-300)
-    converged = False
-    n_evals = 0
-    it = 0
-    D = design.n_features
-    factor, fresh_next, prev_dec = factor0, factor0 is None, np.inf
-    pairs = []  # BFGS pairs since the factor was computed (QN_MEMORY)
-    reuse_at = _reuse_threshold(design)
-    # float32 Hessian products allowed (SINGLE_MAX_COND) until a step with one fails
-    single = linalg == "cholesky" and hess.single_applies(design)
-    from_single = False
-    while it < max_iter:
-        it += 1
-        fresh = fresh_next or linalg != "cholesky"  # CG: a new operator every step
-        for _ in range(2):
-            if fresh:
-                if curv is None:  # second derivatives at theta (m, s are current)
-                    J, g, curv = hess.curvature(problem, theta, m, s)
-                if linalg == "cholesky":
-                    factor, from_single = _factor_cholesky(design, curv, single)
-                    pairs = []
-                    n_evals += 1
-                    step = -sla.cho_solve(factor, g, check_finite=False)
-                else:
-                    rtol = max(min(0.5, np.sqrt(np.linalg.norm(g) / g0)), CG_FORCING_FLOOR)
-                    step, _ = _direction_cg(design, curv, g, rtol, cg_maxiter)
-                    n_evals += 1
-            else:  # the factor of an earlier H (see REUSE_DECREMENT)
-                step = _qn_direction(factor, g, pairs)
-            decrement = float(-(g @ step))
-            if fresh or (np.isfinite(decrement) and decrement <= CONTRACTION * prev_dec):
-                break
-            fresh = True  # the kept factor does not contract fast enough: a new one
-        if not np.isfinite(decrement):
-            raise FloatingPointError(f"the Newton direction is not finite at iteration {it}")
-        if decrement <= 0.0:  # at the optimum to rounding: no descent direction left
-            converged = True
-            it -= 1  # no step taken
-            break
-        # backtracking line search along theta + t step, scores updated incrementally
-        xs = design.matvec(step)
-        w, step_w = theta[:D], step[:D]
-        t = 1.0
-        # near the optimum the full step is taken and the next one reuses the factor:
-        # the derivatives at the trial point then serve as the gradient pass
-        terms_c = None
-        chord_next = linalg == "cholesky" and _near(decrement, J, reuse_at)
-        while True:
-            cand_w = w + t * step_w
-            m_c = m + t * xs
-            s_c = design.noise_matvec(cand_w * cand_w)
-            if t == 1.0 and chord_next:
-                terms_c = loss.terms(m_c, s_c, y)
-                J_c = float(cand_w @ cand_w + np.sum(terms_c[0]))
-            else:
-                terms_c = None
-                J_c = float(cand_w @ cand_w + np.sum(loss.value(m_c, s_c, y)))
-            if J_c <= J - ARMIJO * t * decrement or t < MIN_STEP:
-                break
-            t *= 0.5
-        if (t == 1.0 and linalg == "cholesky" and not _near(decrement, J, reuse_at)
-                and J - J_c > EXPAND_RATIO * 0.5 * decrement):
-            # far from the optimum: longer steps while J keeps falling (EXPAND_STEPS)
-            for _ in range(EXPAND_STEPS):
-                cand_w = w + 2.0 * t * step_w
-                m_e = m + 2.0 * t * xs
-                s_e = design.noise_matvec(cand_w * cand_w)
-                J_e = float(cand_w @ cand_w + np.sum(loss.value(m_e, s_e, y)))
-                if not J_e < J_c:
-                    break
-                t, J_c, m_c, s_c, terms_c = 2.0 * t, J_e, m_e, s_e, None
-        if t < MIN_STEP and J_c > J:  # no decrease possible
-            if not fresh or from_single:  # the same step with a new (float64) factor
-                fresh_next, single = True, single and not (fresh and from_single)
-                it -= 1
-                continue
-            converged = decrement <= 2.0 * tol * max(abs(J), 1.0)  # rounding level reached
-            it -= 1  # no step taken
-            break
-        theta = theta + t * step
-        m, s = m_c, s_c
-        prev_dec = decrement
-        fresh_next = not (t == 1.0 and _near(decrement, J_c, reuse_at))
-        g_old = g
-        if fresh_next or linalg != "cholesky":
-            J, g, curv = hess.curvature(problem, theta, m, s)
-        else:  # the next direction reuses the factor: first derivatives only
-            J, g = hess.gradient(problem, theta, m, s, terms_c)
-            curv = None
-        if QN_MEMORY and not fresh_next and linalg == "cholesky":
-            _add_pair(pairs, t * step, g - g_old)
-        history.append(J)
-        if decrement <= 2.0 * tol * (1.0 if fresh else CHORD_STOP) * max(abs(J), 1.0):
-            converged = True
-            break
-    return _result(theta, history, it, converged, g, start, n_evals, linalg,
-                   warn and not converged, max_iter, tol), factor
+        single = linalg == "cholesky" and hess.single_applies(design)
+        ev = steps.DesignSteps(problem, linalg, _factor_options(), cg_maxiter=cg_maxiter,
+                               single=single, factor=factor0, scores=scores)
+        out = loop.newton_loop(ev, theta, opts, factor0 is None)
+    return _result(out, start, linalg, warn, max_iter, tol)
 
 
 #: step lengths (besides the full step) whose ``J`` a row back-end evaluates in the same
@@ -751,10 +515,6 @@ ROW_TRIAL_STEPS = 0.5 ** np.arange(1, 5)
 #: further step lengths, tried in one more (objective-only) pass when none of
 #: :data:`ROW_TRIAL_STEPS` gives sufficient decrease
 ROW_SHORT_STEPS = 0.5 ** np.arange(5, 41)
-
-
-def _cholesky_direction(H, g):
-    return -sla.cho_solve(_cho_factor(H), g, check_finite=False)
 
 
 @with_single_blas_pool
@@ -833,42 +593,7 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=100, warn=True):
         theta = np.array(theta0, dtype=float, copy=True)
         if theta.shape != (p_dim,):
             raise ValueError(f"theta0 must have shape ({p_dim},), got {theta.shape}")
-    J, g, H, _ = rows.newton(theta)
-    if not np.isfinite(J):
-        raise FloatingPointError("J is not finite at the starting point")
-    history = [J]
-    converged = False
-    it = 0
-    for it in range(1, max_iter + 1):
-        step = _cholesky_direction(H, g)
-        decrement = float(-(g @ step))
-        if not np.isfinite(decrement):
-            raise FloatingPointError(f"the Newton direction is not finite at iteration {it}")
-        if decrement <= 0.0:
-            converged = True
-            it -= 1
-            break
-        trial = theta[None, :] + ROW_TRIAL_STEPS[:, None] * step[None, :]
-        J1, g1, H1, J_trial = rows.newton(theta + step, trial)
-        if J1 <= J - ARMIJO * decrement:
-            theta, J, g, H = theta + step, J1, g1, H1
-        else:
-            steps = ROW_TRIAL_STEPS
-            ok = np.flatnonzero(J_trial <= J - ARMIJO * steps * decrement)
-            if ok.size == 0:  # shorter steps, all in one objective-only pass
-                steps = ROW_SHORT_STEPS[ROW_SHORT_STEPS >= MIN_STEP]
-                J_short = rows.objective(theta[None, :] + steps[:, None] * step[None, :])
-                ok = np.flatnonzero(J_short <= J - ARMIJO * steps * decrement)
-            if ok.size == 0:  # no decrease at any tried length: rounding level reached
-                converged = decrement <= 2.0 * tol * max(abs(J), 1.0)
-                it -= 1
-                break
-            theta = theta + steps[ok[0]] * step
-            J, g, H, _ = rows.newton(theta)
-        history.append(J)
-        if decrement <= 2.0 * tol * max(abs(J), 1.0):
-            converged = True
-            break
-    n_passes = (rows.n_passes - passes) if hasattr(rows, "n_passes") else it
-    return _result(theta, history, it, converged, g, start, n_passes, "cholesky",
-                   warn and not converged, max_iter, tol)
+    ev = steps.RowSteps(rows, RIDGE, ROW_TRIAL_STEPS, ROW_SHORT_STEPS)
+    out = loop.newton_loop(ev, theta, _options(tol, max_iter, 0.0, expand=False), True)
+    n_passes = (rows.n_passes - passes) if hasattr(rows, "n_passes") else out[4]
+    return _result(out, start, "cholesky", warn, max_iter, tol, n_evals=n_passes)
