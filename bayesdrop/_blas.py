@@ -14,7 +14,8 @@ from llvmlite import ir
 from numba import types
 from numba.extending import get_cython_function_address, intrinsic
 
-__all__ = ["SYRK_PAD", "dsyrk_address", "padded", "padded_rows", "syrk_rows"]
+__all__ = ["SYRK_PAD", "cholesky_lower", "dpotrf_address", "dsyrk_address", "padded",
+           "padded_rows", "syrk_rows"]
 
 #: the symmetric rank-k products (``syrk``, numpy's ``W.T @ W``) run on rows padded with
 #: zero columns to a multiple of this width: OpenBLAS's kernels handle a remainder of
@@ -55,6 +56,57 @@ def padded_rows(n, p, dtype=np.float64):
 def dsyrk_address():
     """Address of the Fortran ``dsyrk`` of ``scipy.linalg.cython_blas`` (an int)."""
     return get_cython_function_address("scipy.linalg.cython_blas", "dsyrk")
+
+
+def dpotrf_address():
+    """Address of the Fortran ``dpotrf`` of ``scipy.linalg.cython_lapack`` (an int)."""
+    return get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf")
+
+
+@intrinsic
+def _fortran_call5(typingctx, addr, a1, a2, a3, a4, a5):
+    """Call the Fortran routine at ``addr`` with the data pointers of five arrays."""
+    arrays = (a1, a2, a3, a4, a5)
+    if not isinstance(addr, types.Integer) or not all(isinstance(a, types.Array)
+                                                      for a in arrays):
+        return None
+    sig = types.void(addr, *arrays)
+
+    def codegen(context, builder, signature, args):
+        i8p = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [i8p] * 5)
+        fptr = builder.inttoptr(args[0], fnty.as_pointer())
+        ptrs = [builder.bitcast(context.make_array(aty)(context, builder, val).data, i8p)
+                for aty, val in zip(signature.args[1:], args[1:])]
+        builder.call(fptr, ptrs)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@numba.njit(cache=True, nogil=True)
+def cholesky_lower(addr, A):
+    """Overwrite the lower triangle of the C-ordered symmetric positive definite ``A``
+    (p x p) with ``L``, ``A = L L^T``, by LAPACK ``dpotrf`` (``addr`` from
+    :func:`dpotrf_address`; numba's own ``np.linalg.cholesky`` costs seconds of
+    compilation). The strict upper triangle is left as it was. Returns LAPACK's ``info``:
+    0, or ``k > 0`` if the leading minor of order ``k`` is not positive definite.
+
+    Examples
+    --------
+    >>> A = np.array([[4.0, 2.0], [2.0, 5.0]])
+    >>> info = cholesky_lower(dpotrf_address(), A)
+    >>> info, np.tril(A).tolist()
+    (0, [[2.0, 0.0], [1.0, 2.0]])
+    """
+    ints = np.empty(3, dtype=np.int32)
+    ints[0] = A.shape[0]
+    ints[1] = A.shape[0]
+    ints[2] = 0
+    uplo = np.empty(1, dtype=np.uint8)
+    uplo[0] = 85  # "U": Fortran's upper triangle of the C-ordered A is C's lower one
+    _fortran_call5(addr, uplo, ints[0:1], A, ints[1:2], ints[2:3])
+    return ints[2]
 
 
 @intrinsic

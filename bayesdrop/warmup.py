@@ -4,8 +4,10 @@ numba compiles each kernel the first time it runs and keeps the machine code in 
 on-disk cache (``cache=True``: next to the installed modules, or under
 ``NUMBA_CACHE_DIR``), so only the first process on a machine pays for it. :func:`warm`
 runs a small fit and a small posterior sample for each chosen estimator and input kind,
-which compiles exactly the kernels those calls use; later processes load them from the
-cache.
+which compiles exactly the kernels those calls use, and compiles the whole Newton loop for
+small dense problems of the estimator's loss (which ``compiled="auto"`` runs only once
+it is compiled: :func:`bayesdrop.solvers.newton.fit`); later processes load them from
+the cache.
 """
 
 from __future__ import annotations
@@ -34,6 +36,16 @@ def _data(kind, regression):
     score = np.asarray(X @ rng.normal(size=X.shape[1])).ravel()
     y = score if regression else (score > np.median(score)).astype(int)
     return X, y
+
+
+def _compile_newton(est, X, y):
+    from .model.problem import Problem
+    from .solvers import newton
+
+    regression = type(est).__name__ == "DropoutSVR"
+    target = np.asarray(y, dtype=float) if regression else 2.0 * np.asarray(y) - 1.0
+    problem = Problem.create(X, target, est._make_loss(), "dropout")
+    newton.fit(problem, compiled=True, warn=False)
 
 
 def warm(estimators=ESTIMATORS, kinds=KINDS, *, sample=True, file=None):
@@ -74,6 +86,8 @@ def warm(estimators=ESTIMATORS, kinds=KINDS, *, sample=True, file=None):
             est = getattr(bayesdrop, name)(noise_level=0.2)
             t0 = time.perf_counter()
             est.fit(X, y)
+            if kind == "dense":  # the compiled loop that later small dense fits use
+                _compile_newton(est, X, y)
             rows.append((name, kind, "fit", time.perf_counter() - t0))
             print(f"{name:<26} {kind:<6} fit              {rows[-1][3]:7.1f} s", file=file,
                   flush=True)

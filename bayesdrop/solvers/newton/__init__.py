@@ -350,22 +350,49 @@ def _dense_arrays(design, compiled="auto"):
     return None
 
 
-def _run_compiled(problem, theta, lp, arrays, opts, irls_start):
-    """The loop compiled (:mod:`.compiled`) on dense ``arrays = (X, M, scale)``; with
-    ``irls_start`` one compiled IRLS map from ``theta`` first."""
-    from ..._blas import dsyrk_address
-    from .compiled import irls_start as compiled_irls_start
-    from .compiled import newton_dense
+def _compiled_args(problem, theta, lp, arrays, opts):
+    from ..._blas import dpotrf_address, dsyrk_address
 
     X, M, scale = arrays
     design = problem.design
     sw = np.ones(design.n_samples) if problem.loss.weights is None else problem.loss.weights
     y = np.ascontiguousarray(problem.y, dtype=np.float64)
+    return (lp, X, M, float(scale), design.fit_intercept, y, sw, theta, opts,
+            dsyrk_address(), dpotrf_address(), RIDGE)
+
+
+#: the argument kinds (loss parameter type, IRLS start, layouts) for which the compiled
+#: loop is known to be at hand in this process (:func:`_compiled_ready`)
+_READY = set()
+
+
+def _compiled_ready(args, irls_start):
+    """Whether the compiled loop (and the compiled IRLS start) for these arguments runs
+    without compiling (see ``compiled`` of :func:`fit`)."""
+    from .compiled import irls_start as compiled_irls_start
+    from .compiled import newton_dense, ready
+
+    key = (type(args[0]), irls_start) + tuple(
+        (a.flags.c_contiguous, a.flags.writeable, a.dtype.str) for a in args[1:3])
+    if key in _READY:
+        return True
+    if ready(newton_dense, *args) and (not irls_start or ready(
+            compiled_irls_start, *args[:8], args[10])):
+        _READY.add(key)
+        return True
+    return False
+
+
+def _run_compiled(args, irls_start):
+    """The loop compiled (:mod:`.compiled`); with ``irls_start`` one compiled IRLS map
+    from ``theta`` first."""
+    from .compiled import irls_start as compiled_irls_start
+    from .compiled import newton_dense
+
     if irls_start:
-        theta = compiled_irls_start(lp, X, M, float(scale), design.fit_intercept, y, sw,
-                                    theta)
-    return newton_dense(lp, X, M, float(scale), design.fit_intercept, y, sw, theta, opts,
-                        dsyrk_address(), RIDGE)
+        theta = compiled_irls_start(*args[:8], args[10])
+        args = args[:7] + (theta,) + args[8:]
+    return newton_dense(*args)
 
 
 def _result(out, start, linalg, warn, max_iter, tol, n_evals=None):
@@ -416,9 +443,14 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         CG iterations per Newton step; default ``min(n_params, 250)``.
     compiled : {"auto", True, False}
         With ``linalg="cholesky"`` and a dense design, run the whole loop compiled
-        (:mod:`bayesdrop.solvers.newton.compiled`: the same steps without Python between
-        them). ``"auto"``: up to :data:`MAX_COMPILED_ROWS` rows and
-        :data:`MAX_COMPILED_ENTRIES` entries in ``X``.
+        (:mod:`bayesdrop.solvers.newton.compiled`: the same loop without Python between
+        the steps; ``True`` compiles it if needed, about 10 s once per machine).
+        ``"auto"``: up to :data:`MAX_COMPILED_ROWS` rows and :data:`MAX_COMPILED_ENTRIES`
+        entries in ``X``, and only when its machine code is at hand -- compiled earlier
+        in this process or held by numba's on-disk cache (``python -m bayesdrop
+        compile`` puts it there) -- otherwise the same iteration runs in Python, which
+        compiles next to nothing (a first fit in seconds rather than half a minute).
+        The two agree to rounding (the same steps; sums in a different order).
 
     Returns
     -------
@@ -483,25 +515,28 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
             _, _, sub_curv = hess.curvature(sub_problem, theta0)
             factor0 = steps.factor_cholesky(sub_problem.design, sub_curv, _factor_options(),
                                             hess.single_applies(sub_problem.design))[0]
+    # at w = 0 every score variance is 0: a non-smooth loss's terms sit on their kinks and
+    # the Hessian is singular. One IRLS map (a weighted least-squares solve; with CG an
+    # approximate one) moves to a point where the terms are smooth, kept only if it does
+    # not raise J (below: compiled, or _irls_start)
     scores = None
     if theta0 is None:
         theta = np.zeros(p_dim)
-        if not loss.smooth and compiled_run is None:
-            # at w = 0 every score variance is 0: each term sits on its kink and the
-            # Hessian is singular. One IRLS map (a weighted least-squares solve; with CG
-            # an approximate one) moves to a point where the terms are smooth, kept only
-            # if it does not raise J.
-            theta, *scores = _irls_start(problem, linalg, cg_maxiter)
     else:
         theta = np.array(theta0, dtype=float, copy=True)
     if theta.shape != (p_dim,):
         raise ValueError(f"theta0 must have shape ({p_dim},), got {theta.shape}")
     opts = _options(tol, max_iter, _reuse_threshold(design))
+    irls_start = theta0 is None and not loss.smooth
     if compiled_run is not None:
-        lp, arrays = compiled_run
-        out = _run_compiled(problem, theta, lp, arrays, opts,
-                            irls_start=theta0 is None and not loss.smooth)
-    else:
+        args = _compiled_args(problem, theta, *compiled_run, opts)
+        if compiled is True or _compiled_ready(args, irls_start):
+            out = _run_compiled(args, irls_start)
+        else:  # "auto": not compiled yet -- the same loop in Python, nothing to compile
+            compiled_run = None
+    if compiled_run is None:
+        if irls_start and scores is None:
+            theta, *scores = _irls_start(problem, linalg, cg_maxiter)
         single = linalg == "cholesky" and hess.single_applies(design)
         ev = steps.DesignSteps(problem, linalg, _factor_options(), cg_maxiter=cg_maxiter,
                                single=single, factor=factor0, scores=scores)

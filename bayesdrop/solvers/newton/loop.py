@@ -41,7 +41,8 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba.extending import register_jitable
+from numba import types
+from numba.extending import overload, register_jitable
 
 __all__ = ["NewtonOptions", "accept", "add_pair", "chord_solve", "newton_direction",
            "newton_loop", "qn_direction", "retry_exact", "start", "take_doubled", "trial"]
@@ -128,9 +129,60 @@ def accept(ev, theta, second):
     return ev.accept(theta, second)
 
 
+# -- vector arithmetic: numpy in Python, loops compiled (numba's array expressions would
+#    compile their broadcasting and its error messages, seconds of a first fit) ---------
+
 def dot(a, b):
     """``a . b`` of two vectors (numpy's in Python; a left-to-right sum compiled)."""
     return float(np.dot(a, b))
+
+
+def add_scaled(x, t, y):
+    """``x + t y``, a new vector."""
+    return x + t * y
+
+
+def put(dst, src):
+    """``dst[:] = src`` for vectors."""
+    dst[:] = src
+
+
+def _vectors(*args):
+    return all(isinstance(a, types.Array) and a.ndim == 1 for a in args)
+
+
+@overload(dot)
+def _dot_compiled(a, b):
+    if _vectors(a, b):
+        def impl(a, b):
+            total = 0.0
+            for i in range(a.shape[0]):
+                total += a[i] * b[i]
+            return total
+        return impl
+    return None
+
+
+@overload(add_scaled)
+def _add_scaled_compiled(x, t, y):
+    if _vectors(x, y):
+        def impl(x, t, y):
+            out = np.empty(x.shape[0])
+            for i in range(x.shape[0]):
+                out[i] = x[i] + t * y[i]
+            return out
+        return impl
+    return None
+
+
+@overload(put)
+def _put_compiled(dst, src):
+    if _vectors(dst, src):
+        def impl(dst, src):
+            for i in range(dst.shape[0]):
+                dst[i] = src[i]
+        return impl
+    return None
 
 
 # -- the BFGS update of a kept factor ------------------------------------------------------
@@ -142,16 +194,16 @@ def qn_direction(ev, g, S, Yq, rho, k):
     recursion (Nocedal & Wright 2006, algorithm 7.4) with ``H_k^{-1}`` as its initial
     inverse instead of a multiple of the identity. Without pairs the chord step
     ``-H_k^{-1} g``."""
-    q = g.copy()
+    q = g
     alphas = np.empty(max(k, 1))
     for i in range(k - 1, -1, -1):
         a = rho[i] * dot(S[i], q)
-        q -= a * Yq[i]
+        q = add_scaled(q, -a, Yq[i])
         alphas[i] = a
     r = chord_solve(ev, q)
     for i in range(k):
-        r += (alphas[i] - rho[i] * dot(Yq[i], r)) * S[i]
-    return -r
+        r = add_scaled(r, alphas[i] - rho[i] * dot(Yq[i], r), S[i])
+    return add_scaled(np.zeros(r.shape[0]), -1.0, r)
 
 
 @register_jitable
@@ -164,12 +216,12 @@ def add_pair(S, Yq, rho, k, s_k, y_k, memory):
         return k
     if k == memory:  # drop the oldest
         for i in range(1, k):
-            S[i - 1] = S[i]
-            Yq[i - 1] = Yq[i]
+            put(S[i - 1], S[i])
+            put(Yq[i - 1], Yq[i])
             rho[i - 1] = rho[i]
         k -= 1
-    S[k] = s_k
-    Yq[k] = y_k
+    put(S[k], s_k)
+    put(Yq[k], y_k)
     rho[k] = 1.0 / sy
     return k + 1
 
@@ -261,12 +313,13 @@ def newton_loop(ev, theta0, opts, fresh_first):
             it -= 1
             break
         # update the gradient (and the Hessian's derivatives unless the factor is kept)
-        theta = theta + t * step
+        theta = add_scaled(theta, t, step)
         prev_dec = decrement
         fresh_next = not (t == 1.0 and decrement <= opts.reuse * max(abs(J_c), 1.0))
         J, g_new = accept(ev, theta, fresh_next)
         if memory > 0 and not fresh_next:
-            n_pairs = add_pair(S, Yq, rho, n_pairs, t * step, g_new - g, memory)
+            n_pairs = add_pair(S, Yq, rho, n_pairs, add_scaled(np.zeros(p), t, step),
+                               add_scaled(g_new, -1.0, g), memory)
         g = g_new
         history[it] = J
         # convergence check: the Newton decrement (a kept factor's step converges only
