@@ -63,10 +63,10 @@ def dpotrf_address():
     return get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf")
 
 
-@intrinsic
-def _fortran_call5(typingctx, addr, a1, a2, a3, a4, a5):
-    """Call the Fortran routine at ``addr`` with the data pointers of five arrays."""
-    arrays = (a1, a2, a3, a4, a5)
+def _fortran_call(addr, arrays):
+    """``(signature, codegen)`` of an intrinsic that calls the Fortran routine at ``addr``
+    with the data pointers of ``arrays`` (every Fortran argument is passed by
+    reference), or None if the types do not fit."""
     if not isinstance(addr, types.Integer) or not all(isinstance(a, types.Array)
                                                       for a in arrays):
         return None
@@ -74,7 +74,7 @@ def _fortran_call5(typingctx, addr, a1, a2, a3, a4, a5):
 
     def codegen(context, builder, signature, args):
         i8p = ir.IntType(8).as_pointer()
-        fnty = ir.FunctionType(ir.VoidType(), [i8p] * 5)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p] * len(arrays))
         fptr = builder.inttoptr(args[0], fnty.as_pointer())
         ptrs = [builder.bitcast(context.make_array(aty)(context, builder, val).data, i8p)
                 for aty, val in zip(signature.args[1:], args[1:])]
@@ -82,6 +82,12 @@ def _fortran_call5(typingctx, addr, a1, a2, a3, a4, a5):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@intrinsic
+def _fortran_call5(typingctx, addr, a1, a2, a3, a4, a5):
+    """Call the Fortran routine at ``addr`` with the data pointers of five arrays."""
+    return _fortran_call(addr, (a1, a2, a3, a4, a5))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -111,24 +117,8 @@ def cholesky_lower(addr, A):
 
 @intrinsic
 def _fortran_call10(typingctx, addr, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10):
-    """Call the Fortran routine at ``addr`` with the data pointers of ten arrays (every
-    Fortran argument is passed by reference)."""
-    arrays = (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10)
-    if not isinstance(addr, types.Integer) or not all(isinstance(a, types.Array)
-                                                      for a in arrays):
-        return None
-    sig = types.void(addr, *arrays)
-
-    def codegen(context, builder, signature, args):
-        i8p = ir.IntType(8).as_pointer()
-        fnty = ir.FunctionType(ir.VoidType(), [i8p] * 10)
-        fptr = builder.inttoptr(args[0], fnty.as_pointer())
-        ptrs = [builder.bitcast(context.make_array(aty)(context, builder, val).data, i8p)
-                for aty, val in zip(signature.args[1:], args[1:])]
-        builder.call(fptr, ptrs)
-        return context.get_dummy_value()
-
-    return sig, codegen
+    """Call the Fortran routine at ``addr`` with the data pointers of ten arrays."""
+    return _fortran_call(addr, (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10))
 
 
 @numba.njit(cache=True, nogil=True)
