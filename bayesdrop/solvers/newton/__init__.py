@@ -377,7 +377,7 @@ def _compiled_ready(args, irls_start):
     if key in _READY:
         return True
     if ready(newton_dense, *args) and (not irls_start or ready(
-            compiled_irls_start, *args[:8], args[10])):
+            compiled_irls_start, *args[:8], args[9], args[10])):
         _READY.add(key)
         return True
     return False
@@ -390,7 +390,7 @@ def _run_compiled(args, irls_start):
     from .compiled import newton_dense
 
     if irls_start:
-        theta = compiled_irls_start(*args[:8], args[10])
+        theta = compiled_irls_start(*args[:8], args[9], args[10])
         args = args[:7] + (theta,) + args[8:]
     return newton_dense(*args)
 

@@ -69,47 +69,49 @@ def _scores(X, M, scale, fi, theta, m, s):
 
 
 @numba.njit(cache=True, nogil=True)
-def _irls_map(lp, Xb, M, scale, y, sw, m, s, p, potrf):
+def _irls_map(lp, X, M, scale, fi, y, sw, m, s, p, syrk, potrf):
     """One IRLS map from the scores ``(m, s)``: the expected system weights (the loss's
-    ``mean`` kernel), then ``A theta = r`` by Cholesky (MATH.md 3-4)."""
-    n, D = M.shape
-    A = np.zeros((p, p))
+    ``mean`` kernel, ``rho > 0``), then ``A theta = r`` by Cholesky (MATH.md 3-4); the
+    Gram part of ``A`` as one ``dsyrk`` of the rows ``sqrt(rho_n) xbar_n``."""
+    n, D = X.shape
+    pp = padded(p)
+    W = np.zeros((n, pp))
     r = np.zeros(p)
     nd = np.zeros(D)
     for i in range(n):
         _, _, rho, t = mean(lp, lp.C * sw[i], m[i], s[i], y[i])
-        for a in range(p):
-            xa = Xb[i, a]
-            r[a] += xa * t
-            wa = rho * xa
-            for c in range(a + 1):
-                A[a, c] += wa * Xb[i, c]
+        root = np.sqrt(max(rho, 0.0))
         for d in range(D):
+            W[i, d] = root * X[i, d]
+            r[d] += X[i, d] * t
             nd[d] += rho * M[i, d]
+        if fi:
+            W[i, D] = root
+            r[D] += t
+    G = np.zeros((pp, pp))
+    syrk_rows(syrk, W, n, G, syrk_work())
+    A = np.empty((p, p))
+    for a in range(p):  # G's upper triangle holds the sums (syrk_rows)
+        for c in range(a, p):
+            A[a, c] = G[a, c]
+            A[c, a] = G[a, c]
     for d in range(D):
         A[d, d] += 2.0 + scale * nd[d]
-    # A is positive definite (2 I' + a weighted Gram with rho > 0); its lower triangle
-    # holds the sums, which LAPACK's dpotrf reads
+    # A is positive definite (2 I' + a weighted Gram with rho > 0)
     cholesky_lower(potrf, A)
     return _solve(A, -r)
 
 
 @numba.njit(cache=True, nogil=True)
-def irls_start(lp, X, M, scale, fi, y, sw, theta, potrf):
+def irls_start(lp, X, M, scale, fi, y, sw, theta, syrk, potrf):
     """One IRLS map from ``theta`` (:func:`_irls_map`), or ``theta`` itself if the map
     raises ``J``: the start of Newton on a non-smooth loss from zero, where every score
     variance is 0 and the Hessian singular (an IRLS map never raises ``J``, MM)."""
-    n, D = X.shape
+    n = X.shape[0]
     p = theta.shape[0]
     m, s, m_c, s_c = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     J = _objective(lp, X, M, scale, fi, y, sw, theta, m, s)
-    Xb = np.empty((n, p))
-    for i in range(n):
-        for d in range(D):
-            Xb[i, d] = X[i, d]
-        if fi:
-            Xb[i, D] = 1.0
-    cand = _irls_map(lp, Xb, M, scale, y, sw, m, s, p, potrf)
+    cand = _irls_map(lp, X, M, scale, fi, y, sw, m, s, p, syrk, potrf)
     if _objective(lp, X, M, scale, fi, y, sw, cand, m_c, s_c) <= J:
         return cand
     return theta.copy()
