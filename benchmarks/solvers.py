@@ -53,6 +53,7 @@ problem. One process, BLAS with its default threads (2 cores).
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 import warnings
@@ -84,7 +85,9 @@ TARGET = 1e-8
 HOW_TIMED = [
     "# How each side is timed (same process, same run, wall clock, best of repeats):",
     "# - ours: the functional solver (part 1) or the estimator's fit incl. validation (parts 2-3),",
-    "#   default tol, numba compiled beforehand by a warm-up fit; relJ = (J - J*) / J*.",
+    "#   default tol, numba compiled beforehand (`python -m bayesdrop compile`'s dense kernels,",
+    "#   which include the compiled Newton loop that compiled='auto' uses once compiled, and a",
+    "#   warm-up fit); relJ = (J - J*) / J*.",
     "#   Part 1 also times ours to 1e-8 like L-BFGS: the fit with max_iter = k, k its first",
     "#   step with relJ <= 1e-8 (t_1e-8; lbfgs/ours), besides the whole fit (t_full; lbfgs/full).",
     "# - scipy L-BFGS-B on the same J with its analytic gradient from zero, gtol = ftol = 0;",
@@ -424,6 +427,9 @@ def main(argv=None):
         f"{platform.processor() or platform.machine()}")
     for line in HOW_TIMED:
         out(line)
+    from bayesdrop.warmup import warm
+
+    warm(kinds=("dense",), sample=False, file=open(os.devnull, "w"))  # as the compile command
     out("\n== 1. time to J within 1e-8 (relative) of J*: our solvers vs scipy L-BFGS-B on J ==")
     rows = []
     for name, problem, repeat in problems(args.quick):

@@ -174,7 +174,7 @@ def csr_pcg(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, inv_prec
     """Preconditioned CG on ``H p = -g`` (``H`` applied by :func:`csr_hvp`, preconditioner
     ``diag(inv_precond)``) until ``||H p + g|| <= rtol ||g||`` or ``maxiter`` products.
 
-    The same iteration as the Python loop of :func:`bayesdrop.solvers.newton._direction_cg`
+    The same iteration as the Python loop of :func:`bayesdrop.solvers.newton.steps.direction_cg`
     without Python between the products, and without BLAS (numba's ``np.dot`` would call
     scipy's BLAS, whose idle threads then compete with numpy's for the cores).
     Returns ``(p, iterations)``.

@@ -46,7 +46,10 @@ quadratic convergence then puts the final ``J`` far closer than ``tol`` (relativ
 step with a reused factor converges only linearly, so it stops the iteration at
 :data:`CHORD_STOP` times that threshold: the final ``J`` is as close to ``J*``.
 
-The kernel API matches :mod:`bayesdrop.solvers.irls`: :func:`fit` is the driver.
+The iteration is written once, :func:`.loop.newton_loop`, over a step evaluator
+(:mod:`.steps`: a dense or CSR ``Design``, a row back-end; :mod:`.compiled`: small dense
+designs, the same function compiled by numba). :func:`fit` and :func:`fit_rows` choose the
+evaluator and the start and pass this module's constants (read at call time).
 """
 
 from __future__ import annotations
@@ -258,7 +261,7 @@ def _options(tol, max_iter, reuse, expand=True):
 
 #: A kept Cholesky factor is **updated by BFGS** with the pairs
 #: ``(s_k, y_k) = (theta_{k+1} - theta_k, g_{k+1} - g_k)`` of the steps taken since it
-#: was computed, at most this many (:func:`_qn_direction`, the same in the compiled loop):
+#: was computed, at most this many (:func:`.loop.qn_direction`, Python and compiled):
 #: the steps with a kept factor converge superlinearly instead of linearly (the
 #: Dennis-More condition; Nocedal & Wright 2006, section 6.1), and are still kept only
 #: while their decrements contract (:data:`CONTRACTION`). Measured at q = 0.3 (to 1e-8 /
