@@ -33,7 +33,7 @@ import math
 import numba
 import numpy as np
 
-from .._blas import mirror_upper, syrk_rows, syrk_work
+from .._blas import cholesky_lower, mirror_upper, syrk_rows, syrk_work
 from ..model.losses.kernels import draws_loop, term
 
 __all__ = ["run_sweeps"]
@@ -42,17 +42,29 @@ __all__ = ["run_sweeps"]
 #: stays in the L2 cache)
 _GRAM_ROWS = 512
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def _scores(Xb, M, vkind, scale, D, theta, m, s):
-    """``m = Xbar theta`` and ``s = V (w * w)``."""
-    m[:] = Xb @ theta
-    if vkind == 0:
-        s[:] = 0.0
-    elif vkind == 1:
-        w2 = theta[:D] * theta[:D]
-        s[:] = scale * (M @ w2)
-    else:
-        s[:] = scale * np.sum(theta[:D] * theta[:D])
+    """``m = Xbar theta`` and ``s = V (w * w)``, row by row (each row's sums reassociated,
+    as BLAS ``gemv``'s: ``fastmath`` with only ``reassoc`` and ``contract``; numba's
+    matrix products cost seconds of a first posterior's compilation)."""
+    n, p = Xb.shape
+    w2 = 0.0
+    for d in range(D):
+        w2 += theta[d] * theta[d]
+    for i in range(n):
+        mi = 0.0
+        for j in range(p):
+            mi += Xb[i, j] * theta[j]
+        m[i] = mi
+        if vkind == 1:
+            si = 0.0
+            for d in range(D):
+                si += M[i, d] * (theta[d] * theta[d])
+            s[i] = scale * si
+        elif vkind == 2:
+            s[i] = scale * w2
+        else:
+            s[i] = 0.0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -174,7 +186,7 @@ def _line_move(lp, M, vkind, scale, D, y, sw, theta, m, s, line, u, c, a, rng,
 def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
                first_sweep, tune, thin, overrelax, rng, theta_out, lp_out, aug_sum, aug_out,
                first_kept, mh, mu, Lq, nu, mh_stats, pgt, terms_out, line, line_v,
-               line_u, line_c, line_stats, syrk):
+               line_u, line_c, line_stats, syrk, potrf):
     """Advance one chain by ``n_sweeps`` sweeps (in place); returns the number kept.
 
     ``pgt`` are the loss's draw tables
@@ -196,7 +208,8 @@ def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
     ``exp(-J)``; the augmentation is drawn afresh from ``theta`` at the next sweep, so the
     composition samples ``exp(-J)`` exactly. ``mh_stats`` counts ``(accepted, proposed)``.
 
-    ``syrk``: the address of BLAS ``dsyrk`` (:func:`bayesdrop._blas.dsyrk_address`).
+    ``syrk``, ``potrf``: the addresses of BLAS ``dsyrk`` and LAPACK ``dpotrf``
+    (:func:`bayesdrop._blas.dsyrk_address`, :func:`bayesdrop._blas.dpotrf_address`).
 
     With ``line``, the Gaussian step is followed (before the MH move) by
     :func:`_line_move` along ``line_v[:-2]`` (``line_u = Xbar v``, ``line_c = V
@@ -221,6 +234,8 @@ def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
     m2 = np.empty(n)
     s2 = np.empty(n)
     line_a = np.empty(n)
+    rhs = np.empty(p)
+    nd = np.empty(D)
     syrk_args = syrk_work()
     beta = math.sqrt(1.0 - overrelax * overrelax)
     kept = 0
@@ -239,16 +254,26 @@ def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
                     W[i - lo, j] = Xb[i, j] * ri
             syrk_rows(syrk, W, hi - lo, A, syrk_args)  # sum of (sqrt(rho) x)(sqrt(rho) x)^T
         mirror_upper(A)
-        if vkind == 1:
-            nd = scale * (M.T @ rho)
-            for d in range(D):
-                A[d, d] += 2.0 + nd[d]
-        else:
-            extra = scale * np.sum(rho) if vkind == 2 else 0.0
-            for d in range(D):
-                A[d, d] += 2.0 + extra
-        rhs = Xb.T @ t
-        L = np.linalg.cholesky(A)
+        # r = Xbar^T t and the noise diagonal V^T rho, one pass over the rows
+        for a in range(p):
+            rhs[a] = 0.0
+        for d in range(D):
+            nd[d] = 0.0
+        rho_sum = 0.0
+        for i in range(n):
+            ti = t[i]
+            for a in range(p):
+                rhs[a] += Xb[i, a] * ti
+            if vkind == 1:
+                ri = rho[i]
+                for d in range(D):
+                    nd[d] += M[i, d] * ri
+            rho_sum += rho[i]
+        for d in range(D):
+            extra = nd[d] if vkind == 1 else (rho_sum if vkind == 2 else 0.0)
+            A[d, d] += 2.0 + scale * extra
+        cholesky_lower(potrf, A)  # A positive definite; its lower triangle becomes L
+        L = A
         # theta' = alpha theta + L^{-T} ((1 - alpha) L^{-1} r + sqrt(1 - alpha^2) z)
         for a in range(p):
             acc = rhs[a]
@@ -298,18 +323,22 @@ def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
             mh_stats[1] += 1.0
             if math.log(rng.random()) < log_ratio:
                 mh_stats[0] += 1.0
-                theta[:] = prop
-                m[:] = m2
+                for a in range(p):
+                    theta[a] = prop[a]
+                for i in range(n):
+                    m[i] = m2[i]
+                    s[i] = s2[i]
                 cur_terms, prop_terms = prop_terms, cur_terms
-                s[:] = s2
                 lt = lt_prop
         if sweep >= tune and (sweep - tune + 1) % thin == 0:
             row = first_kept + kept
-            theta_out[row, :] = theta
+            for a in range(p):
+                theta_out[row, a] = theta[a]
             if mh or known:
                 lp_out[row] = lt
                 if store_terms:
-                    terms_out[row, :] = cur_terms
+                    for i in range(n):
+                        terms_out[row, i] = cur_terms[i]
             else:
                 lp_out[row] = _log_target(lp, D, y, sw, theta, m, s,
                                           terms_out[row] if store_terms else cur_terms)

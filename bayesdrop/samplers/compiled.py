@@ -216,7 +216,7 @@ def run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                         store_augmentation, store_log_likelihood=False, report=None,
                         stop=None, mh_on=True, **_):
     """One chain of compiled sweeps, block by block (see :func:`bayesdrop.samplers.runners.run_chain`)."""
-    from .._blas import dsyrk_address
+    from .._blas import dpotrf_address, dsyrk_address
     from ._gibbs_dense import _scores, run_sweeps
     from ._gibbs_sparse import DUAL_TOL, dual_work, run_sweeps_csr, scores_csr
 
@@ -286,7 +286,8 @@ def run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
                                    setup["sw"], theta, m, s, nb, done, tune, thin, overrelax,
                                    rng, theta_out, lp_out, aug_sum, aug_out, kept, mh, mu, Lq,
                                    MH_DF, mh_stats, pgt, terms_out, line_move is not None,
-                                   line_v, line_u, line_c, line_stats, dsyrk_address())
+                                   line_v, line_u, line_c, line_stats, dsyrk_address(),
+                                   dpotrf_address())
             done += nb
             block = next_block(nb, time.perf_counter() - t_block)
             if t_tune is None and done >= tune:
