@@ -533,12 +533,14 @@ def run_sweeps_csr(lp, indptr, indices, xdata, mdata, vkind, scale, D,
             return kept
         cg_stats[0] += iters
         cg_stats[1] += 1.0
-        theta[:] = new
+        for a in range(p):  # (loops, not slice copies: no broadcasting to compile)
+            theta[a] = new[a]
         scores_csr(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, theta,
                    m, s)
         if sweep >= tune and (sweep - tune + 1) % thin == 0:
             row = first_kept + kept
-            theta_out[row, :] = theta
+            for a in range(p):
+                theta_out[row, a] = theta[a]
             if terms_out.shape[0] > 0:
                 lp_out[row] = _log_target(lp, D, y, sw, theta, m, s,
                                           terms_out[row])
