@@ -41,7 +41,8 @@ from .._validation import check_scalar
 from ..linalg import wls
 from .result import SolverResult
 
-__all__ = ["IRLSState", "IRLSInfo", "IRLSResult", "irls_map", "init", "step", "fit"]
+__all__ = ["IRLSState", "IRLSInfo", "IRLSResult", "irls_map", "init", "step", "squarem", "fit",
+           "fit_rows"]
 
 
 class IRLSState(NamedTuple):
@@ -299,25 +300,48 @@ def step(problem, state, *, accelerate=True, polish=True, linalg="auto", cg_tol=
     return new, info
 
 
-def _mm_step(problem, state, accelerate, kw):
-    theta0 = state.theta
-    theta1, info = irls_map(problem, theta0, **kw)
+def squarem(F, objective, theta0, accelerate=True):
+    """One step of the MM map ``F`` from ``theta0``, SQUAREM-accelerated (Varadhan & Roland
+    2008, scheme S3) with a monotone safeguard -- the one implementation behind
+    :func:`step` (in memory) and :func:`fit_rows` (a row back-end).
+
+    ``theta1 = F(theta0)``, ``theta2 = F(theta1)``, ``r = theta1 - theta0``,
+    ``v = theta2 - 2 theta1 + theta0``, ``alpha = -||r|| / ||v||`` (at most -1),
+    ``theta3 = F(theta0 - 2 alpha r + alpha^2 v)``, kept if ``J(theta3) <= J(theta2)``,
+    otherwise ``theta2``. ``F(theta)`` returns ``(theta', info)``; ``objective(theta)``
+    returns ``J(theta)``. Returns ``(theta, J, n_maps, accelerated, info)``.
+
+    Examples
+    --------
+    >>> F = lambda th: (0.5 * th + 1.0, None)  # a linear contraction to theta* = 2
+    >>> theta, J, n_maps, accelerated, _ = squarem(F, lambda th: float((th - 2.0) @ (th - 2.0)),
+    ...                                           np.zeros(2))
+    >>> theta.tolist(), n_maps, accelerated  # SQUAREM solves a linear map in one step
+    ([2.0, 2.0], 3, True)
+    """
+    theta1, info = F(theta0)
     if not accelerate:
-        return IRLSState(theta1, problem.objective(theta1)), IRLSInfo(1, False, info)
-    theta2, info = irls_map(problem, theta1, **kw)
-    J2 = problem.objective(theta2)
+        return theta1, objective(theta1), 1, False, info
+    theta2, info = F(theta1)
+    J2 = objective(theta2)
     r = theta1 - theta0
     v = theta2 - theta1 - r
     nr, nv = np.linalg.norm(r), np.linalg.norm(v)
     if nv == 0.0 or not np.isfinite(nv) or nr == 0.0:
-        return IRLSState(theta2, J2), IRLSInfo(2, False, info)
+        return theta2, J2, 2, False, info
     alpha = min(-nr / nv, -1.0)
     theta_x = theta0 - 2.0 * alpha * r + alpha * alpha * v
-    theta3, info3 = irls_map(problem, theta_x, **kw)
-    J3 = problem.objective(theta3)
+    theta3, info3 = F(theta_x)
+    J3 = objective(theta3)
     if np.isfinite(J3) and J3 <= J2:
-        return IRLSState(theta3, J3), IRLSInfo(3, True, info3)
-    return IRLSState(theta2, J2), IRLSInfo(3, False, info)
+        return theta3, J3, 3, True, info3
+    return theta2, J2, 3, False, info
+
+
+def _mm_step(problem, state, accelerate, kw):
+    theta, J, n_maps, accelerated, info = squarem(
+        lambda th: irls_map(problem, th, **kw), problem.objective, state.theta, accelerate)
+    return IRLSState(theta, J), IRLSInfo(n_maps, accelerated, info)
 
 
 @with_single_blas_pool
@@ -407,13 +431,34 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, polis
                         "irls", n_maps, wls.choose_linalg(problem.design, linalg))
 
 
-def _rows_map(rows, theta):
-    """``(J(theta), F(theta))`` through a row back-end: one pass."""
-    J, A, r = rows.irls(theta)
-    if not np.isfinite(J):
-        return J, theta
-    L = wls.cholesky_factor(A)
-    return J, sla.cho_solve((L, True), r, check_finite=False)
+class _RowMaps:
+    """``F`` and ``J`` of :func:`squarem` through a row back-end: one pass at ``theta``
+    returns both ``J(theta)`` and the system whose solution is ``F(theta)``, so each
+    pass's pair is kept (the last :data:`KEEP` points) and asking for the other half at
+    the same point costs no pass."""
+
+    KEEP = 4
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.known = {}
+
+    def _pass(self, theta):
+        key = theta.tobytes()
+        if key not in self.known:
+            J, A, r = self.rows.irls(theta)
+            nxt = theta if not np.isfinite(J) else sla.cho_solve(
+                (wls.cholesky_factor(A), True), r, check_finite=False)
+            self.known[key] = (J, nxt)
+            while len(self.known) > self.KEEP:
+                del self.known[next(iter(self.known))]
+        return self.known[key]
+
+    def F(self, theta):
+        return self._pass(theta)[1], None
+
+    def J(self, theta):
+        return self._pass(theta)[0]
 
 
 @with_single_blas_pool
@@ -451,7 +496,8 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, war
     theta = np.zeros(rows.n_params) if theta0 is None else np.array(theta0, dtype=float)
     if theta.shape != (rows.n_params,):
         raise ValueError(f"theta0 must have shape ({rows.n_params},), got {theta.shape}")
-    J, nxt = _rows_map(rows, theta)
+    maps = _RowMaps(rows)
+    J = maps.J(theta)
     if not np.isfinite(J):
         raise FloatingPointError("J is not finite at the starting point")
     history = [J]
@@ -459,30 +505,14 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, war
     param_tol = np.sqrt(tol)
     it = 0
     for it in range(1, max_iter + 1):
-        theta1 = nxt
-        J1, nxt1 = _rows_map(rows, theta1)
-        new, J_new, nxt_new = theta1, J1, nxt1
-        if accelerate:
-            theta2 = nxt1
-            J2, nxt2 = _rows_map(rows, theta2)
-            new, J_new, nxt_new = theta2, J2, nxt2
-            rr = theta1 - theta
-            v = theta2 - theta1 - rr
-            nr, nv = np.linalg.norm(rr), np.linalg.norm(v)
-            if nv > 0.0 and np.isfinite(nv) and nr > 0.0:
-                alpha = min(-nr / nv, -1.0)
-                theta_x = theta - 2.0 * alpha * rr + alpha * alpha * v
-                _, theta3 = _rows_map(rows, theta_x)
-                J3, nxt3 = _rows_map(rows, theta3)
-                if np.isfinite(J3) and J3 <= J2:
-                    new, J_new, nxt_new = theta3, J3, nxt3
+        new, J_new, *_ = squarem(maps.F, maps.J, theta, accelerate)
         if not np.isfinite(J_new):
             raise FloatingPointError(f"IRLS produced a non-finite objective at iteration {it}")
         history.append(J_new)
         dJ = J - J_new
         dtheta = np.max(np.abs(new - theta), initial=0.0)
         scale = max(np.max(np.abs(new), initial=0.0), 1.0)
-        theta, J, nxt = new, J_new, nxt_new
+        theta, J = new, J_new
         if dJ <= tol * max(abs(J), 1.0) and dtheta <= param_tol * scale:
             converged = True
             break
