@@ -1,0 +1,172 @@
+"""The constants of Newton's method on ``J`` (:mod:`bayesdrop.solvers.newton` imports them
+and reads them, as its own module attributes, each time a fit starts)."""
+
+import numpy as np
+
+__all__ = [
+    "ARMIJO", "CG_FORCING_FLOOR", "CHORD_STOP", "CONTRACTION", "EXPAND_RATIO",
+    "EXPAND_STEPS", "MAX_COMPILED_ENTRIES", "MAX_COMPILED_ROWS", "MIN_STEP",
+    "QN_MEMORY", "QN_REUSE_DECREMENT", "REUSE_DECREMENT", "RIDGE",
+    "ROWS_SUBSAMPLE_STEP", "ROW_SHORT_STEPS", "ROW_TRIAL_STEPS", "SINGLE_MAX_COND",
+    "START_CG_RTOL", "START_GRAM_ROWS", "START_GRAM_ROWS_PER_PARAM",
+    "SUBSAMPLE_MAX_ITER", "SUBSAMPLE_MIN_ROWS", "SUBSAMPLE_STEP"]
+
+#: Armijo sufficient-decrease constant of the line search
+ARMIJO = 1e-4
+
+#: Newton-CG solves ``H p = -g`` to a relative residual of at least this much (the
+#: constant CG tolerance of liblinear's TRON): the shrinking forcing term alone asks the
+#: last steps for residuals of 2e-3 and below, CG iterations that buy little once ``J``
+#: is within rounding of its minimum. Measured on newsgroups at q = 0.5 (logistic /
+#: hinge, half and all rows): the same number of Newton steps or one more, 5-23% less
+#: time, ``J`` at the default ``tol`` 3e-11 or closer to its minimum (1e-15 without it)
+CG_FORCING_FLOOR = 0.1
+
+#: relative residual to which the CG solve of the IRLS start (:func:`_irls_start`) is
+#: taken: only a starting point. Measured on newsgroups, hinge at q = 0.5 (1427 / 714
+#: rows; fit to the default ``tol``): 1e-10 (an exact IRLS map) 127 / 64 ms, 1e-3
+#: 74 / 38, 1e-2 64 / 32, 1e-1 61 / 35 ms (one and two more Newton steps), 0.3 88 / 37;
+#: scipy's CG to 1e-10 (the IRLS solver's) 142 / 88 ms
+START_CG_RTOL = 1e-2
+
+#: smallest step length tried by the line search
+MIN_STEP = 1e-12
+
+#: Hessian reuse (a chord step, Shamanskii's variant of Newton's method): after a full
+#: step whose decrement was at most ``REUSE_DECREMENT * max(|J|, 1)`` -- close to the
+#: optimum, where ``H`` changes little from step to step -- the next direction is solved
+#: with the same Cholesky factor, and so on while every such direction's decrement is at
+#: most :data:`CONTRACTION` times the previous one; otherwise (or if its line search
+#: fails) the step is recomputed with a new ``H``. A reused step costs one pass over the
+#: data instead of a Hessian. Measured on 10^4 x 50 logistic at q = 0.3: 2 Hessians and 7
+#: steps instead of 4 and 4; hinge 1 and 7 instead of 3 and 3 (5.5-8 ms instead of 10-13).
+#: A chord direction that does not contract enough costs only its triangular solves (the
+#: factor is then recomputed before the line search), so the threshold is generous:
+#: 1e-1 rather than 1e-2 saved a Hessian on breast cancer (logistic 4 -> 3 for 5 -> 7
+#: steps to 1e-8, 0.52 -> 0.45 ms; hinge the same) and on 20000 x 200 logistic; 1 and
+#: beyond cost Hessians again (directions that fail the contraction test).
+REUSE_DECREMENT = 1e-1
+
+#: see :data:`REUSE_DECREMENT`
+CONTRACTION = 0.1
+
+#: Far from the optimum (a decrement above ``REUSE_DECREMENT * max(|J|, 1)``) a full step
+#: that passes the Armijo test is doubled, up to this many times, while ``J`` keeps
+#: falling: there the logistic and hinge terms flatten beyond the current point and the
+#: Newton step is too short (measured on breast cancer at q = 0.3, with factor reuse:
+#: logistic 3 Hessians and 11 steps instead of 5 and 13, hinge 3 Hessians instead of 4;
+#: no change on 10^4 x 50, where the first step lands close).
+#: Exact (Cholesky) steps only: the truncated CG directions of the first steps are not
+#: the Newton step, and doubling them cost newsgroups logistic 8 -> 11 steps. One
+#: doubling: on the benchmark problems a second was never accepted (each try costs an
+#: evaluation of ``J``; 0.52 -> 0.48 ms on breast cancer logistic to 1e-8).
+EXPAND_STEPS = 1
+
+#: ... and only when the full step lowered ``J`` by more than ``EXPAND_RATIO`` times the
+#: quadratic model's ``lambda^2 / 2``: if the curvature along the line falls linearly,
+#: ``phi''(t) = lambda^2 (1 - kappa t)``, the full step gains ``lambda^2 (1/2 + kappa/6)``
+#: (ratio ``1 + kappa / 3``) and the doubled one beats it exactly when ``kappa > 3/7``,
+#: a ratio above ``8/7``. Measured first-step ratios: 1.16-1.26 where the doubling was
+#: taken (breast cancer logistic and hinge), 0.48-1.06 where it was not (diabetes,
+#: 10^4 x 50 logistic, where the trial cost an evaluation of ``J``: 3.10 -> 3.01 ms).
+#: A little below 8/7, as the model is rough.
+EXPAND_RATIO = 1.1
+
+#: A step with a kept factor converges linearly (by about its contraction), not
+#: quadratically: it ends the iteration only when its decrement is below ``CHORD_STOP``
+#: times the Newton threshold ``2 tol max(|J|, 1)``, so that the result is as close to
+#: the optimum as after a final Newton step (``J`` within about ``tol^2`` relative).
+CHORD_STOP = 1e-4
+
+#: Newton from zeros on at least this many examples (a dense or sparse ``Design``) starts
+#: from the optimum of every :data:`SUBSAMPLE_STEP`-th example, each weighted
+#: ``SUBSAMPLE_STEP`` -- recursively, so 10^7 rows go through 3.1 x 10^5 and 9.8 x 10^3.
+#: From there a few steps on all the data remain (measured at 10^6 x 20 logistic,
+#: q = 0.3: 0.40 s with every 32nd row, 0.49 s with every 8th, 0.67 s from zeros; 1
+#: Hessian and 4 steps). Those steps start as chord steps with the subsample's last
+#: Cholesky factor (the Hessian of the subsample, weighted ``SUBSAMPLE_STEP``: an estimate
+#: of ``H`` on all rows), kept while they contract (:data:`CONTRACTION`): at 10^6 x 20 no
+#: Hessian of all the rows is then needed (to ``J`` within 1e-8 of ``J*``: 183 -> 128 ms;
+#: the whole fit 259 -> 217 ms, 4 chord steps).
+SUBSAMPLE_MIN_ROWS = 200_000
+
+#: see :data:`SUBSAMPLE_MIN_ROWS`
+SUBSAMPLE_STEP = 32
+
+#: steps of the subsample start at least (see ``max_iter`` of :func:`fit`)
+SUBSAMPLE_MAX_ITER = 100
+
+#: the subsample of :func:`fit_rows` (every 8th row of each block): without factor reuse
+#: each further step there costs a pass over the (cluster's) data, so it starts closer
+ROWS_SUBSAMPLE_STEP = 8
+
+#: relative ridge added to a Hessian that is singular to working precision (the intercept
+#: direction when every example sits on a kink of its piecewise-linear term)
+RIDGE = 1e-10
+
+#: the Hessian of a large dense design (:data:`bayesdrop.linalg.hessian.HESSIAN_BLOCKED_MIN`
+#: entries or more) is multiplied in float32 (``hessian_matrix(single=True)``: 1.4 -> 0.9 ms
+#: at 10^4 x 50) when its Cholesky factor shows a condition number of at most this
+#: (``(max L_ii / min L_ii)^2``, a lower estimate); otherwise, or when a step with such a
+#: factor fails its line search, it is recomputed in float64. The direction then carries
+#: a relative error of about ``cond * 1e-7``: Newton's local contraction factor, far below
+#: the :data:`CONTRACTION` that a chord step must reach; the gradient, ``J`` and the
+#: stopping rule stay float64, so the optimum is the same to the last digit.
+SINGLE_MAX_COND = 1e4
+
+#: On a large dense design (``hessian.single_applies``) the first Cholesky factor -- the
+#: Hessian at ``w = 0`` of a fit from zeros, where it is the Gram matrix
+#: ``2 I' + Xbar^T diag(d_mm) Xbar + diag(noise)``, and the hinge's IRLS start -- is
+#: estimated from every ``k``-th row weighted ``k`` (``Design.gram(row_step=k)``), with
+#: ``k`` such that at least :data:`START_GRAM_ROWS` rows and
+#: :data:`START_GRAM_ROWS_PER_PARAM` rows per parameter remain. It only directs the first
+#: step, which the line search checks; every later factor is exact. Measured at
+#: 10^4 x 50, q = 0.3 (k = 4): the first factor 0.84 -> ~0.2 ms, the same number of
+#: steps to 1e-8.
+START_GRAM_ROWS = 2000
+
+#: see :data:`START_GRAM_ROWS`
+START_GRAM_ROWS_PER_PARAM = 40
+
+#: A kept Cholesky factor is **updated by BFGS** with the pairs
+#: ``(s_k, y_k) = (theta_{k+1} - theta_k, g_{k+1} - g_k)`` of the steps taken since it
+#: was computed, at most this many (:func:`.loop.qn_direction`, Python and compiled):
+#: the steps with a kept factor converge superlinearly instead of linearly (the
+#: Dennis-More condition; Nocedal & Wright 2006, section 6.1), and are still kept only
+#: while their decrements contract (:data:`CONTRACTION`). Measured at q = 0.3 (to 1e-8 /
+#: the whole fit at the default ``tol``): breast cancer logistic 7 -> 5 / 11 -> 8 steps
+#: (0.60 -> 0.52 ms / 0.77 -> 0.65 ms), hinge 0.59 -> 0.57 / 0.66 -> 0.63 ms; 10^4 x 50
+#: the whole fit 7 -> 5 steps for logistic and hinge, ``J`` closer to ``J*``; logistic at
+#: zero noise 3 -> 2 Hessians (8.6 -> 6.3 ms).
+QN_MEMORY = 8
+
+#: On a large dense design (``hessian.single_applies``: a Hessian costs several passes
+#: over the data, 1.8 ms against 0.45 ms at 10^4 x 50) a kept factor with its BFGS pairs
+#: directs every step after a full one, not only near the optimum
+#: (:data:`REUSE_DECREMENT`): a logistic fit from zeros then keeps its first, subsampled
+#: factor (:data:`START_GRAM_ROWS`) -- at 10^4 x 50, q = 0.3, 1 factor and 5 steps to
+#: 1e-8 instead of 2 and 4 (5.5 -> 4.0 ms). On small designs, where a Hessian costs about
+#: one evaluation of ``J``, this took more steps and Hessians (breast cancer logistic
+#: 5 -> 7 steps, 3 -> 5 Hessians; the far steps are no longer doubled).
+QN_REUSE_DECREMENT = np.inf
+
+#: ``compiled="auto"`` runs the compiled dense loop up to this many rows ``N`` and
+#: :data:`MAX_COMPILED_ENTRIES` entries ``N x D``. Beyond, the Python loop is faster: its
+#: logistic terms take numpy's SIMD ``exp`` / ``log1p`` / ``tanh``
+#: (:mod:`bayesdrop.model.losses._logistic_rows`; numba's are scalar, 5-10x slower per row) and
+#: its products numpy's threaded BLAS. Measured on 2 cores (logistic / hinge at q = 0.3,
+#: Python loop time over compiled): 569 x 30 2.2 / 2.3, 1000 x 30 1.36 / 1.27,
+#: 2000 x 20 1.02 / 1.13, 3000 x 10 0.77 / 1.06, 2000 x 50 0.91 / 0.72,
+#: 2e4 x 20 0.47 / 0.57, 1e6 x 20 0.48 / 1.08.
+MAX_COMPILED_ROWS = 2000
+
+#: see :data:`MAX_COMPILED_ROWS`
+MAX_COMPILED_ENTRIES = 40_000
+
+#: step lengths (besides the full step) whose ``J`` a row back-end evaluates in the same
+#: pass as the next Hessian, so that a damped step costs no extra pass over the data
+ROW_TRIAL_STEPS = 0.5 ** np.arange(1, 5)
+
+#: further step lengths, tried in one more (objective-only) pass when none of
+#: :data:`ROW_TRIAL_STEPS` gives sufficient decrease
+ROW_SHORT_STEPS = 0.5 ** np.arange(5, 41)
