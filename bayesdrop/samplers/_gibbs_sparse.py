@@ -216,16 +216,16 @@ def _pair_sums(idx, data, lo, hi, V, init0, init1):
 
 
 @numba.njit(cache=True, nogil=True)
-def _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q, tmp,
-                 unit):
+def _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q, tmp):
     """``Q[:, c] = S P[:, c]`` for the two columns ``c`` of ``P`` (``n x 2``, interleaved
     so that one pass serves both): ``tmp = K X^T P`` by columns (the CSC copy ``cptr,
     cidx, cdata``: a gather from the small ``P``), then ``Q = P / rho + X tmp`` by rows
     (each sum by :func:`_pair_sums`; :func:`dual_arrays` numbers the columns by
-    decreasing frequency, so the gathers from ``tmp`` mostly hit the cache). ``unit``:
-    every stored value is 1 (binary features; :func:`dual_arrays`), the sums then skip
-    the values (on newsgroups a quarter of the product's time)."""
-    if unit:  # binary features: the same sums without the values (all 1)
+    decreasing frequency, so the gathers from ``tmp`` mostly hit the cache).
+    ``cdata=None``: every stored value is 1 (binary features; :func:`dual_arrays`), the
+    sums then skip the values (on newsgroups a quarter of the product's time); numba
+    compiles only the variant of the data's type (the other branch is pruned)."""
+    if cdata is None:  # binary features: the same sums without the values (all 1)
         _dual_sums(indptr, indices, None, cptr, cidx, None, kdiag, inv_rho, P, Q, tmp)
     else:
         _dual_sums(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q, tmp)
@@ -243,18 +243,18 @@ def _dual_sums(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q, 
                                       inv_rho[i] * P[i, 0], inv_rho[i] * P[i, 1])
 
 
-def dual_arrays(X):
-    """``(cptr, cidx, cdata, pindices, cperm, unit)``: the dual solve's copies of CSR
-    ``X`` with the columns numbered by decreasing number of stored entries
-    (``cperm[new] = old``): the CSC arrays of the renumbered ``X`` and the CSR column
-    indices renumbered; ``unit``: whether every stored value is 1.
+def dual_arrays(X, detect_unit=True):
+    """``(cptr, cidx, cdata, pindices, cperm)``: the dual solve's copies of CSR ``X`` with
+    the columns numbered by decreasing number of stored entries (``cperm[new] = old``):
+    the CSC arrays of the renumbered ``X`` and the CSR column indices renumbered;
+    ``cdata`` is None where every stored value is 1 (with ``detect_unit``).
 
     Examples
     --------
     >>> import scipy.sparse as sp
     >>> X = sp.csr_matrix(np.array([[0.0, 1.0, 2.0], [0.0, 3.0, 0.0]]))
-    >>> cptr, cidx, cdata, pindices, cperm, unit = dual_arrays(X)
-    >>> cperm.tolist(), pindices.tolist(), unit
+    >>> cptr, cidx, cdata, pindices, cperm = dual_arrays(X)
+    >>> cperm.tolist(), pindices.tolist(), cdata is None
     ([1, 2, 0], [0, 1, 0], False)
     """
     import scipy.sparse as sp
@@ -265,9 +265,10 @@ def dual_arrays(X):
     rank = np.empty_like(cperm)
     rank[cperm] = np.arange(cperm.size)
     Xc = X[:, cperm].tocsc()
+    unit = detect_unit and bool(np.all(X.data == 1.0))
     return (Xc.indptr.astype(np.int64), Xc.indices.astype(np.int64),
-            np.ascontiguousarray(Xc.data, dtype=np.float64), rank[X.indices],
-            cperm, bool(np.all(X.data == 1.0)))
+            None if unit else np.ascontiguousarray(Xc.data, dtype=np.float64),
+            rank[X.indices], cperm)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -353,7 +354,7 @@ def _block_apply(bptr, brows, boff, fac, R, Z, col, tmp):
 
 @numba.njit(cache=True, nogil=True)
 def _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, tol, X_out,
-                 blocks, scatter, tmp, fac, unit):
+                 blocks, scatter, tmp, fac):
     """Solve ``S X_out[:, c] = B[:, c]`` for both columns (``n x 2``) by CG preconditioned
     with the exact diagonal blocks of ``S`` over ``blocks = (bptr, brows, boff)`` (rows of
     near-duplicate documents together, :func:`dual_blocks`; singletons: Jacobi); returns
@@ -386,8 +387,7 @@ def _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, t
         stop[c] = tol * math.sqrt(nb)
         done[c] = nb == 0.0
     for it in range(1, 4 * n + 101):
-        _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, Pd, Q, tmp,
-                     unit)
+        _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, Pd, Q, tmp)
         for c in range(2):
             if done[c]:
                 continue
@@ -426,7 +426,7 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
     ``out`` and returns the CG iterations (``-1``: not converged). ``dual``: the arrays of
     :func:`dual_arrays`; ``blocks``: those of :func:`dual_blocks`; ``work``: the work
     arrays of :func:`dual_work`."""
-    cptr, cidx, cdata, pindices, cperm, unit = dual
+    cptr, cidx, cdata, pindices, cperm = dual
     wD, tmp, fac = work[0], work[1], work[2]
     n = indptr.shape[0] - 1
     beta = math.sqrt(1.0 - overrelax * overrelax)
@@ -472,7 +472,7 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
     for d in range(D):
         kperm[d] = kdiag[cperm[d]]
     iters = _dual_solve2(indptr, pindices, xdata, cptr, cidx, cdata, kperm, inv_rho, B,
-                         tol, sol, blocks, wD[5], tmp, fac, unit)
+                         tol, sol, blocks, wD[5], tmp, fac)
     mu = np.empty(n)
     for i in range(n):
         mu[i] = sol[i, 0]
