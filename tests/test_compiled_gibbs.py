@@ -382,9 +382,10 @@ def test_mh_move_is_switched_off_after_tuning_when_it_hardly_accepts(threshold, 
                                   whole.theta)
     setup = compiled_setup(problem)
     setup["proposal"] = compiled.laplace_proposal(problem, theta_hat)
-    chain = compiled.run_chain_compiled(setup, theta_hat, np.random.SeedSequence(1), tune=30,
-                                        draws=50, thin=1, overrelax=-0.5,
-                                        store_augmentation=False)
+    from bayesdrop.samplers.chain import run_chain
+
+    kernel = compiled.CompiledKernel(setup, overrelax=-0.5, store_augmentation=False)
+    chain = run_chain(kernel, theta_hat, np.random.SeedSequence(1), tune=30, draws=50, thin=1)
     assert chain.mh_stats[1] == (80 if kept_on else 30)  # proposals: every sweep / tuning
 
 

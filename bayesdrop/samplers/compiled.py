@@ -1,11 +1,10 @@
 """The compiled chains: the arrays of the compiled sweeps for a problem
 (:func:`compiled_setup`), the exact MH moves' Laplace proposal and intercept line, and one
-chain run block by block (:func:`run_chain_compiled`; blocks sized from the measured time
-per sweep, see :data:`BLOCK_SECONDS`)."""
+chain kernel (:class:`CompiledKernel`: blocks of sweeps sized from the measured time per
+sweep, see :data:`BLOCK_SECONDS`)."""
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import scipy.linalg as sla
@@ -14,7 +13,7 @@ from ..linalg import wls
 from .result import ChainRecord
 
 __all__ = ["BLOCK_SECONDS", "MH_DF", "MH_MIN_ACCEPT", "compiled_setup", "intercept_line",
-           "laplace_proposal", "next_block", "run_chain_compiled"]
+           "CompiledKernel", "laplace_proposal", "next_block"]
 
 #: work (examples x parameters) of the first block of compiled sweeps (about 10-50 ms on
 #: one core); later blocks are sized from the measured time per sweep
@@ -212,102 +211,114 @@ def laplace_proposal(problem, theta_hat):
     return theta_hat.copy(), np.ascontiguousarray(Lq)
 
 
-def run_chain_compiled(setup, theta0, seed, *, tune, draws, thin, overrelax,
-                        store_augmentation, store_log_likelihood=False, report=None,
-                        stop=None, mh_on=True, **_):
-    """One chain of compiled sweeps, block by block (see :func:`bayesdrop.samplers.runners.run_chain`)."""
-    from .._blas import dpotrf_address, dsyrk_address
-    from ._gibbs_dense import _scores, run_sweeps
-    from ._gibbs_sparse import DUAL_TOL, dual_work, run_sweeps_csr, scores_csr
+class _CompiledState:
+    """The mutable state of one chain of :class:`CompiledKernel`."""
 
-    rng = np.random.default_rng(seed)
-    n_aug = setup["n_aug"]
-    csr = setup["kind"] == "csr"
-    theta = np.array(theta0, dtype=np.float64)
-    if csr:
-        n, p = setup["n"], setup["p"]
-        csr_args = (setup["indptr"], setup["indices"], setup["xdata"], setup["mdata"],
-                    setup["vkind"], setup["scale"], setup["D"], setup["fit_intercept"])
-        m, s = np.empty(n), np.empty(n)
-        scores_csr(*csr_args, theta, m, s)
-        cg_stats = np.zeros(3)
-        dual_work_arrays = dual_work(setup["D"], setup["blocks"])
-    else:
-        Xb = setup["Xb"]
-        n, p = Xb.shape
-        m, s = np.empty(n), np.empty(n)
-        _scores(Xb, setup["M"], setup["vkind"], setup["scale"], setup["D"], theta, m, s)
-    theta_out = np.empty((draws, p))
-    lp_out = np.empty(draws)
-    aug_sum = np.zeros((n_aug, n))
-    aug_out = np.empty((draws if store_augmentation else 0, n_aug, n))
-    terms_out = np.empty((draws if store_log_likelihood else 0, n))
-    # sweeps per compiled call: about _BLOCK_WORK entries of work (a sparse sweep makes
-    # some 100 passes over the stored entries in its dual CG)
-    work = 100 * setup["xdata"].shape[0] if csr else n * p
-    block = int(np.clip(_BLOCK_WORK // max(work, 1), 1, 10))
-    pgt = setup["pg_tables"]
-    proposal = setup.get("proposal")
-    mh = proposal is not None and mh_on
-    # without the MH move its arrays are not read: 1 x 1 placeholders (never a p x p
-    # identity: p may be 10^5 on a wide sparse design)
-    mu, Lq = proposal if proposal is not None else (np.zeros(1), np.zeros((1, 1)))
-    mh_stats = np.zeros(2)
-    line_move = setup.get("line")
-    line_stats = np.zeros(2)
-    line_v, line_u, line_c = (line_move if line_move is not None
-                              else (np.zeros(p + 2), np.zeros(n), np.zeros(n)))
-    total = tune + draws * thin
-    done = kept = 0
-    interrupted = False
-    t0 = time.perf_counter()
-    t_tune = t0 if tune == 0 else None
-    try:
-        while done < total:
-            if stop is not None and stop():
-                interrupted = True
-                break
-            nb = min(block, (tune - done) if done < tune else (total - done))
-            t_block = time.perf_counter()
-            if csr:
-                kept += run_sweeps_csr(setup["lp"], *csr_args,
-                                       setup["dual"],
-                                       setup["y"], setup["sw"], theta, m, s, nb, done, tune,
-                                       thin, overrelax, rng, theta_out, lp_out, aug_sum,
-                                       aug_out, kept, DUAL_TOL, cg_stats, pgt, terms_out,
-                                       setup["blocks"], dual_work_arrays)
-                if cg_stats[2]:
-                    raise FloatingPointError(
-                        "the dual conjugate-gradient solve of the sparse Gibbs sweep did "
-                        "not converge")
-            else:
-                kept += run_sweeps(setup["lp"], Xb, setup["M"],
-                                   setup["vkind"], setup["scale"], setup["D"], setup["y"],
-                                   setup["sw"], theta, m, s, nb, done, tune, thin, overrelax,
-                                   rng, theta_out, lp_out, aug_sum, aug_out, kept, mh, mu, Lq,
-                                   MH_DF, mh_stats, pgt, terms_out, line_move is not None,
-                                   line_v, line_u, line_c, line_stats, dsyrk_address(),
-                                   dpotrf_address())
-            done += nb
-            block = next_block(nb, time.perf_counter() - t_block)
-            if t_tune is None and done >= tune:
-                t_tune = time.perf_counter()
-                # the kernel of the kept sweeps is fixed here, from the tuning sweeps only
-                if mh and mh_stats[0] < MH_MIN_ACCEPT * mh_stats[1]:
-                    mh = False
-            if report is not None:
-                report(done)
-    except KeyboardInterrupt:
-        interrupted = True
-    t_end = time.perf_counter()
-    if t_tune is None:
-        t_tune = t_end
-    if not np.all(np.isfinite(lp_out[:kept])):
-        raise FloatingPointError("the compiled Gibbs sweep produced a non-finite draw")
-    return ChainRecord(theta_out[:kept], lp_out[:kept], aug_sum / max(kept, 1),
-                  aug_out[:kept] if store_augmentation else None, kept, t_tune - t0,
-                  t_end - t_tune, interrupted, mh_stats, theta.copy(),
-                  rng.bit_generator.state,
-                  terms_out[:kept] if store_log_likelihood else None,
-                  mh if proposal is not None else None,
-                  line_stats if line_move is not None else None)
+
+class CompiledKernel:
+    """The chain kernel (:mod:`bayesdrop.samplers.chain`) of the compiled sweeps
+    (:func:`bayesdrop.samplers._gibbs_dense.run_sweeps`,
+    :func:`bayesdrop.samplers._gibbs_sparse.run_sweeps_csr`) on the arrays of
+    :func:`compiled_setup`: blocks of sweeps sized to :data:`BLOCK_SECONDS` (the first
+    from the work per sweep), the MH move dropped after tuning if it accepted less than
+    :data:`MH_MIN_ACCEPT` of its proposals there (``mh_on``: whether this chain runs it)."""
+
+    def __init__(self, setup, *, overrelax, store_augmentation, store_log_likelihood=False,
+                 mh_on=True, **_):
+        self.setup = setup
+        self.overrelax = overrelax
+        self.store_augmentation = store_augmentation
+        self.store_log_likelihood = store_log_likelihood
+        self.mh_on = mh_on
+        self.csr = setup["kind"] == "csr"
+
+    def init(self, theta0, rng, draws):
+        from ._gibbs_dense import _scores
+        from ._gibbs_sparse import dual_work, scores_csr
+
+        setup, st = self.setup, _CompiledState()
+        st.theta = np.array(theta0, dtype=np.float64)
+        if self.csr:
+            n, p = setup["n"], setup["p"]
+            st.csr_args = (setup["indptr"], setup["indices"], setup["xdata"], setup["mdata"],
+                           setup["vkind"], setup["scale"], setup["D"],
+                           setup["fit_intercept"])
+            st.m, st.s = np.empty(n), np.empty(n)
+            scores_csr(*st.csr_args, st.theta, st.m, st.s)
+            st.cg_stats = np.zeros(3)
+            st.dual_work = dual_work(setup["D"], setup["blocks"])
+        else:
+            n, p = setup["Xb"].shape
+            st.m, st.s = np.empty(n), np.empty(n)
+            _scores(setup["Xb"], setup["M"], setup["vkind"], setup["scale"], setup["D"],
+                    st.theta, st.m, st.s)
+        st.n, st.p = n, p
+        st.theta_out = np.empty((draws, p))
+        st.lp_out = np.empty(draws)
+        st.aug_sum = np.zeros((setup["n_aug"], n))
+        st.aug_out = np.empty((draws if self.store_augmentation else 0, setup["n_aug"], n))
+        st.terms_out = np.empty((draws if self.store_log_likelihood else 0, n))
+        proposal = setup.get("proposal")
+        st.mh = proposal is not None and self.mh_on
+        # without the MH move its arrays are not read: 1 x 1 placeholders (never a p x p
+        # identity: p may be 10^5 on a wide sparse design)
+        st.mu, st.Lq = proposal if proposal is not None else (np.zeros(1), np.zeros((1, 1)))
+        st.mh_stats = np.zeros(2)
+        st.line_stats = np.zeros(2)
+        line = setup.get("line")
+        st.line = line if line is not None else (np.zeros(p + 2), np.zeros(n), np.zeros(n))
+        return st
+
+    def first_block(self):
+        # about _BLOCK_WORK entries of work (a sparse sweep makes some 100 passes over
+        # the stored entries in its dual CG)
+        work = 100 * self.setup["xdata"].shape[0] if self.csr else np.prod(
+            self.setup["Xb"].shape)
+        return int(np.clip(_BLOCK_WORK // max(work, 1), 1, 10))
+
+    def next_block(self, n, seconds):
+        return next_block(n, seconds)
+
+    def run(self, st, rng, n_sweeps, first_sweep, tune, thin, kept):
+        from .._blas import dpotrf_address, dsyrk_address
+        from ._gibbs_dense import run_sweeps
+        from ._gibbs_sparse import DUAL_TOL, run_sweeps_csr
+
+        setup = self.setup
+        if self.csr:
+            new = run_sweeps_csr(setup["lp"], *st.csr_args, setup["dual"], setup["y"],
+                                 setup["sw"], st.theta, st.m, st.s, n_sweeps, first_sweep,
+                                 tune, thin, self.overrelax, rng, st.theta_out, st.lp_out,
+                                 st.aug_sum, st.aug_out, kept, DUAL_TOL, st.cg_stats,
+                                 setup["pg_tables"], st.terms_out, setup["blocks"],
+                                 st.dual_work)
+            if st.cg_stats[2]:
+                raise FloatingPointError(
+                    "the dual conjugate-gradient solve of the sparse Gibbs sweep did "
+                    "not converge")
+            return new
+        line_v, line_u, line_c = st.line
+        return run_sweeps(setup["lp"], setup["Xb"], setup["M"], setup["vkind"],
+                          setup["scale"], setup["D"], setup["y"], setup["sw"], st.theta,
+                          st.m, st.s, n_sweeps, first_sweep, tune, thin, self.overrelax, rng,
+                          st.theta_out, st.lp_out, st.aug_sum, st.aug_out, kept, st.mh,
+                          st.mu, st.Lq, MH_DF, st.mh_stats, setup["pg_tables"],
+                          st.terms_out, setup.get("line") is not None, line_v, line_u,
+                          line_c, st.line_stats, dsyrk_address(), dpotrf_address())
+
+    def end_tuning(self, st):
+        # the kernel of the kept sweeps is fixed here, from the tuning sweeps only
+        if st.mh and st.mh_stats[0] < MH_MIN_ACCEPT * st.mh_stats[1]:
+            st.mh = False
+
+    def record(self, st, kept, tune_time, draw_time, interrupted, rng):
+        if not np.all(np.isfinite(st.lp_out[:kept])):
+            raise FloatingPointError("the compiled Gibbs sweep produced a non-finite draw")
+        has_proposal = self.setup.get("proposal") is not None
+        return ChainRecord(st.theta_out[:kept], st.lp_out[:kept], st.aug_sum / max(kept, 1),
+                           st.aug_out[:kept] if self.store_augmentation else None, kept,
+                           tune_time, draw_time, interrupted, st.mh_stats, st.theta.copy(),
+                           rng.bit_generator.state,
+                           st.terms_out[:kept] if self.store_log_likelihood else None,
+                           st.mh if has_proposal else None,
+                           st.line_stats if self.setup.get("line") is not None else None)

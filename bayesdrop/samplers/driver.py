@@ -19,7 +19,6 @@ draws do not depend on whether the chains run in parallel or in sequence.
 """
 from __future__ import annotations
 
-import functools
 import os
 import time
 
@@ -29,10 +28,11 @@ from .._progress import ProgressBar
 from .._validation import check_scalar, seed_sequence
 from ..linalg import wls
 from . import gibbs
-from .compiled import compiled_setup, intercept_line, laplace_proposal, run_chain_compiled
+from .chain import run_chain
+from .compiled import CompiledKernel, compiled_setup, intercept_line, laplace_proposal
 from .gibbs import OVERRELAX
 from .result import LastState, SamplerResult, assemble, generators_from_states
-from .runners import run_chain, run_processes, run_threads
+from .runners import python_kernel, run_processes, run_threads
 from .start import initial_points
 
 __all__ = ["LastState", "SamplerResult", "sample"]
@@ -227,15 +227,15 @@ or LastState
                 results = run_processes(problem, inits, chain_seeds, kwargs,
                                         min(cores, chains), bar)
         else:  # in sequence, in this process; one kernel or the other
-            run = (functools.partial(run_chain_compiled, setup) if setup is not None
-                   else functools.partial(run_chain, problem))
             results = []
             for c in range(chains):
                 def report(k, _base=c * (tune + draws * thin)):
                     bar.update(_base + k)
 
-                results.append(run(inits[c], chain_seeds[c], report=report,
-                                   mh_on=mh_flags[c], **kwargs))
+                kernel = (CompiledKernel(setup, mh_on=mh_flags[c], **kwargs)
+                          if setup is not None else python_kernel(problem, **kwargs))
+                results.append(run_chain(kernel, inits[c], chain_seeds[c], report=report,
+                                         tune=tune, draws=draws, thin=thin))
                 if results[-1].interrupted:
                     break
     return assemble(results, inits, chains, tune, thin, wall_start, store_augmentation)

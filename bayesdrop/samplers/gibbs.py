@@ -23,8 +23,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..linalg import wls
+from .result import ChainRecord
 
-__all__ = ["GibbsState", "GibbsInfo", "OVERRELAX", "init", "step", "log_density"]
+__all__ = ["GibbsState", "GibbsInfo", "OVERRELAX", "SweepKernel", "init", "step", "log_density"]
 
 
 class GibbsState(NamedTuple):
@@ -138,3 +139,65 @@ def log_density(problem, state):
     w, _ = problem.design.split(state.theta)
     value = problem.loss.value(state.m, state.s, problem.y)
     return -float(w @ w + np.sum(value))
+
+
+class _SweepState:
+    """The mutable state of one chain of :class:`SweepKernel`."""
+
+    def __init__(self, gibbs_state, theta_out, lp_out, aug_sum, aug_out):
+        self.gibbs = gibbs_state
+        self.theta_out, self.lp_out = theta_out, lp_out
+        self.aug_sum, self.aug_out = aug_sum, aug_out
+
+
+class SweepKernel:
+    """The chain kernel (:mod:`bayesdrop.samplers.chain`) of :func:`step`: one sweep per
+    block, so that ``stop``, progress and Ctrl-C act after every sweep. It does not keep
+    the pointwise terms (callers compute them afterwards,
+    :func:`bayesdrop.posterior.pointwise_log_likelihood`)."""
+
+    def __init__(self, problem, *, linalg="auto", cg_tol=1e-12, overrelax=OVERRELAX,
+                 store_augmentation=False):
+        self.problem = problem
+        self.linalg, self.cg_tol, self.overrelax = linalg, cg_tol, overrelax
+        self.store_augmentation = store_augmentation
+
+    def init(self, theta0, rng, draws):
+        problem = self.problem
+        n_aug, n = problem.loss.n_augmentation, problem.design.n_samples
+        return _SweepState(init(problem, theta0), np.empty((draws, problem.design.n_params)),
+                           np.empty(draws), np.zeros((n_aug, n)),
+                           np.empty((draws, n_aug, n)) if self.store_augmentation else None)
+
+    def first_block(self):
+        return 1
+
+    def next_block(self, n, seconds):
+        return 1
+
+    def run(self, state, rng, n_sweeps, first_sweep, tune, thin, kept):
+        new = 0
+        for k in range(n_sweeps):
+            sweep = first_sweep + k
+            state.gibbs, info = step(rng, self.problem, state.gibbs, linalg=self.linalg,
+                                     cg_tol=self.cg_tol, overrelax=self.overrelax)
+            if sweep >= tune and (sweep - tune + 1) % thin == 0:
+                row = kept + new
+                state.theta_out[row] = state.gibbs.theta
+                state.lp_out[row] = log_density(self.problem, state.gibbs)
+                for j, a in enumerate(info.augmentation):
+                    state.aug_sum[j] += a
+                    if state.aug_out is not None:
+                        state.aug_out[row, j] = a
+                new += 1
+        return new
+
+    def end_tuning(self, state):
+        pass
+
+    def record(self, state, kept, tune_time, draw_time, interrupted, rng):
+        return ChainRecord(state.theta_out[:kept], state.lp_out[:kept],
+                           state.aug_sum / max(kept, 1),
+                           None if state.aug_out is None else state.aug_out[:kept], kept,
+                           tune_time, draw_time, interrupted, None, state.gibbs.theta.copy(),
+                           rng.bit_generator.state)

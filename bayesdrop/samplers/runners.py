@@ -1,7 +1,8 @@
-"""How chains run: one chain of the Python kernel (:func:`run_chain`), chains in
-processes (:func:`run_processes`, the Python kernel) or in threads (:func:`run_threads`,
-the compiled sweeps, which release the GIL), with progress counts and Ctrl-C handled
-while waiting (:func:`collect`)."""
+"""How chains run, whatever their kernel (:func:`bayesdrop.samplers.chain.run_chain` is
+the one chain loop): in processes (:func:`run_processes`, for a kernel that holds the GIL:
+the Python kernel) or in threads (:func:`run_threads`, the compiled sweeps, which release
+it), with progress counts and Ctrl-C handled while waiting (:func:`collect`); the driver
+runs them in sequence otherwise."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import multiprocessing as mp
 import os
 import signal
 import threading
-import time
 from concurrent.futures import (
     FIRST_COMPLETED,
     ProcessPoolExecutor,
@@ -17,64 +17,22 @@ from concurrent.futures import (
     wait,
 )
 
-import numpy as np
 
 from . import gibbs
-from .compiled import run_chain_compiled
-from .result import ChainRecord
+from .chain import run_chain
+from .compiled import CompiledKernel
 
-__all__ = ["collect", "run_chain", "run_processes", "run_threads"]
+__all__ = ["collect", "python_kernel", "run_processes", "run_threads"]
 
 
-def run_chain(problem, theta0, seed, *, tune, draws, thin, linalg, cg_tol, overrelax,
-               store_augmentation, store_log_likelihood=False, report=None, stop=None,
-               mh_on=None):
-    """Run one chain; ``report(n_sweeps_done)`` is called after every sweep and
-    ``stop()`` polled before every sweep. (The Python kernel does not keep the pointwise
-    terms: ``store_log_likelihood`` is for the compiled sweeps; callers compute them
-    afterwards, :func:`bayesdrop.posterior.pointwise_log_likelihood`.)"""
-    rng = np.random.default_rng(seed)
-    n_aug, n = problem.loss.n_augmentation, problem.design.n_samples
-    p = problem.design.n_params
-    theta_out = np.empty((draws, p))
-    lp_out = np.empty(draws)
-    aug_sum = np.zeros((n_aug, n))
-    aug_out = np.empty((draws, n_aug, n)) if store_augmentation else None
-    state = gibbs.init(problem, theta0)
-    kept = 0
-    sweep = 0
-    interrupted = False
-    t0 = time.perf_counter()
-    t_tune = None
-    try:
-        for sweep in range(tune + draws * thin):
-            if stop is not None and stop():
-                interrupted = True
-                break
-            if sweep == tune:
-                t_tune = time.perf_counter()
-            state, info = gibbs.step(rng, problem, state, linalg=linalg, cg_tol=cg_tol,
-                               overrelax=overrelax)
-            if sweep >= tune and (sweep - tune + 1) % thin == 0:
-                theta_out[kept] = state.theta
-                lp_out[kept] = gibbs.log_density(problem, state)
-                for j, a in enumerate(info.augmentation):
-                    aug_sum[j] += a
-                    if aug_out is not None:
-                        aug_out[kept, j] = a
-                kept += 1
-            if report is not None:
-                report(sweep + 1)
-    except KeyboardInterrupt:
-        interrupted = True
-    t_end = time.perf_counter()
-    if t_tune is None:
-        t_tune = t_end
-    aug_mean = aug_sum / max(kept, 1)
-    return ChainRecord(theta_out[:kept], lp_out[:kept], aug_mean,
-                  None if aug_out is None else aug_out[:kept], kept,
-                  t_tune - t0, t_end - t_tune, interrupted, None, state.theta.copy(),
-                  rng.bit_generator.state)
+def python_kernel(problem, *, linalg, cg_tol, overrelax, store_augmentation, **_):
+    """The Python kernel of ``problem`` with the driver's options."""
+    return gibbs.SweepKernel(problem, linalg=linalg, cg_tol=cg_tol, overrelax=overrelax,
+                             store_augmentation=store_augmentation)
+
+
+def _chain_args(kwargs):
+    return {k: kwargs[k] for k in ("tune", "draws", "thin")}
 
 
 _WORKER = {}
@@ -105,8 +63,9 @@ def _worker_chain(index, theta0, seed):
         # stops at its next sweep instead of running on
         return stop_event.is_set() or os.getppid() != parent
 
-    result = run_chain(_WORKER["problem"], theta0, seed, report=report, stop=stop,
-                        **_WORKER["kwargs"])
+    kwargs = _WORKER["kwargs"]
+    result = run_chain(python_kernel(_WORKER["problem"], **kwargs), theta0, seed,
+                       report=report, stop=stop, **_chain_args(kwargs))
     if os.getppid() != parent:  # orphaned: nobody will read the result
         os._exit(0)
     return result
@@ -158,8 +117,9 @@ def run_threads(setup, inits, seeds, kwargs, cores, bar, mh_flags):
         def report(k):
             counts[c] = k
 
-        return run_chain_compiled(setup, inits[c], seeds[c], report=report,
-                                   stop=stop_event.is_set, mh_on=mh_flags[c], **kwargs)
+        return run_chain(CompiledKernel(setup, mh_on=mh_flags[c], **kwargs), inits[c],
+                         seeds[c], report=report, stop=stop_event.is_set,
+                         **_chain_args(kwargs))
 
     try:
         from threadpoolctl import threadpool_limits
