@@ -24,7 +24,8 @@ from .model.losses import make_loss
 from .model.noise import make_noise
 from .model.problem import Problem
 from .samplers.driver import sample
-from .solvers import fit_problem
+from .linalg.dask_backend import is_dask_array
+from .solvers import fit_problem, fit_rows
 
 __all__ = [
     "sigmoid_proba",
@@ -119,34 +120,29 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     """
     loss_obj = make_loss(loss, C=C, **loss_params)
     noise_obj = make_noise(noise, noise_level)
-    if type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks"):
-        return _sample_posterior_dask(X, y, loss_obj, noise_obj, fit_intercept,
-                                      sample_weight, feature_names,
-                                      dict(draws=draws, tune=tune, chains=chains, thin=thin,
-                                           init=init, random_state=random_state,
-                                           progressbar=progressbar, overrelax=overrelax))
-    X = as_float_design(X)
-    y_obs = np.asarray(y)
-    if loss_obj.binary:
-        y = binary_targets(y_obs)
-    problem = Problem.create(X, y, loss_obj, noise_obj, fit_intercept,
-                             sample_weight=sample_weight)
-    fit = fit_problem(problem, None, linalg=linalg)
-    (res,) = sample_problems([problem], [fit.theta], random_state=random_state,
-                             draws=draws, tune=tune, chains=chains, thin=thin, init=init,
-                             progressbar=progressbar, cores=cores,
-                             store_augmentation=store_augmentation, linalg=linalg,
-                             overrelax=overrelax,
-                             store_log_likelihood=store_log_likelihood(
-                                 log_likelihood, chains, draws, problem.design.n_samples))
-    kept = None
-    if sample_weight is not None and problem.design.n_samples < y_obs.shape[0]:
-        kept = np.flatnonzero(np.asarray(sample_weight, dtype=float) > 0)
-    ll = maybe_log_likelihood([problem], [res.theta], [res]) if log_likelihood else None
-    attrs = {"irls_theta": fit.theta, "irls_objective": fit.objective[-1]}
-    if y_obs.dtype.kind not in "biuf":  # labels as their index (ArviZ's plots need numbers)
-        labels, y_obs = np.unique(y_obs, return_inverse=True)
-        attrs["classes"] = ",".join(str(c) for c in labels)
+    # where the data live is decided once, here: a Problem in memory, or the row back-end
+    # of a dask X (its examples stay on the cluster: no per-example groups)
+    if is_dask_array(X):
+        problem, y_obs, kept, attrs = _dask_problem(X, y, loss_obj, noise_obj,
+                                                    fit_intercept, sample_weight)
+        lazy = True
+    else:
+        problem, y_obs, kept, attrs = _memory_problem(X, y, loss_obj, noise_obj,
+                                                      fit_intercept, sample_weight)
+        lazy = False
+    options = dict(draws=draws, tune=tune, chains=chains, thin=thin, init=init,
+                   progressbar=progressbar, overrelax=overrelax)
+    if lazy:
+        fit = fit_rows(problem)
+    else:
+        fit = fit_problem(problem, None, linalg=linalg)
+        options.update(cores=cores, store_augmentation=store_augmentation, linalg=linalg,
+                       store_log_likelihood=store_log_likelihood(
+                           log_likelihood, chains, draws, problem.design.n_samples))
+    (res,) = sample_problems([problem], [fit.theta], random_state=random_state, **options)
+    ll = maybe_log_likelihood([problem], [res.theta], [res]) \
+        if log_likelihood and not lazy else None
+    attrs.update(irls_theta=fit.theta, irls_objective=fit.objective[-1])
     idata = to_inference_data([res], loss=loss_obj, noise=noise_obj,
                               fit_intercept=fit_intercept, y=y_obs,
                               feature_names=feature_names, log_likelihood=ll, kept=kept,
@@ -155,14 +151,27 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     return idata
 
 
-def _sample_posterior_dask(X, y, loss, noise, fit_intercept, sample_weight, feature_names,
-                           kwargs):
-    """:func:`sample_posterior` on a row-chunked dask ``X``: the mode by
-    :func:`bayesdrop.solvers.fit_rows`, the draws by
-    :func:`bayesdrop.samplers.sample` on the row back-end (no per-example groups)."""
+def _memory_problem(X, y, loss, noise, fit_intercept, sample_weight):
+    """:func:`sample_posterior`'s problem in memory: ``(problem, observed y, kept rows,
+    attrs)``."""
+    X = as_float_design(X)
+    y_obs = np.asarray(y)
+    problem = Problem.create(X, binary_targets(y_obs) if loss.binary else y, loss, noise,
+                             fit_intercept, sample_weight=sample_weight)
+    kept = None
+    if sample_weight is not None and problem.design.n_samples < y_obs.shape[0]:
+        kept = np.flatnonzero(np.asarray(sample_weight, dtype=float) > 0)
+    attrs = {}
+    if y_obs.dtype.kind not in "biuf":  # labels as their index (ArviZ's plots need numbers)
+        labels, y_obs = np.unique(y_obs, return_inverse=True)
+        attrs["classes"] = ",".join(str(c) for c in labels)
+    return problem, y_obs, kept, attrs
+
+
+def _dask_problem(X, y, loss, noise, fit_intercept, sample_weight):
+    """:func:`sample_posterior`'s problem on a row-chunked dask ``X``: its row back-end
+    (:class:`~bayesdrop.linalg.dask_backend.DaskRows`), ``(problem, None, None, attrs)``."""
     from .linalg.dask_backend import DaskRows, check_dask_design, labels_of
-    from .samplers import sample
-    from .solvers import fit_rows
 
     n, _ = check_dask_design(X)
     positive = labels = None
@@ -174,15 +183,7 @@ def _sample_posterior_dask(X, y, loss, noise, fit_intercept, sample_weight, feat
         positive = labels[1]
     rows = DaskRows(X, y, loss, noise, fit_intercept, sample_weight, positive=positive,
                     labels=labels)
-    fit = fit_rows(rows)
-    res = sample(rows, theta_hat=fit.theta, **kwargs)
-    idata = to_inference_data([res], loss=loss, noise=noise, fit_intercept=fit_intercept,
-                              y=None, feature_names=feature_names,
-                              attrs={"irls_theta": fit.theta,
-                                     "irls_objective": fit.objective[-1], "backend": "dask",
-                                     "n_chunks": rows.n_chunks})
-    convergence_warning(idata, stacklevel=4)  # the user -> sample_posterior -> here
-    return idata
+    return rows, None, None, {"backend": "dask", "n_chunks": rows.n_chunks}
 
 
 #: largest ``draws x examples`` log-likelihood array built without being asked

@@ -4,7 +4,8 @@
 :class:`~bayesdrop.linalg.dask_backend.DaskRows` per binary problem (the one-vs-rest
 targets and class weights are computed inside the chunks, never on the client) and
 minimises ``J`` with :func:`bayesdrop.solvers.fit_rows`; ``sample_posterior`` runs
-:func:`bayesdrop.samplers.sample` on a row back-end. The prediction methods map
+:func:`bayesdrop.samplers.sample` on the row back-ends of :func:`dask_problems` (the
+estimators' one sampling pipeline). The prediction methods map
 themselves over the chunks and return dask arrays, as dask-ml's wrappers do.
 """
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from ..linalg.dask_backend import DaskRows, check_dask_design, is_dask_array, labels_of
 
-__all__ = ["fit_dask", "sample_posterior_dask"]
+__all__ = ["dask_problems", "fit_dask"]
 
 
 def _class_weights(estimator, X, y, sample_weight, classes):
@@ -102,47 +103,12 @@ def fit_dask(estimator, X, y, sample_weight=None):
     return estimator
 
 
-def sample_posterior_dask(estimator, X, y, *, sample_weight=None, draws=1000, tune=500,
-                          chains=4, thin=1, random_state=None, progressbar=True,
-                          init="irls", overrelax=-0.5):
-    """``estimator.sample_posterior`` on a dask ``X``: the mode by
-    :func:`bayesdrop.solvers.fit_rows` from the fitted coefficients, then
-    :func:`bayesdrop.samplers.sample` on the row back-end of each binary problem."""
-    from .._arviz import convergence_warning, to_inference_data
-    from .._validation import seed_sequence
-    from ..samplers import sample
-    from ..solvers import fit_rows
-
-    if not hasattr(estimator, "coef_"):
-        estimator.fit(X, y, sample_weight=sample_weight)
+def dask_problems(estimator, X, y, sample_weight=None):
+    """The fitted ``estimator``'s binary problems on a dask ``(X, y)`` as row back-ends
+    (its classes, noise and loss; the targets and class weights computed in the chunks),
+    for ``sample_posterior``."""
     if X.shape[1] != estimator.n_features_in_:
         raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} is "
                          f"expecting {estimator.n_features_in_} features as input")
-    classes = getattr(estimator, "classes_", None)
-    rows = _rows(estimator, X, y, sample_weight, estimator.noise_, estimator._make_loss(),
-                 classes)
-    solver, _ = estimator._solvers()
-    coef, intercept = np.atleast_2d(estimator.coef_), np.atleast_1d(estimator.intercept_)
-    seeds = seed_sequence(random_state).spawn(len(rows))
-    results, modes, mode_lp = [], [], []
-    for k, r in enumerate(rows):
-        theta0 = np.append(coef[k], intercept[k])[: r.n_params]
-        mode = fit_rows(r, theta0, solver="auto" if solver in ("dual", "smoothing") else solver,
-                        tol=min(float(estimator.tol), 1e-8), max_iter=estimator.max_iter,
-                        warn=False)
-        modes.append(mode.theta)
-        mode_lp.append(-float(mode.objective[-1]))
-        results.append(sample(r, theta_hat=mode.theta, draws=draws, tune=tune, chains=chains,
-                              thin=thin, init=init, random_state=seeds[k],
-                              progressbar=progressbar, overrelax=overrelax))
-    class_names = list(classes) if classes is not None and len(rows) > 1 else None
-    attrs = {"estimator": type(estimator).__name__, "backend": "dask",
-             "n_chunks": int(rows[0].n_chunks)}
-    if classes is not None:
-        attrs["classes"] = ",".join(str(c) for c in classes)
-    idata = to_inference_data(results, loss=estimator.loss_, noise=estimator.noise_,
-                              fit_intercept=estimator.fit_intercept, y=None,
-                              class_names=class_names, attrs=attrs, modes=modes,
-                              mode_lp=mode_lp)
-    convergence_warning(idata, stacklevel=4)  # the user -> linear.py -> here
-    return idata
+    return _rows(estimator, X, y, sample_weight, estimator.noise_, estimator._make_loss(),
+                 getattr(estimator, "classes_", None))

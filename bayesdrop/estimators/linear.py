@@ -25,11 +25,12 @@ from ..model.noise import make_noise
 from ..model.problem import Problem, drop_zero_weights
 from ..posterior import (maybe_log_likelihood, sample_problems, sigmoid_proba,
                          store_log_likelihood, vote_fractions)
-from ..solvers import check_solver, fit_problem
+from ..linalg.backend import RowBackend
+from ..solvers import check_solver, fit_problem, fit_rows
 from ._base import (BinaryFit, LinearModel, OneVsRestClassifier, class_index, column_vector,
                     warns_at_caller)
 from ..linalg.dask_backend import is_dask_array, map_rows
-from ._dask import fit_dask, sample_posterior_dask
+from ._dask import dask_problems, fit_dask
 
 __all__ = ["DropoutSVC", "DropoutLogisticRegression"]
 
@@ -158,6 +159,25 @@ class _DropoutLinearModel(LinearModel):
             del self.n_passes_
         return self.fit_problems(targets, fit_binary, X.shape[1])
 
+    def _sample_inputs(self, X, y, sample_weight=None):
+        """The fitted model's binary problems on ``(X, y)``, its estimates ``theta_hat``
+        there, and what the InferenceData keeps of the examples -- where the data live is
+        decided here, once: in-memory :class:`~bayesdrop.model.problem.Problem` objects,
+        or the row back-ends of a dask ``X`` (:func:`._dask.dask_problems`), which keep
+        their examples on the cluster."""
+        if is_dask_array(X):
+            problems = dask_problems(self, X, y, sample_weight)
+            coef, intercept = np.atleast_2d(self.coef_), np.atleast_1d(self.intercept_)
+            thetas = [np.append(coef[k], intercept[k])[: pr.n_params]
+                      for k, pr in enumerate(problems)]
+            return problems, thetas, {"y": None}
+        y = column_vector(y, _num_samples(X))  # a column y: as fit, with its warning
+        problems, thetas = self._problems(X, y, sample_weight)
+        weights = self._example_weights(y, sample_weight, _num_samples(X))
+        kept = None if weights is None or np.all(weights > 0) else np.flatnonzero(weights > 0)
+        return problems, thetas, dict(y=self._observed(y), example_index=row_index(X),
+                                      kept=kept)
+
     def _problems(self, X, y, sample_weight=None):
         """The fitted model's binary problems on ``(X, y)`` and its estimates ``theta_hat``."""
         check_is_fitted(self)
@@ -233,44 +253,36 @@ class _DropoutLinearModel(LinearModel):
             the noise and its level, ``sampling_time`` (wall-clock seconds, tuning
             included) and the library version.
         """
-        if is_dask_array(X):
-            return sample_posterior_dask(self, X, y, sample_weight=sample_weight,
-                                         draws=draws, tune=tune, chains=chains, thin=thin,
-                                         random_state=random_state,
-                                         progressbar=progressbar, init=init,
-                                         overrelax=overrelax)
-        y = column_vector(y, _num_samples(X))  # a column y: as fit, with its warning
         if not hasattr(self, "coef_"):
             self.fit(X, y, sample_weight=sample_weight)
-        example_index = row_index(X)
-        problems, thetas = self._problems(X, y, sample_weight)
-        weights = self._example_weights(y, sample_weight, _num_samples(X))
-        kept = None if weights is None or np.all(weights > 0) else np.flatnonzero(weights > 0)
+        problems, thetas, extras = self._sample_inputs(X, y, sample_weight)
+        lazy = isinstance(problems[0], RowBackend)  # examples on a cluster: no per-example groups
         modes = [self._mode(problem, theta) for problem, theta in zip(problems, thetas)]
         thetas = [res.theta for res in modes]
-        results = sample_problems(problems, thetas, random_state=random_state, draws=draws,
-                                  tune=tune, chains=chains, thin=thin, init=init,
-                                  progressbar=progressbar, cores=cores,
-                                  store_augmentation=store_augmentation,
-                                  linalg=self._solvers()[1],
-                                  overrelax=overrelax,
-                                  store_log_likelihood=store_log_likelihood(
-                                      log_likelihood, chains, draws,
-                                      problems[0].design.n_samples))
+        options = dict(draws=draws, tune=tune, chains=chains, thin=thin, init=init,
+                       progressbar=progressbar, overrelax=overrelax)
+        if not lazy:
+            options.update(cores=cores, store_augmentation=store_augmentation,
+                           linalg=self._solvers()[1],
+                           store_log_likelihood=store_log_likelihood(
+                               log_likelihood, chains, draws, problems[0].design.n_samples))
+        results = sample_problems(problems, thetas, random_state=random_state, **options)
         classes = getattr(self, "classes_", None)
         class_names = list(classes) if classes is not None and len(problems) > 1 else None
         attrs = {"estimator": type(self).__name__}
         if classes is not None:
             attrs["classes"] = ",".join(str(c) for c in classes)
-        ll = None
-        if log_likelihood:
-            ll = maybe_log_likelihood(problems, [r.theta for r in results], results)
+        if lazy:
+            attrs.update(backend="dask", n_chunks=int(problems[0].n_chunks))
+        elif log_likelihood:
+            extras["log_likelihood"] = maybe_log_likelihood(
+                problems, [r.theta for r in results], results)
         idata = to_inference_data(results, loss=self.loss_, noise=self.noise_,
-                                  fit_intercept=self.fit_intercept, y=self._observed(y),
+                                  fit_intercept=self.fit_intercept,
                                   feature_names=self._posterior_feature_names(),
                                   class_names=class_names, attrs=attrs,
                                   modes=thetas, mode_lp=[-res.objective[-1] for res in modes],
-                                  log_likelihood=ll, example_index=example_index, kept=kept)
+                                  **extras)
         convergence_warning(idata)
         return idata
 
@@ -322,8 +334,14 @@ class _DropoutLinearModel(LinearModel):
         return class_index(classes, y.ravel()).reshape(y.shape)
 
     def _mode(self, problem, theta):
-        """``argmin J`` of ``problem`` from ``theta`` (the fitted coefficients)."""
+        """``argmin J`` of ``problem`` (in memory, or a row back-end) from ``theta`` (the
+        fitted coefficients)."""
         solver, linalg = self._solvers()
+        if isinstance(problem, RowBackend):  # SMO and smoothing need the rows in memory
+            return fit_rows(problem, theta,
+                            solver="auto" if solver in ("dual", "smoothing") else solver,
+                            tol=min(float(self.tol), 1e-8), max_iter=self.max_iter,
+                            warn=False)
         return fit_problem(problem, theta, solver=solver, linalg=linalg,
                            tol=min(float(self.tol), 1e-8), max_iter=self.max_iter, warn=False)
 
