@@ -19,7 +19,8 @@ import numpy as np
 from scipy.special import expit
 
 from ._arviz import convergence_warning, to_inference_data
-from ._validation import as_float_design, check_random_state, check_scalar, seed_sequence
+from ._validation import (as_float_design, check_random_state, check_scalar, encode_labels,
+                          seed_sequence)
 from .model.losses import make_loss
 from .model.noise import make_noise
 from .model.problem import Problem
@@ -272,7 +273,7 @@ def binary_targets(y, name="y"):
         raise ValueError(f"{name} must be 1-dimensional, got shape {y.shape}")
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
         raise ValueError(f"{name} contains NaN or infinity")
-    labels, idx = np.unique(y, return_inverse=True)
+    labels, idx = encode_labels(y, name)  # as the classifiers encode them
     if labels.shape[0] != 2:
         raise ValueError(f"{name} must hold exactly two classes for a binary loss, got "
                          f"{labels.shape[0]}: {labels[:5].tolist()}")

@@ -26,11 +26,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.class_weight import compute_class_weight
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .._progress import ProgressBar
-from .._validation import check_sample_weight, reject_dask
+from .._validation import check_sample_weight, encode_labels, reject_dask
 from ..linalg.dask_backend import is_dask_array, map_rows
 
 __all__ = ["ACCEPT_SPARSE", "BinaryFit", "LinearModel", "OneVsRestClassifier",
@@ -196,13 +195,7 @@ def set_classes(estimator, y):
     >>> e = E(); set_classes(e, np.array(["b", "a", "b"])).tolist(), e.classes_.tolist()
     ([1, 0, 1], ['a', 'b'])
     """
-    if not _integral_labels(y):
-        try:
-            check_classification_targets(y)
-        except TypeError:  # raised from inside its sort: say what is wrong instead
-            _check_label_types(y)
-            raise
-    estimator.classes_, y_idx = np.unique(y, return_inverse=True)
+    estimator.classes_, y_idx = encode_labels(y)
     if estimator.classes_.shape[0] < 2:
         raise ValueError(
             f"y contains only one class ({estimator.classes_[0]!r}); at least two classes "
@@ -210,55 +203,6 @@ def set_classes(estimator, y):
         )
     return y_idx
 
-
-def _check_label_types(y, name="y"):
-    """Raise a ``ValueError`` naming ``name`` if the labels of an object array are of
-    types that cannot be ordered together (e.g. strings and integers), which
-    ``np.unique`` would report from inside its sort (scikit-learn's ``unique_labels``
-    raises a ``ValueError`` for such a mix too).
-
-    Examples
-    --------
-    >>> _check_label_types(np.array(["a", 1], dtype=object))
-    Traceback (most recent call last):
-    ...
-    ValueError: y: labels must all be strings or all be numbers (a mix of label input types: int and str)
-    """
-    y = np.asarray(y)
-    if y.dtype.kind != "O":
-        return
-    kinds = {"str" if isinstance(v, str) else "number"
-             if isinstance(v, (bool, int, float, np.number)) else type(v).__name__
-             for v in y.ravel()}
-    if len(kinds) > 1:
-        names = sorted({type(v).__name__ for v in y.ravel()})
-        raise ValueError(f"{name}: labels must all be strings or all be numbers (a mix of "
-                         f"label input types: {' and '.join(names)})")
-
-
-def _integral_labels(y):
-    """True if ``y`` is a 1-D numpy array of booleans, integers or finite integral floats:
-    labels (``|y| <= 2^53``, below which every float is exactly an integer's cast) that
-    scikit-learn's ``type_of_target`` calls ``"binary"`` or ``"multiclass"``,
-    so that ``check_classification_targets`` would accept them. A cheap test for the
-    common case (that check costs about 140 us per call, more than a whole small Newton
-    solve); anything else goes through scikit-learn's check and its error messages.
-
-    Examples
-    --------
-    >>> _integral_labels(np.array([0, 1, 1])), _integral_labels(np.array([0.0, 2.0]))
-    (True, True)
-    >>> _integral_labels(np.array([0.5, 1.0])), _integral_labels(np.array(["a", "b"]))
-    (False, False)
-    """
-    if not isinstance(y, np.ndarray) or y.ndim != 1:
-        return False
-    if y.dtype.kind in "biu":
-        return True
-    if y.dtype.kind != "f":
-        return False
-    with np.errstate(invalid="ignore"):
-        return bool(np.all(np.abs(y) <= 2.0**53) and np.all(y == np.trunc(y)))
 
 
 def column_vector(y, n_samples, name="y"):

@@ -25,6 +25,7 @@ import numbers
 
 import numpy as np
 
+from .._validation import encode_labels
 from .backend import RowBackend
 
 __all__ = ["DaskRows", "is_dask_array", "check_dask_design", "map_rows", "labels_of", "FAN_IN"]
@@ -244,7 +245,7 @@ def labels_of(y, n):
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != n:
         raise ValueError(f"y must have shape ({n},), got {y.shape}")
-    return np.unique(y)
+    return encode_labels(y)[0]
 
 
 class DaskRows(RowBackend):
