@@ -181,3 +181,59 @@ def test_a_new_noise_model_stays_in_its_estimator_string_form():
         DropoutLogisticRegression(noise="multiplicative uniform").fit(*_data())
     est = DropoutLogisticRegression(noise=MultiplicativeUniform(0.5)).fit(*_data())
     assert est.noise_ == MultiplicativeUniform(0.5)
+
+
+# ---------------------------------------------------------------- recipe: a sampler move
+def random_walk_move(scale, exact=True):
+    """A random-walk Metropolis step on ``theta`` targeting ``exp(-J)`` (``exact=False``:
+    every proposal accepted -- a broken move, to show that the check below detects one)."""
+    from bayesdrop.samplers import gibbs
+
+    def move(rng, problem, state):
+        prop = state.theta + scale * rng.standard_normal(state.theta.shape)
+        log_ratio = problem.objective(state.theta) - problem.objective(prop)
+        if not exact or np.log(rng.random()) < log_ratio:
+            return gibbs.init(problem, prop)
+        return state
+    return move
+
+
+def _moments_agree(ours, ref, n_se=5.0):
+    """Per coordinate, means and variances of two sets of chains within ``n_se`` Monte
+    Carlo standard errors (ESS-based) of their difference."""
+    import arviz as az
+
+    ok = True
+    for p in range(ours.shape[-1]):
+        a, b = ours[:, :, p], ref[:, :, p]
+        ess_a, ess_b = az.ess(a), az.ess(b)
+        se_mean = np.sqrt(a.var() / ess_a + b.var() / ess_b)
+        se_var = np.sqrt(2 * a.var() ** 2 / ess_a + 2 * b.var() ** 2 / ess_b)
+        ok &= abs(a.mean() - b.mean()) <= n_se * se_mean
+        ok &= abs(a.var() - b.var()) <= n_se * se_var
+    return bool(ok)
+
+
+def test_a_new_sampler_move_keeps_the_posterior_and_a_broken_one_is_detected():
+    """A move added to the Python kernel (``SweepKernel(moves=...)``, run by the one chain
+    loop) leaves the posterior of the compiled sampler in place (means and variances
+    within 5 Monte Carlo standard errors); the same check rejects the move that accepts
+    every proposal."""
+    from bayesdrop.model.noise import Dropout
+    from bayesdrop.samplers.chain import run_chain
+    from bayesdrop.samplers.gibbs import SweepKernel
+
+    X, y = _data(n=60, D=2, seed=13)
+    problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.2))
+    theta_hat = fit_problem(problem).theta
+    ref = sample(problem, draws=4000, tune=200, chains=2, theta_hat=theta_hat, cores=1,
+                 progressbar=False, random_state=3).theta
+
+    def chains(move):
+        kernel = SweepKernel(problem, moves=(move,))
+        seeds = np.random.SeedSequence(4).spawn(2)
+        return np.stack([run_chain(kernel, theta_hat, s, tune=200, draws=1500, thin=1).theta
+                         for s in seeds])
+
+    assert _moments_agree(chains(random_walk_move(0.3)), ref)
+    assert not _moments_agree(chains(random_walk_move(0.3, exact=False)), ref)

@@ -154,13 +154,22 @@ class SweepKernel:
     """The chain kernel (:mod:`bayesdrop.samplers.chain`) of :func:`step`: one sweep per
     block, so that ``stop``, progress and Ctrl-C act after every sweep. It does not keep
     the pointwise terms (callers compute them afterwards,
-    :func:`bayesdrop.posterior.pointwise_log_likelihood`)."""
+    :func:`bayesdrop.posterior.pointwise_log_likelihood`).
+
+    ``moves``: further moves applied after each Gibbs step, in order, each a callable
+    ``move(rng, problem, state) -> state`` (a :class:`GibbsState`; :func:`init` builds one
+    from a new ``theta``) that leaves ``exp(-J)`` invariant on its own, e.g. a
+    Metropolis-Hastings step on ``theta``: the composition then samples ``exp(-J)`` too
+    (the augmentation is drawn afresh from ``theta`` at the next sweep). The recipe:
+    ``docs/architecture.md``, "add a sampler move".
+    """
 
     def __init__(self, problem, *, linalg="auto", cg_tol=1e-12, overrelax=OVERRELAX,
-                 store_augmentation=False):
+                 store_augmentation=False, moves=()):
         self.problem = problem
         self.linalg, self.cg_tol, self.overrelax = linalg, cg_tol, overrelax
         self.store_augmentation = store_augmentation
+        self.moves = tuple(moves)
 
     def init(self, theta0, rng, draws):
         problem = self.problem
@@ -181,6 +190,8 @@ class SweepKernel:
             sweep = first_sweep + k
             state.gibbs, info = step(rng, self.problem, state.gibbs, linalg=self.linalg,
                                      cg_tol=self.cg_tol, overrelax=self.overrelax)
+            for move in self.moves:
+                state.gibbs = move(rng, self.problem, state.gibbs)
             if sweep >= tune and (sweep - tune + 1) % thin == 0:
                 row = kept + new
                 state.theta_out[row] = state.gibbs.theta
