@@ -325,3 +325,21 @@ def test_convergence_warnings_point_at_the_callers_line():
     conv = [w for w in caught if w.category.__name__ == "ConvergenceWarning"]
     assert len(conv) >= 3
     assert all(w.filename == __file__ for w in conv), [(w.filename, w.lineno) for w in conv]
+
+
+@pytest.mark.parametrize("method", ["predict", "predict_proba", "predict_log_proba",
+                                    "decision_function"])
+def test_latent_predictions_on_a_dask_x_are_lazy_and_equal_in_memory(method):
+    """The latent estimators (fitted in memory) predict chunk by chunk on a dask ``X``:
+    a dask array, equal to the in-memory predictions (nothing computed before asked)."""
+    import dask.array as da
+
+    from bayesdrop import DropoutLatentLogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 4))
+    y = np.digitize(X[:, 0], [-0.5, 0.5])  # three classes
+    model = DropoutLatentLogisticRegression(n_hidden=2, max_iter=50, random_state=0).fit(X, y)
+    out = getattr(model, method)(da.from_array(X, chunks=(40, 4)))
+    assert isinstance(out, da.Array)
+    np.testing.assert_allclose(out.compute(), getattr(model, method)(X), rtol=1e-12)

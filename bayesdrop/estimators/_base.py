@@ -352,10 +352,23 @@ class LinearModel(BaseEstimator):
         :func:`bayesdrop._validation.check_sample_weight`."""
         return check_sample_weight(sample_weight, n_samples)
 
+    def _map(self, method, X, n_columns=None, dtype=np.float64):
+        """``method(X)`` -- or, for a dask ``X``, ``method`` mapped lazily over its row
+        chunks (a dask array with ``n_columns`` columns, None: one dimension): the
+        prediction methods' one decision of where ``X`` lives. The estimator must be
+        fitted (checked here, before the lazy map, so that an unfitted estimator raises
+        at the call)."""
+        check_is_fitted(self)
+        if is_dask_array(X):
+            return map_rows(method, X, n_columns, dtype)
+        return method(X)
+
     def _decision(self, X):
         """Scores ``X coef_^T + intercept_`` of shape (n_samples, n_problems)."""
-        if is_dask_array(X):
-            return map_rows(self._decision, X, np.atleast_2d(self.coef_).shape[0])
+        check_is_fitted(self)
+        return self._map(self._decision_rows, X, np.atleast_2d(self.coef_).shape[0])
+
+    def _decision_rows(self, X):
         X = self._validate_X(X)
         return np.asarray(X @ np.atleast_2d(self.coef_).T) + self.intercept_
 
@@ -414,18 +427,21 @@ class OneVsRestClassifier(ClassifierMixin, LinearModel):
         ndarray of shape (n_samples,) for two classes (score of ``classes_[1]``), else
         (n_samples, n_classes).
         """
-        if is_dask_array(X):  # lazy, chunk by chunk
-            k = np.atleast_2d(self.coef_).shape[0]
-            return map_rows(self.decision_function, X, None if k == 1 else k)
-        scores = self._decision(X)
+        check_is_fitted(self)
+        k = np.atleast_2d(self.coef_).shape[0]
+        return self._map(self._decision_function_rows, X, None if k == 1 else k)
+
+    def _decision_function_rows(self, X):
+        scores = self._decision_rows(X)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict(self, X):
         """Class with the largest score (one-vs-rest)."""
-        if is_dask_array(X):  # lazy, chunk by chunk
-            check_is_fitted(self)
-            return map_rows(self.predict, X, None, self.classes_.dtype)
-        scores = self.decision_function(X)
+        check_is_fitted(self)
+        return self._map(self._predict_rows, X, None, self.classes_.dtype)
+
+    def _predict_rows(self, X):
+        scores = self._decision_function_rows(X)
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]

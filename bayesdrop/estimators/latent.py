@@ -143,8 +143,7 @@ class _DropoutLatentClassifier(_DropoutClassifier):
         X = self._validate_X(X)
         return np.hstack([self._hidden(X, k) for k in range(self.coef_.shape[0])])
 
-    def _decision(self, X):
-        check_is_fitted(self)
+    def _decision_rows(self, X):
         X = self._validate_X(X)
         return np.column_stack([self._hidden(X, k) @ self.coef_[k] + self.intercept_[k]
                                 for k in range(self.coef_.shape[0])])
@@ -315,11 +314,18 @@ class DropoutLatentLogisticRegression(_DropoutLatentClassifier):
         return LogisticLoss(self.C)
 
     def predict_proba(self, X):
-        """Class probabilities ``sigmoid(w.g(x) + b)`` (one-vs-rest normalised)."""
-        return sigmoid_proba(self._decision(X))
+        """Class probabilities ``sigmoid(w.g(x) + b)`` (one-vs-rest normalised; a lazy
+        dask array for a dask ``X``)."""
+        check_is_fitted(self)
+        return self._map(lambda rows: sigmoid_proba(self._decision_rows(rows)), X,
+                         self.classes_.shape[0])
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
+        check_is_fitted(self)
+
+        def log_proba(rows):
+            with np.errstate(divide="ignore"):
+                return np.log(sigmoid_proba(self._decision_rows(rows)))
+        return self._map(log_proba, X, self.classes_.shape[0])
 

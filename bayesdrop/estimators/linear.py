@@ -29,7 +29,7 @@ from ..linalg.backend import RowBackend
 from ..solvers import check_solver, fit_problem, fit_rows
 from ._base import (BinaryFit, LinearModel, OneVsRestClassifier, class_index, column_vector,
                     warns_at_caller)
-from ..linalg.dask_backend import is_dask_array, map_rows
+from ..linalg.dask_backend import is_dask_array
 from ._dask import dask_problems, fit_dask
 
 __all__ = ["DropoutSVC", "DropoutLogisticRegression"]
@@ -530,15 +530,15 @@ class DropoutLogisticRegression(_DropoutClassifier):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        if is_dask_array(X):  # lazy, chunk by chunk
-            check_is_fitted(self)
-            return map_rows(self.predict_proba, X, self.classes_.shape[0])
-        return sigmoid_proba(self._decision(X))
+        check_is_fitted(self)
+        return self._map(lambda rows: sigmoid_proba(self._decision_rows(rows)), X,
+                         self.classes_.shape[0])
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
-        if is_dask_array(X):
-            check_is_fitted(self)
-            return map_rows(self.predict_log_proba, X, self.classes_.shape[0])
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
+        check_is_fitted(self)
+
+        def log_proba(rows):
+            with np.errstate(divide="ignore"):
+                return np.log(sigmoid_proba(self._decision_rows(rows)))
+        return self._map(log_proba, X, self.classes_.shape[0])

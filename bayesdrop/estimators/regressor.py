@@ -8,7 +8,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import as_float_vector
-from ..linalg.dask_backend import is_dask_array, map_rows
+from ..linalg.dask_backend import is_dask_array
 from ..model.losses import EpsilonInsensitiveLoss
 from ._base import column_vector, validate_arrays, warns_at_caller
 from ._dask import fit_dask
@@ -139,9 +139,9 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
 
     def predict(self, X):
         """Predictions ``w.x + b`` (a lazy dask array for a dask ``X``)."""
-        check_is_fitted(self)
-        if is_dask_array(X):
-            return map_rows(self.predict, X)
+        return self._map(self._predict_rows, X)
+
+    def _predict_rows(self, X):
         X = self._validate_X(X)
         return np.asarray(X @ self.coef_).ravel() + self.intercept_
 
