@@ -27,6 +27,7 @@ import numpy as np
 
 from . import kernels
 from .._blas import padded_rows
+from ..model.objective import penalised
 
 __all__ = ["Curvature", "curvature", "gradient", "hessian_matrix", "hessian_operator",
            "hessian_vector_product", "hessian_diagonal"]
@@ -84,7 +85,7 @@ def curvature(problem, theta, m=None, s=None):
     grad, noise_diag = design.rmatvec_pair(d_m, d_s)
     noise_diag *= 2.0
     grad[: design.n_features] += 2.0 * w + noise_diag * w
-    J = float(w @ w + np.sum(value))
+    J = penalised(w, value)
     return J, grad, Curvature(w, d_m, d_s, np.maximum(d_mm, 0.0), d_ms, d_ss, noise_diag)
 
 
@@ -110,7 +111,7 @@ def gradient(problem, theta, m, s, terms=None):
     value, d_m, d_s = loss.terms(m, s, y) if terms is None else terms
     grad, nd = design.rmatvec_pair(d_m, d_s)
     grad[: design.n_features] += 2.0 * w + 2.0 * nd * w
-    return float(w @ w + np.sum(value)), grad
+    return penalised(w, value), grad
 
 
 def _compiled_diagonal(design, curv, compiled):

@@ -9,7 +9,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["objective"]
+__all__ = ["objective", "penalised"]
+
+
+def penalised(w, terms):
+    """``J = ||w||^2 + sum_n term_n`` from the weights and each example's term of ``J``
+    (of scores already computed): how every in-memory engine sums ``J``.
+
+    Examples
+    --------
+    >>> penalised(np.array([1.0, 2.0]), np.array([0.5, 0.25]))
+    5.75
+    """
+    return float(w @ w + np.sum(terms))
 
 
 def objective(design, loss, y, theta, *, gradient=True):
@@ -47,7 +59,7 @@ def objective(design, loss, y, theta, *, gradient=True):
     w, _ = design.split(theta)
     m, s = design.scores(theta)
     value, d_m, d_s = loss.terms(m, s, y)
-    J = float(w @ w + np.sum(value))
+    J = penalised(w, value)
     if not gradient:
         return J
     if design.diagonal_noise:  # (sum_n d_s_n diag(v_n)) w = (V^T d_s) * w

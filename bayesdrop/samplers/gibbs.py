@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..linalg import wls
+from ..model.objective import penalised
 from .result import ChainRecord
 
 __all__ = ["GibbsState", "GibbsInfo", "OVERRELAX", "SweepKernel", "init", "step", "log_density"]
@@ -138,7 +139,7 @@ def log_density(problem, state):
     """
     w, _ = problem.design.split(state.theta)
     value = problem.loss.value(state.m, state.s, problem.y)
-    return -float(w @ w + np.sum(value))
+    return -penalised(w, value)
 
 
 class _SweepState:

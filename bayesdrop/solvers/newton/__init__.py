@@ -65,6 +65,7 @@ from ..._threads import with_single_blas_pool
 from ..._validation import check_scalar
 from ...linalg import hessian as hess
 from ...linalg.wls import MAX_CHOLESKY_PARAMS
+from ...model.objective import penalised
 from ...model.problem import subsample_rows
 from ..result import SolverResult
 from . import loop, steps
@@ -195,7 +196,7 @@ def _irls_start(problem, linalg, cg_maxiter):
         theta = irls_map(problem, zero, linalg=linalg)[0]
     m, s = design.scores(theta)
     w = theta[:design.n_features]
-    if float(w @ w + np.sum(loss.value(m, s, y))) <= float(np.sum(loss.value(zeros, zeros, y))):
+    if penalised(w, loss.value(m, s, y)) <= penalised(zero[:0], loss.value(zeros, zeros, y)):
         return theta, m, s
     return zero, zeros, zeros
 

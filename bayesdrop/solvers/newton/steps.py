@@ -16,6 +16,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from ...linalg import hessian as hess
+from ...model.objective import penalised
 
 __all__ = ["DesignSteps", "FactorOptions", "RowSteps", "cho_factor", "direction_cg",
            "factor_cholesky"]
@@ -197,10 +198,10 @@ class DesignSteps:
         s_c = design.noise_matvec(cand_w * cand_w)
         if derivs:
             terms = loss.terms(m_c, s_c, y)
-            J_c = float(cand_w @ cand_w + np.sum(terms[0]))
+            J_c = penalised(cand_w, terms[0])
         else:
             terms = None
-            J_c = float(cand_w @ cand_w + np.sum(loss.value(m_c, s_c, y)))
+            J_c = penalised(cand_w, loss.value(m_c, s_c, y))
         self.slots[slot] = (m_c, s_c, terms)
         return J_c
 
