@@ -1,6 +1,7 @@
 """The design's own compiled passes (:class:`bayesdrop.model.design.Design`): the
 gradient's two products ``Xbar^T a`` and ``V^T rho`` in one pass over the stored entries
-(:func:`csr_rmatvec_pair`, :func:`dense_rmatvec_squares`; ``Design.rmatvec_pair``), and
+(:func:`csr_rmatvec_pair`, :func:`dense_rmatvec_squares`; ``Design.rmatvec_pair``; and
+:func:`dense_rmatvec_pair` for a stored ``M``, the compiled Newton loop's), and
 the rows ``sqrt(rho_n) xbar_n`` of a float32 Gram product (:func:`scaled_rows`;
 ``Design.gram``). Row order, one thread: the same bits on every machine."""
 
@@ -8,8 +9,9 @@ from __future__ import annotations
 
 
 import numba
+import numpy as np
 
-__all__ = ["csr_rmatvec_pair", "dense_rmatvec_squares", "scaled_rows"]
+__all__ = ["csr_rmatvec_pair", "dense_rmatvec_pair", "dense_rmatvec_squares", "scaled_rows"]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -32,6 +34,36 @@ def scaled_rows(X, r, fit_intercept, out, step=1):
     for i in range(out.shape[0]):
         _scaled_row(out, i, X, i * step, fit_intercept, r[i])
     return out
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def dense_rmatvec_pair(X, M, a, rho, g, nd):
+    """``g[:D] = X^T a`` and ``nd = M^T rho`` in one pass over C-ordered ``X`` and ``M``
+    (``N x D`` each), four rows at a time into local sums, as
+    :func:`dense_rmatvec_squares` (which reads ``X`` alone when ``M = X * X``); ``g`` may be
+    longer than ``D`` (its intercept entry is left to the caller). 569 x 30: 5.4 us, 7.2 us
+    one row at a time, 4.4 us for numba's two BLAS products (which cost 2.5 s of
+    compilation)."""
+    n, D = X.shape
+    acc = np.zeros(D)
+    acn = np.zeros(D)
+    i = 0
+    while i + 4 <= n:
+        a0, a1, a2, a3 = a[i], a[i + 1], a[i + 2], a[i + 3]
+        c0, c1, c2, c3 = rho[i], rho[i + 1], rho[i + 2], rho[i + 3]
+        for d in range(D):
+            acc[d] += X[i, d] * a0 + X[i + 1, d] * a1 + X[i + 2, d] * a2 + X[i + 3, d] * a3
+            acn[d] += M[i, d] * c0 + M[i + 1, d] * c1 + M[i + 2, d] * c2 + M[i + 3, d] * c3
+        i += 4
+    while i < n:
+        a0, c0 = a[i], rho[i]
+        for d in range(D):
+            acc[d] += X[i, d] * a0
+            acn[d] += M[i, d] * c0
+        i += 1
+    for d in range(D):
+        g[d] = acc[d]
+        nd[d] = acn[d]
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})

@@ -24,6 +24,7 @@ from numba.extending import overload
 
 from ..._blas import cholesky_lower, padded, syrk_rows, syrk_work
 from ...linalg.kernels import dense_hessian_split
+from ...model._design_kernels import dense_rmatvec_pair, scaled_rows
 from ...model.losses.kernels import mean, term
 from . import loop
 
@@ -74,20 +75,18 @@ def _irls_map(lp, X, M, scale, fi, y, sw, m, s, p, syrk, potrf):
     ``mean`` kernel, ``rho > 0``), then ``A theta = r`` by Cholesky (MATH.md 3-4); the
     Gram part of ``A`` as one ``dsyrk`` of the rows ``sqrt(rho_n) xbar_n``."""
     n, D = X.shape
-    pp = padded(p)
-    W = np.zeros((n, pp))
+    rho, t, root = np.empty(n), np.empty(n), np.empty(n)
+    for i in range(n):
+        _, _, rho[i], t[i] = mean(lp, lp.C * sw[i], m[i], s[i], y[i])
+        root[i] = np.sqrt(max(rho[i], 0.0))
+    W = np.zeros((n, padded(p)))  # zero columns p.. (a faster syrk, _blas.SYRK_PAD)
+    scaled_rows(X, root, fi, W)
     r = np.zeros(p)
     nd = np.zeros(D)
-    for i in range(n):
-        _, _, rho, t = mean(lp, lp.C * sw[i], m[i], s[i], y[i])
-        root = np.sqrt(max(rho, 0.0))
-        for d in range(D):
-            W[i, d] = root * X[i, d]
-            r[d] += X[i, d] * t
-            nd[d] += rho * M[i, d]
-        if fi:
-            W[i, D] = root
-            r[D] += t
+    dense_rmatvec_pair(X, M, t, rho, r, nd)  # r = Xbar^T t, nd = M^T rho
+    if fi:
+        r[D] = np.sum(t)
+    pp = W.shape[1]
     G = np.zeros((pp, pp))
     syrk_rows(syrk, W, n, G, syrk_work())
     A = np.empty((p, p))
@@ -198,39 +197,19 @@ def _solve(L, g):
     return step
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+@numba.njit(cache=True, nogil=True)
 def _gradient(X, M, scale, fi, d_m, d_s, theta, nd):
-    """``Xbar^T d_m + (2 w + 2 scale (M^T d_s) w)`` in one pass over the rows, four at a
-    time into local sums; the noise diagonal ``2 scale M^T d_s`` of ``H`` into ``nd``
-    (sums reassociated as in :func:`_scores`; 569 x 30: 5.4 us, 7.2 us one row at a
-    time, 4.4 us for numba's two BLAS products, which cost 2.5 s of compilation)."""
-    n, D = X.shape
-    p = D + (1 if fi else 0)
-    g = np.zeros(p)
-    acc = np.zeros(D)
-    acn = np.zeros(D)
-    b = 0.0
-    i = 0
-    while i + 4 <= n:
-        a0, a1, a2, a3 = d_m[i], d_m[i + 1], d_m[i + 2], d_m[i + 3]
-        c0, c1, c2, c3 = d_s[i], d_s[i + 1], d_s[i + 2], d_s[i + 3]
-        b += (a0 + a1) + (a2 + a3)
-        for d in range(D):
-            acc[d] += X[i, d] * a0 + X[i + 1, d] * a1 + X[i + 2, d] * a2 + X[i + 3, d] * a3
-            acn[d] += M[i, d] * c0 + M[i + 1, d] * c1 + M[i + 2, d] * c2 + M[i + 3, d] * c3
-        i += 4
-    while i < n:
-        a0, c0 = d_m[i], d_s[i]
-        b += a0
-        for d in range(D):
-            acc[d] += X[i, d] * a0
-            acn[d] += M[i, d] * c0
-        i += 1
+    """``Xbar^T d_m + (2 w + 2 scale (M^T d_s) w)`` in one pass over the rows
+    (:func:`bayesdrop.model._design_kernels.dense_rmatvec_pair`); the noise diagonal
+    ``2 scale M^T d_s`` of ``H`` into ``nd``."""
+    D = X.shape[1]
+    g = np.zeros(D + (1 if fi else 0))
+    dense_rmatvec_pair(X, M, d_m, d_s, g, nd)
     if fi:
-        g[D] = b
+        g[D] = np.sum(d_m)
     for d in range(D):
-        nd[d] = 2.0 * scale * acn[d]
-        g[d] = acc[d] + 2.0 * theta[d] + nd[d] * theta[d]
+        nd[d] *= 2.0 * scale
+        g[d] += 2.0 * theta[d] + nd[d] * theta[d]
     return g
 
 class DenseSteps(NamedTuple):
