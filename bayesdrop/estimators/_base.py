@@ -440,6 +440,21 @@ class OneVsRestClassifier(ClassifierMixin, LinearModel):
         check_is_fitted(self)
         return self._map(self._predict_rows, X, None, self.classes_.dtype)
 
+    def _proba(self, X, log=False):
+        """``sigmoid_proba`` of the scores (its logarithm with ``log``): the logistic
+        classifiers' ``predict_proba`` / ``predict_log_proba``, lazy on a dask ``X``."""
+        from ..posterior import sigmoid_proba
+
+        check_is_fitted(self)
+
+        def proba(rows):
+            p = sigmoid_proba(self._decision_rows(rows))
+            if not log:
+                return p
+            with np.errstate(divide="ignore"):
+                return np.log(p)
+        return self._map(proba, X, self.classes_.shape[0])
+
     def _predict_rows(self, X):
         scores = self._decision_function_rows(X)
         if scores.ndim == 1:

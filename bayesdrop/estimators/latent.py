@@ -18,7 +18,6 @@ from ..model.latent import LatentDesign, noise_entries
 from ..model.losses import HingeLoss, LogisticLoss
 from ..model.noise import make_noise
 from ..model.problem import Problem, drop_zero_weights
-from ..posterior import sigmoid_proba
 from ..solvers import lbfgs
 from ..solvers.alternating import fit_latent
 from ._base import BinaryFit, warns_at_caller
@@ -316,16 +315,9 @@ class DropoutLatentLogisticRegression(_DropoutLatentClassifier):
     def predict_proba(self, X):
         """Class probabilities ``sigmoid(w.g(x) + b)`` (one-vs-rest normalised; a lazy
         dask array for a dask ``X``)."""
-        check_is_fitted(self)
-        return self._map(lambda rows: sigmoid_proba(self._decision_rows(rows)), X,
-                         self.classes_.shape[0])
+        return self._proba(X)
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
-        check_is_fitted(self)
-
-        def log_proba(rows):
-            with np.errstate(divide="ignore"):
-                return np.log(sigmoid_proba(self._decision_rows(rows)))
-        return self._map(log_proba, X, self.classes_.shape[0])
+        return self._proba(X, log=True)
 

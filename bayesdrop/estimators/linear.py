@@ -23,8 +23,7 @@ from .._validation import check_scalar
 from ..model.losses import HingeLoss, LogisticLoss
 from ..model.noise import make_noise
 from ..model.problem import Problem, drop_zero_weights
-from ..posterior import (maybe_log_likelihood, sample_problems, sigmoid_proba,
-                         store_log_likelihood, vote_fractions)
+from ..posterior import (maybe_log_likelihood, sample_problems, store_log_likelihood, vote_fractions)
 from ..linalg.backend import RowBackend
 from ..solvers import check_solver, fit_problem, fit_rows
 from ._base import (BinaryFit, LinearModel, OneVsRestClassifier, class_index, column_vector,
@@ -530,15 +529,8 @@ class DropoutLogisticRegression(_DropoutClassifier):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        check_is_fitted(self)
-        return self._map(lambda rows: sigmoid_proba(self._decision_rows(rows)), X,
-                         self.classes_.shape[0])
+        return self._proba(X)
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
-        check_is_fitted(self)
-
-        def log_proba(rows):
-            with np.errstate(divide="ignore"):
-                return np.log(sigmoid_proba(self._decision_rows(rows)))
-        return self._map(log_proba, X, self.classes_.shape[0])
+        return self._proba(X, log=True)
