@@ -12,7 +12,6 @@ the cache.
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np

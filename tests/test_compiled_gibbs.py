@@ -152,12 +152,14 @@ def _assert_same_law(a, b):
 @pytest.mark.parametrize("loss,noise", [(LogisticLoss(1.0), "none"), (HingeLoss(1.0), Dropout(0.3)),
                                         (EpsilonInsensitiveLoss(1.0, 0.2), Dropout(0.2))],
                          ids=["logistic", "hinge", "eps"])
-def test_independence_mh_move_keeps_the_target(loss, noise):
-    """Gibbs + independence MH vs the plain Python Gibbs kernel: same law (4 MCSE)."""
+@pytest.mark.parametrize("mh", ["auto", 3])
+def test_independence_mh_move_keeps_the_target(loss, noise, mh):
+    """Gibbs + independence MH (scheduled, or three moves per sweep) vs the plain Python
+    Gibbs kernel: same law (4 MCSE)."""
     problem = _problem(loss, noise, n=60)
     theta_hat = fit_problem(problem).theta
     kw = dict(draws=3000, tune=200, chains=2, theta_hat=theta_hat, progressbar=False, cores=1)
-    a = sample(problem, random_state=3, **kw)
+    a = sample(problem, random_state=3, mh=mh, **kw)
     b = sample(problem, random_state=4, compiled=False, **kw)
     assert np.all((a.mh_accept > 0.05) & (a.mh_accept < 1.0))
     assert np.all(np.isnan(b.mh_accept))
@@ -361,6 +363,44 @@ def test_last_state_continues_the_chains_exactly(compiled, cores):
                theta_hat=theta_hat, progressbar=False)
 
 
+def test_mh_schedule_is_the_documented_choice_and_carried_by_last_state():
+    """``mh="auto"``: tuning makes one proposal per sweep; the kept sweeps make
+    ``mh_moves_per_sweep(acceptance, largest lag-1 autocorrelation of the second half of
+    tuning, move_costs)`` -- recomputed here from a chain with one proposal per sweep
+    (``mh=1``), whose first 200 sweeps are that tuning, draw for draw. On this problem
+    (hinge with dropout and an off-centre feature) the choice is several proposals; the
+    proposals made are counted, and 60 + 40 draws through ``last_state`` equal one run of
+    100."""
+    from bayesdrop.samplers import compiled
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=60) + 2.0
+    y = np.where(x - 2.0 + 0.8 * rng.normal(size=60) > 0, 1.0, -1.0)
+    problem = Problem.create(x[:, None], y, HingeLoss(0.7), Dropout(0.4))
+    theta_hat = fit_problem(problem).theta
+    kw = dict(chains=1, theta_hat=theta_hat, progressbar=False, cores=1)
+    auto = sample(problem, draws=100, tune=200, random_state=4, **kw)
+    one = sample(problem, draws=200, tune=0, random_state=4, mh=1, **kw)
+    accept = one.mh_accept[0]
+    trace = one.theta[0, 100:] - one.theta[0, 100:].mean(axis=0)
+    rho = max((trace[1:, j] @ trace[:-1, j]) / (trace[:, j] @ trace[:, j]) for j in range(2))
+    setup = compiled_setup(problem)
+    k = compiled.mh_moves_per_sweep(accept, rho, *compiled.move_costs(setup))
+    assert k > 1 and auto.mh_moves.tolist() == [k] and auto.last_state.mh == (k,)
+    # the tuning's proposals: one per sweep; then k per kept sweep
+    accepted_tuning = round(accept * 200)
+    total = auto.mh_accept[0] * (200 + 100 * k)
+    assert accepted_tuning <= round(total) <= accepted_tuning + 100 * k
+    first = sample(problem, draws=60, tune=200, random_state=4, **kw)
+    rest = sample(problem, draws=40, tune=0, init=first.last_state, **kw)
+    np.testing.assert_array_equal(np.concatenate([first.theta, rest.theta], axis=1),
+                                  auto.theta)
+    with pytest.raises(ValueError, match="mh"):
+        sample(problem, draws=5, tune=0, random_state=0, mh=0, **kw)
+    with pytest.raises(ValueError, match="mh"):
+        sample(problem, draws=5, tune=0, random_state=0, mh=True, **kw)
+
+
 @pytest.mark.parametrize("threshold,kept_on", [(0.0, True), (1.01, False)])
 def test_mh_move_is_switched_off_after_tuning_when_it_hardly_accepts(threshold, kept_on,
                                                                      monkeypatch):
@@ -375,7 +415,9 @@ def test_mh_move_is_switched_off_after_tuning_when_it_hardly_accepts(threshold, 
     theta_hat = fit_problem(problem).theta
     kw = dict(chains=2, theta_hat=theta_hat, progressbar=False, cores=2)
     whole = sample(problem, draws=100, tune=30, random_state=4, **kw)
-    assert whole.last_state.mh == (kept_on, kept_on)
+    # tuning shorter than 2 * SCHEDULE_MIN_SWEEPS: one proposal per sweep, or none
+    assert whole.last_state.mh == (int(kept_on),) * 2
+    assert whole.mh_moves.tolist() == [int(kept_on)] * 2
     first = sample(problem, draws=60, tune=30, random_state=4, **kw)
     rest = sample(problem, draws=40, tune=0, init=first.last_state, **kw)
     np.testing.assert_array_equal(np.concatenate([first.theta, rest.theta], axis=1),

@@ -1,7 +1,6 @@
 """The one-vs-rest engine: every classifier behaves the same, and the old paths still work."""
 
 import importlib
-import sys
 
 import numpy as np
 import pytest

@@ -69,10 +69,24 @@ LOSSES = [
 @pytest.mark.parametrize("loss", LOSSES, ids=repr)
 @pytest.mark.parametrize("fit_intercept", [False, True], ids=["1d", "2d"])
 def test_moments_match_quadrature(loss, noise, fit_intercept):
-    problem = _one_feature_problem(loss, noise, fit_intercept)
+    """The default sampler (the compiled sweep with its intercept move and the scheduled
+    independence MH moves where they apply) against quadrature of ``exp(-J)``."""
+    _check_quadrature(_one_feature_problem(loss, noise, fit_intercept), fit_intercept)
+
+
+@pytest.mark.parametrize("loss", [LogisticLoss(1.35), HingeLoss(0.7)], ids=repr)
+def test_fixed_number_of_mh_moves_matches_quadrature(loss):
+    """Four independence MH moves after every Gibbs sweep (``mh=4``, in tuning and kept
+    sweeps alike) still sample ``exp(-J)``: moments against quadrature."""
+    problem = _one_feature_problem(loss, Dropout(0.4), True)
+    res = _check_quadrature(problem, True, mh=4)
+    assert np.all(res.mh_moves == 4) and np.all(res.mh_accept > 0.05)
+
+
+def _check_quadrature(problem, fit_intercept, **kw):
     theta_hat = irls.fit(problem, None).theta
     res = sample(problem, draws=2500, tune=200, chains=2, theta_hat=theta_hat,
-                       random_state=123, progressbar=False, cores=1)
+                 random_state=123, progressbar=False, cores=1, **kw)
     # quadrature of exp(-J) on a grid around the mode wide enough for the tails
     w0 = theta_hat[0]
     ws = np.linspace(w0 - 4, w0 + 4, 1601)
@@ -91,6 +105,7 @@ def test_moments_match_quadrature(loss, noise, fit_intercept):
         se_mean, se_sd = _mcse(draws)
         assert abs(draws.mean() - mean) <= 4 * se_mean, (k, draws.mean(), mean, se_mean)
         assert abs(draws.std() - sd) <= 4 * se_sd, (k, draws.std(), sd, se_sd)
+    return res
 
 
 def _batched_J(problem, thetas, V):

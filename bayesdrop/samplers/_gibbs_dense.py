@@ -183,6 +183,28 @@ def _line_move(lp, M, vkind, scale, D, y, sw, theta, m, s, line, u, c, a, rng,
 
 
 @numba.njit(cache=True, nogil=True)
+def _independence_proposal(lp, Xb, M, vkind, scale, D, y, sw, mu, Lq, nu, rng, v, z, prop,
+                           m2, s2, prop_terms):
+    """Draw ``prop`` from the multivariate t proposal of the independence MH move (centre
+    ``mu``, precision ``Lq Lq^T``, ``nu`` degrees of freedom: ``mu + Lq^{-T} v / g``,
+    ``v ~ N(0, I)``, ``g^2 ~ chi^2_nu / nu``); its scores go to ``(m2, s2)``, its terms
+    of ``J`` to ``prop_terms`` (unless empty). Returns ``-J(prop)``."""
+    p = prop.shape[0]
+    for a in range(p):
+        v[a] = rng.standard_normal()
+    g = math.sqrt(2.0 * rng.standard_gamma(0.5 * nu) / nu)
+    for a in range(p - 1, -1, -1):  # Lq^T dz = v
+        acc = v[a]
+        for b in range(a + 1, p):
+            acc -= Lq[b, a] * z[b]
+        z[a] = acc / Lq[a, a]
+    for a in range(p):
+        prop[a] = mu[a] + z[a] / g
+    _scores(Xb, M, vkind, scale, D, prop, m2, s2)
+    return _log_target(lp, D, y, sw, prop, m2, s2, prop_terms)
+
+
+@numba.njit(cache=True, nogil=True)
 def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
                first_sweep, tune, thin, overrelax, rng, theta_out, lp_out, aug_sum, aug_out,
                first_kept, mh, mu, Lq, nu, mh_stats, pgt, terms_out, line, line_v,
@@ -199,14 +221,15 @@ def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
     ``theta`` and ``lp = -J`` go to row ``first_kept + j`` of ``theta_out`` / ``lp_out``,
     its augmentation is added to ``aug_sum`` (and stored in ``aug_out`` if that has rows).
 
-    With ``mh``, every sweep ends with an independence Metropolis-Hastings move on
-    ``theta`` targeting ``exp(-J)``: the proposal is a multivariate t with ``nu`` degrees
-    of freedom, centre ``mu`` (the mode) and precision ``Lq Lq^T`` (the Laplace
-    approximation); accepted with probability
+    Every sweep ends with ``mh`` (an integer >= 0) independence Metropolis-Hastings moves
+    on ``theta`` targeting ``exp(-J)`` (:func:`_independence_proposal`): the proposal is a
+    multivariate t with ``nu`` degrees of freedom, centre ``mu`` (the mode) and precision
+    ``Lq Lq^T`` (the Laplace approximation); each accepted with probability
     ``min(1, exp(-J(theta*)) q(theta) / (exp(-J(theta)) q(theta*)))``. The Gibbs half
     leaves the joint law of ``(theta, augmentation)`` invariant and the MH half the marginal
-    ``exp(-J)``; the augmentation is drawn afresh from ``theta`` at the next sweep, so the
-    composition samples ``exp(-J)`` exactly. ``mh_stats`` counts ``(accepted, proposed)``.
+    ``exp(-J)`` (each MH move on its own); the augmentation is drawn afresh from ``theta``
+    at the next sweep, so the composition samples ``exp(-J)`` exactly. ``mh_stats``
+    counts ``(accepted, proposed)``.
 
     ``syrk``, ``potrf``: the addresses of BLAS ``dsyrk`` and LAPACK ``dpotrf``
     (:func:`bayesdrop._blas.dsyrk_address`, :func:`bayesdrop._blas.dpotrf_address`).
@@ -303,21 +326,12 @@ def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
                 _scores(Xb, M, vkind, scale, D, theta, m, s)
             lt = -J_line
             known = True
-        if mh:
+        for _ in range(mh):
             if not known:
                 lt = _log_target(lp, D, y, sw, theta, m, s, cur_terms)
-            for a in range(p):
-                v[a] = rng.standard_normal()
-            g = math.sqrt(2.0 * rng.standard_gamma(0.5 * nu) / nu)
-            for a in range(p - 1, -1, -1):  # Lq^T dz = v
-                acc = v[a]
-                for b in range(a + 1, p):
-                    acc -= Lq[b, a] * z[b]
-                z[a] = acc / Lq[a, a]
-            for a in range(p):
-                prop[a] = mu[a] + z[a] / g
-            _scores(Xb, M, vkind, scale, D, prop, m2, s2)
-            lt_prop = _log_target(lp, D, y, sw, prop, m2, s2, prop_terms)
+                known = True
+            lt_prop = _independence_proposal(lp, Xb, M, vkind, scale, D, y, sw, mu, Lq, nu,
+                                             rng, v, z, prop, m2, s2, prop_terms)
             log_ratio = (lt_prop - _log_proposal(prop, mu, Lq, nu, work)) - (
                 lt - _log_proposal(theta, mu, Lq, nu, work))
             mh_stats[1] += 1.0
@@ -334,7 +348,7 @@ def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
             row = first_kept + kept
             for a in range(p):
                 theta_out[row, a] = theta[a]
-            if mh or known:
+            if known:
                 lp_out[row] = lt
                 if store_terms:
                     for i in range(n):

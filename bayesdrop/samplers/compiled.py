@@ -12,7 +12,8 @@ import scipy.linalg as sla
 from ..linalg import wls
 from .result import ChainRecord
 
-__all__ = ["BLOCK_SECONDS", "MH_DF", "MH_MIN_ACCEPT", "compiled_setup", "intercept_line",
+__all__ = ["BLOCK_SECONDS", "MH_DF", "MH_MAX_MOVES", "MH_MIN_ACCEPT", "SCHEDULE_MIN_SWEEPS",
+           "compiled_setup", "move_costs", "mh_moves_per_sweep", "intercept_line",
            "CompiledKernel", "laplace_proposal", "next_block"]
 
 #: work (examples x parameters) of the first block of compiled sweeps (about 10-50 ms on
@@ -82,7 +83,8 @@ def compiled_setup(problem, linalg="auto"):
     return dict(kind="dense", lp=loss.kernel_params, Xb=Xb, M=M,
                 vkind=vkind, scale=float(scale), D=D, fit_intercept=design.fit_intercept,
                 y=np.ascontiguousarray(problem.y, dtype=np.float64), sw=sw,
-                n_aug=loss.n_augmentation, pg_tables=_draw_tables(loss, sw))
+                n_aug=loss.n_augmentation, pg_tables=_draw_tables(loss, sw),
+                costs=(float(loss.draw_ns), float(loss.term_ns)))
 
 
 def _compiled_loss(loss):
@@ -190,6 +192,17 @@ MH_DF = 30.0
 #: kept sweeps without it (the move then costs a score pass and two ``J`` evaluations per
 #: sweep for almost no moves; e.g. 0.4-0.8% on the digits hinge problem)
 MH_MIN_ACCEPT = 0.02
+#: most independence MH proposals per sweep the schedule chooses (:func:`mh_moves_per_sweep`)
+MH_MAX_MOVES = 32
+#: tuning sweeps the schedule's lag-1 autocorrelation needs (it measures the second half
+#: of tuning); with fewer, a chain keeps one proposal per sweep
+SCHEDULE_MIN_SWEEPS = 50
+#: the cost model of :func:`move_costs`: nanoseconds per multiply-add of the weighted Gram
+#: product (BLAS ``dsyrk``) and of the compiled loops over ``Xbar`` (scores, right-hand
+#: side), measured on a 2-core x86-64 machine; the per-example costs of the draws and
+#: terms are the loss's (:attr:`bayesdrop.model.losses.Loss.draw_ns`, ``term_ns``)
+_GRAM_NS = 0.1
+_LOOP_NS = 0.05
 
 
 def laplace_proposal(problem, theta_hat):
@@ -211,6 +224,73 @@ def laplace_proposal(problem, theta_hat):
     return theta_hat.copy(), np.ascontiguousarray(Lq)
 
 
+def move_costs(setup):
+    """``(sweep, mh)``: the modelled cost, in nanoseconds, of one Gibbs sweep of the
+    compiled dense chain (with its intercept line move) and of one independence MH
+    proposal, for the schedule (:func:`mh_moves_per_sweep`).
+
+    With ``n`` examples, ``p`` parameters, ``D`` features (``D`` more multiply-adds per
+    example for per-entry noise variances), the loss's per-example costs ``c_draw`` and
+    ``c_term`` and the unit costs of a multiply-add ``g`` (Gram) and ``l`` (loops):
+
+    ``sweep = n (c_draw + 2 c_term + g p (p + 1) / 2 + l (3 p + 2 D_v)) + g p^3 / 6``,
+    ``mh = n (c_term + l (p + D_v)) + l p^2``, ``D_v = D`` or 0.
+
+    A model, not a measurement, so that the schedule -- and the draws -- depend only on
+    the data and the seed; it moves the choice only where the efficiency is flat.
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, LogisticLoss
+    >>> X = np.random.default_rng(0).normal(size=(500, 30)); y = np.sign(X[:, 0])
+    >>> sweep, mh = move_costs(compiled_setup(Problem.create(X, y, LogisticLoss(), "none")))
+    >>> bool(10 < sweep / mh < 30)
+    True
+    """
+    n, p = setup["Xb"].shape
+    Dv = setup["D"] if setup["vkind"] == 1 else 0
+    draw_ns, term_ns = setup["costs"]
+    sweep = n * (draw_ns + 2.0 * term_ns + _GRAM_NS * p * (p + 1) / 2.0
+                 + _LOOP_NS * (3 * p + 2 * Dv)) + _GRAM_NS * p ** 3 / 6.0
+    mh = n * (term_ns + _LOOP_NS * (p + Dv)) + _LOOP_NS * p * p
+    return float(sweep), float(mh)
+
+
+def mh_moves_per_sweep(accept, rho, sweep_cost, mh_cost, max_moves=None):
+    """The number ``k`` of independence MH proposals per Gibbs sweep that maximises the
+    modelled effective draws per unit cost (the schedule fixed at the end of tuning).
+
+    ``accept`` and ``rho`` are measured in tuning with one proposal per sweep: the MH
+    acceptance rate and the largest lag-1 autocorrelation over the parameters. Each
+    further proposal replaces the state by a nearly independent one with probability
+    ``accept``, so ``k`` proposals give the lag-1 autocorrelation
+    ``rho_k = rho (1 - accept)^(k - 1)``; an AR(1) chain of lag-1 autocorrelation
+    ``rho_k`` has ``(1 - rho_k) / (1 + rho_k)`` effective draws per draw, at the cost
+    ``sweep_cost + k mh_cost`` (:func:`move_costs`). ``k`` is searched in
+    ``1 .. max_moves`` (default :data:`MH_MAX_MOVES`); 0 (no proposal) when the move
+    accepted less than :data:`MH_MIN_ACCEPT`. Every ``k`` leaves ``exp(-J)`` invariant:
+    the choice changes the speed, never the target.
+
+    Examples
+    --------
+    A slowly mixing Gibbs chain and a cheap, often accepted proposal: several proposals;
+    a chain already nearly independent: one; a proposal hardly ever accepted: none.
+
+    >>> mh_moves_per_sweep(0.36, 0.46, 25.0, 1.0)
+    7
+    >>> mh_moves_per_sweep(0.45, 0.02, 25.0, 1.0), mh_moves_per_sweep(0.01, 0.9, 25.0, 1.0)
+    (1, 0)
+    """
+    if not accept >= MH_MIN_ACCEPT:
+        return 0
+    max_moves = MH_MAX_MOVES if max_moves is None else max_moves
+    rho = float(np.clip(rho, 0.0, 0.999)) if np.isfinite(rho) else 0.0
+    k = np.arange(1, max_moves + 1)
+    rho_k = rho * (1.0 - accept) ** (k - 1)
+    efficiency = (1.0 - rho_k) / (1.0 + rho_k) / (sweep_cost + k * mh_cost)
+    return int(k[np.argmax(efficiency)])
+
+
 class _CompiledState:
     """The mutable state of one chain of :class:`CompiledKernel`."""
 
@@ -220,16 +300,23 @@ class CompiledKernel:
     (:func:`bayesdrop.samplers._gibbs_dense.run_sweeps`,
     :func:`bayesdrop.samplers._gibbs_sparse.run_sweeps_csr`) on the arrays of
     :func:`compiled_setup`: blocks of sweeps sized to :data:`BLOCK_SECONDS` (the first
-    from the work per sweep), the MH move dropped after tuning if it accepted less than
-    :data:`MH_MIN_ACCEPT` of its proposals there (``mh_on``: whether this chain runs it)."""
+    from the work per sweep).
+
+    ``mh_moves``: independence MH proposals per sweep where the setup has a proposal.
+    None schedules them: tuning runs one per sweep and records the second half of its
+    sweeps; at the end of tuning the kept sweeps' number is fixed by
+    :func:`mh_moves_per_sweep` from the tuning's acceptance rate and largest lag-1
+    autocorrelation and the modelled costs (:func:`move_costs`) -- 0 when the move
+    accepted less than :data:`MH_MIN_ACCEPT`, one when tuning is shorter than
+    ``2 * SCHEDULE_MIN_SWEEPS``. An integer fixes it for the whole chain."""
 
     def __init__(self, setup, *, overrelax, store_augmentation, store_log_likelihood=False,
-                 mh_on=True, **_):
+                 mh_moves=None, **_):
         self.setup = setup
         self.overrelax = overrelax
         self.store_augmentation = store_augmentation
         self.store_log_likelihood = store_log_likelihood
-        self.mh_on = mh_on
+        self.mh_moves = mh_moves
         self.csr = setup["kind"] == "csr"
 
     def init(self, theta0, rng, draws):
@@ -259,7 +346,9 @@ class CompiledKernel:
         st.aug_out = np.empty((draws if self.store_augmentation else 0, setup["n_aug"], n))
         st.terms_out = np.empty((draws if self.store_log_likelihood else 0, n))
         proposal = setup.get("proposal")
-        st.mh = proposal is not None and self.mh_on
+        st.schedule = proposal is not None and self.mh_moves is None
+        st.mh = 0 if proposal is None else (1 if st.schedule else int(self.mh_moves))
+        st.lag = _Lag1(p) if st.schedule else None
         # without the MH move its arrays are not read: 1 x 1 placeholders (never a p x p
         # identity: p may be 10^5 on a wide sparse design)
         st.mu, st.Lq = proposal if proposal is not None else (np.zeros(1), np.zeros((1, 1)))
@@ -280,6 +369,29 @@ class CompiledKernel:
         return next_block(n, seconds)
 
     def run(self, st, rng, n_sweeps, first_sweep, tune, thin, kept):
+        if not st.schedule or first_sweep >= tune:
+            return self._sweeps(st, rng, n_sweeps, first_sweep, tune, thin, kept)
+        # a scheduled chain records the second half of its tuning sweeps (the same
+        # sweeps and draws, into a trace instead of the kept rows)
+        lo = tune // 2 if tune - tune // 2 >= SCHEDULE_MIN_SWEEPS else tune
+        a, b, new = first_sweep, first_sweep + n_sweeps, 0
+        if a < lo:
+            part = min(b, lo) - a
+            new += self._sweeps(st, rng, part, a, tune, thin, kept)
+            a += part
+        if a < min(b, tune):
+            part = min(b, tune) - a
+            trace = np.empty((part, st.p))
+            self._sweeps(st, rng, part, 0, 0, 1, 0, theta_out=trace)
+            st.lag.add(trace)
+            a += part
+        if a < b:
+            new += self._sweeps(st, rng, b - a, a, tune, thin, kept + new)
+        return new
+
+    def _sweeps(self, st, rng, n_sweeps, first_sweep, tune, thin, kept, theta_out=None):
+        """``n_sweeps`` compiled sweeps; with ``theta_out`` (tuning's trace) every sweep's
+        ``theta`` goes there and nothing is kept."""
         from .._blas import dpotrf_address, dsyrk_address
         from ._gibbs_dense import run_sweeps
         from ._gibbs_sparse import DUAL_TOL, run_sweeps_csr
@@ -297,19 +409,33 @@ class CompiledKernel:
                     "the dual conjugate-gradient solve of the sparse Gibbs sweep did "
                     "not converge")
             return new
+        if theta_out is None:
+            outs = (st.theta_out, st.lp_out, st.aug_sum, st.aug_out)
+            terms_out = st.terms_out
+        else:
+            n = st.n
+            outs = (theta_out, np.empty(n_sweeps), np.zeros_like(st.aug_sum),
+                    np.empty((0,) + st.aug_out.shape[1:]))
+            terms_out = np.empty((0, n))
         line_v, line_u, line_c = st.line
         return run_sweeps(setup["lp"], setup["Xb"], setup["M"], setup["vkind"],
                           setup["scale"], setup["D"], setup["y"], setup["sw"], st.theta,
                           st.m, st.s, n_sweeps, first_sweep, tune, thin, self.overrelax, rng,
-                          st.theta_out, st.lp_out, st.aug_sum, st.aug_out, kept, st.mh,
-                          st.mu, st.Lq, MH_DF, st.mh_stats, setup["pg_tables"],
-                          st.terms_out, setup.get("line") is not None, line_v, line_u,
-                          line_c, st.line_stats, dsyrk_address(), dpotrf_address())
+                          *outs, kept, st.mh, st.mu, st.Lq, MH_DF, st.mh_stats,
+                          setup["pg_tables"], terms_out, setup.get("line") is not None,
+                          line_v, line_u, line_c, st.line_stats, dsyrk_address(),
+                          dpotrf_address())
 
     def end_tuning(self, st):
         # the kernel of the kept sweeps is fixed here, from the tuning sweeps only
-        if st.mh and st.mh_stats[0] < MH_MIN_ACCEPT * st.mh_stats[1]:
-            st.mh = False
+        if not st.schedule:
+            return
+        accept = st.mh_stats[0] / st.mh_stats[1] if st.mh_stats[1] else 0.0
+        if st.lag.count < SCHEDULE_MIN_SWEEPS:
+            st.mh = 1 if accept >= MH_MIN_ACCEPT else 0
+        else:
+            st.mh = mh_moves_per_sweep(accept, st.lag.max_rho(), *move_costs(self.setup))
+        st.schedule = False
 
     def record(self, st, kept, tune_time, draw_time, interrupted, rng):
         if not np.all(np.isfinite(st.lp_out[:kept])):
@@ -322,3 +448,39 @@ class CompiledKernel:
                            st.terms_out[:kept] if self.store_log_likelihood else None,
                            st.mh if has_proposal else None,
                            st.line_stats if self.setup.get("line") is not None else None)
+
+
+class _Lag1:
+    """Running sums of a chain's trace for each parameter's lag-1 autocorrelation
+    ``sum_t (x_t - xbar)(x_{t+1} - xbar) / sum_t (x_t - xbar)^2`` (shifted by the first
+    draw, for accuracy), fed block by block."""
+
+    def __init__(self, p):
+        self.count = 0
+        self.shift = self.last = None
+        self.s1, self.s2, self.s12 = np.zeros(p), np.zeros(p), np.zeros(p)
+
+    def add(self, trace):
+        if trace.shape[0] == 0:
+            return
+        if self.shift is None:
+            self.shift = trace[0].copy()
+        x = trace - self.shift
+        if self.last is not None:
+            self.s12 += self.last * x[0]
+        self.s12 += np.einsum("ij,ij->j", x[1:], x[:-1])
+        self.s1 += x.sum(axis=0)
+        self.s2 += np.einsum("ij,ij->j", x, x)
+        self.last = x[-1].copy()
+        self.count += x.shape[0]
+
+    def max_rho(self):
+        """The largest lag-1 autocorrelation over the parameters (1 for a parameter that
+        never moved)."""
+        T = self.count
+        mean = self.s1 / T
+        first = np.zeros_like(mean)  # the shifted first draw
+        num = self.s12 - mean * (2.0 * self.s1 - self.last - first) + (T - 1) * mean * mean
+        den = self.s2 - T * mean * mean
+        rho = np.where(den > 0.0, num / np.where(den > 0.0, den, 1.0), 1.0)
+        return float(rho.max())

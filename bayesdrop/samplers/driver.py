@@ -98,16 +98,24 @@ or LastState
     cg_tol : float
     overrelax : float in (-1, 1), default=-0.5
         Over-relaxation of the Gaussian step (see :func:`step`); 0 for plain Gibbs.
-    mh : {"auto", False}, default="auto"
-        With the compiled sweep, end every sweep with an independence Metropolis-Hastings
-        move from a multivariate t (30 degrees of freedom) fitted to the Laplace
-        approximation at ``theta_hat`` (:func:`laplace_proposal`) -- exact (the chain still
-        targets ``exp(-J)``), and nearly independent draws when the posterior is close to
-        Gaussian. ``"auto"``: wherever ``J`` is twice differentiable at the mode. A chain
-        whose move accepted less than :data:`MH_MIN_ACCEPT` (2%) of its tuning proposals
-        runs its kept sweeps without it (the kept draws still come from one fixed exact
-        kernel; ``last_state`` carries the choice). The acceptance rate of each chain is
-        ``SamplerResult.mh_accept`` (over all its proposals). With an intercept, the
+    mh : {"auto", False} or int >= 1, default="auto"
+        With the compiled dense sweep, independence Metropolis-Hastings moves from a
+        multivariate t (30 degrees of freedom) fitted to the Laplace approximation at
+        ``theta_hat`` (:func:`laplace_proposal`) after every Gibbs sweep -- exact (the
+        chain still targets ``exp(-J)``), and nearly independent draws when the
+        posterior is close to Gaussian; each costs one ``O(N D)`` evaluation of ``J``
+        against the sweep's ``O(N D^2)``. ``"auto"``: wherever ``J`` is twice
+        differentiable at the mode, with a schedule fixed at the end of tuning: tuning
+        runs one proposal per sweep and measures its acceptance rate and the slowest
+        parameter's lag-1 autocorrelation; the kept sweeps then make the number of
+        proposals that maximises the modelled effective draws per unit of modelled cost
+        (:func:`bayesdrop.samplers.compiled.mh_moves_per_sweep`; 0 when the move accepted
+        less than :data:`MH_MIN_ACCEPT` (2%) in tuning). The schedule depends on the
+        data and the seed only (a cost model, not a clock), and the kept draws come from
+        one fixed exact kernel; ``last_state`` carries it. An integer fixes the number of
+        proposals per sweep for tuning and kept sweeps alike; ``False``: none. Per chain
+        ``SamplerResult.mh_accept`` is the acceptance rate over all proposals and
+        ``SamplerResult.mh_moves`` the kept sweeps' number. With an intercept, the
         same Laplace approximation also gives the compiled sweep's intercept move
         (:func:`intercept_line`: a fresh intercept from its Laplace marginal, the weights
         shifted along its regression line; exact MH, whatever ``mh``), whose acceptance
@@ -193,9 +201,9 @@ or LastState
                              f"chains={chains}")
         chain_seeds = generators_from_states(init.rng_states)
         inits = np.array(init.theta, dtype=float)
-        mh_flags = init.mh if init.mh is not None else (True,) * chains
+        mh_moves = init.mh if init.mh is not None else (1,) * chains
     else:
-        mh_flags = (True,) * chains
+        mh_moves = (None if mh in ("auto", False) else mh,) * chains
         ss = seed_sequence(random_state)
         init_seed, *chain_seeds = ss.spawn(chains + 1)
         inits = initial_points(problem, init, theta_hat, chains,
@@ -207,12 +215,14 @@ or LastState
         gibbs.init(problem, theta0)
     if compiled not in ("auto", False):
         raise ValueError(f"compiled must be 'auto' or False, got {compiled!r}")
-    if mh not in ("auto", False):
-        raise ValueError(f"mh must be 'auto' or False, got {mh!r}")
+    if mh is not False and mh != "auto":
+        if isinstance(mh, str) or isinstance(mh, bool):
+            raise ValueError(f"mh must be 'auto', False or an integer >= 1, got {mh!r}")
+        mh = check_scalar(mh, "mh", min_val=1, integer=True)
     setup = compiled_setup(problem, linalg) if compiled == "auto" else None
     if setup is not None and setup["kind"] == "dense":
         laplace = laplace_proposal(problem, theta_hat)
-        if mh == "auto":
+        if mh is not False:
             setup["proposal"] = laplace
         setup["line"] = intercept_line(setup, laplace)
     total = chains * (tune + draws * thin)
@@ -222,7 +232,7 @@ or LastState
         if cores > 1 and chains > 1:
             if setup is not None:
                 results = run_threads(setup, inits, chain_seeds, kwargs, min(cores, chains),
-                                       bar, mh_flags)
+                                       bar, mh_moves)
             else:
                 results = run_processes(problem, inits, chain_seeds, kwargs,
                                         min(cores, chains), bar)
@@ -232,7 +242,7 @@ or LastState
                 def report(k, _base=c * (tune + draws * thin)):
                     bar.update(_base + k)
 
-                kernel = (CompiledKernel(setup, mh_on=mh_flags[c], **kwargs)
+                kernel = (CompiledKernel(setup, mh_moves=mh_moves[c], **kwargs)
                           if setup is not None else python_kernel(problem, **kwargs))
                 results.append(run_chain(kernel, inits[c], chain_seeds[c], report=report,
                                          tune=tune, draws=draws, thin=thin))

@@ -27,10 +27,11 @@ class LastState(NamedTuple):
         (:func:`bayesdrop.linalg.backend.block_rng`).
     sweep : int or None
         Row back-ends only: sweeps done; the next one draws with ``spawn_key=(sweep, b)``.
-    mh : tuple of bool or None
-        Compiled dense chains: whether each chain's independence MH move is still on
-        (it is switched off after tuning when it accepted less than
-        :data:`MH_MIN_ACCEPT` there); a continued run keeps that choice.
+    mh : tuple of int or None
+        Compiled dense chains: each chain's independence MH proposals per sweep, as its
+        tuning fixed them (:func:`bayesdrop.samplers.compiled.mh_moves_per_sweep`; 0 when
+        the move accepted less than :data:`MH_MIN_ACCEPT` there); a continued run keeps
+        that choice.
     """
 
     theta: np.ndarray
@@ -81,6 +82,9 @@ class SamplerResult(NamedTuple):
         Wall-clock seconds of the whole call (all chains, parallel or not).
     mh_accept : ndarray of shape (chains,)
         Acceptance rate of the independence MH move per chain (NaN without it).
+    mh_moves : ndarray of shape (chains,)
+        Independence MH proposals per kept sweep of each chain (the schedule fixed at
+        the end of tuning, see :func:`sample`; -1 where the chain has no such move).
     intercept_accept : ndarray of shape (chains,)
         Acceptance rate of the intercept's MH move of the compiled dense sweep per chain
         (NaN without it; see :func:`sample`).
@@ -108,6 +112,7 @@ class SamplerResult(NamedTuple):
     last_state: LastState = None
     log_likelihood: np.ndarray | None = None
     intercept_accept: np.ndarray = None
+    mh_moves: np.ndarray = None
 
 
 class ChainRecord(NamedTuple):
@@ -125,7 +130,7 @@ class ChainRecord(NamedTuple):
     theta_last: np.ndarray = None
     rng_state: dict = None
     terms: np.ndarray | None = None
-    mh_on: bool | None = None
+    mh_moves: int | None = None
     intercept_stats: np.ndarray = None
 
 
@@ -165,12 +170,14 @@ def assemble(results, inits, chains, tune, thin, wall_start, store_augmentation,
         last_state=(last_state if last_state is not None else
                     LastState(np.stack([r.theta_last for r in results]),
                               tuple(r.rng_state for r in results),
-                              mh=(tuple(bool(r.mh_on) for r in results)
-                                  if all(r.mh_on is not None for r in results) else None))),
+                              mh=(tuple(int(r.mh_moves) for r in results)
+                                  if all(r.mh_moves is not None for r in results)
+                                  else None))),
         log_likelihood=(-np.stack([r.terms[:kept] for r in results])
                         if all(r.terms is not None for r in results) else None),
         intercept_accept=np.array([
             r.intercept_stats[0] / r.intercept_stats[1]
             if r.intercept_stats is not None and r.intercept_stats[1] else np.nan
             for r in results]),
+        mh_moves=np.array([-1 if r.mh_moves is None else int(r.mh_moves) for r in results]),
     )

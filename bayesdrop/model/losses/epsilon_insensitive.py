@@ -96,6 +96,8 @@ class EpsilonInsensitiveLoss(Loss):
     n_augmentation = 2
     binary = False
     smooth = False
+    draw_ns = 80.0  # inverse Gaussian draws
+    term_ns = 4.0
 
     def __init__(self, C=1.0, epsilon=0.1):
         self.C = check_scalar(C, "C", min_val=0.0, include_min=False)

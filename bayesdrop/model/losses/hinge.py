@@ -94,6 +94,8 @@ class HingeLoss(Loss):
 
     name = "hinge"
     smooth = False
+    draw_ns = 40.0  # inverse Gaussian draw
+    term_ns = 2.0
 
     def __init__(self, C=1.0, margin=1.0):
         self.C = check_scalar(C, "C", min_val=0.0, include_min=False)

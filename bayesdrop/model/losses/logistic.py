@@ -118,6 +118,8 @@ class LogisticLoss(Loss):
     """
 
     name = "logistic"
+    draw_ns = 250.0  # Polya-Gamma draw
+    term_ns = 20.0
 
     def __init__(self, C=1.0):
         self.C = check_scalar(C, "C", min_val=0.0, include_min=False)
