@@ -1,6 +1,6 @@
 """Gibbs sampler vs NumPyro NUTS on the same target exp(-J), and the sweep against its floor.
 
-Run:  python benchmarks/sampler.py [--quick] [--no-nuts]
+Run:  python benchmarks/sampler.py [--quick] [--no-nuts] [--small-only] [--chains 1]
       (NUTS needs the bench extra: pip install -e ".[bench]")
 
 How each side is run (the same for every problem, in the same process):
@@ -162,16 +162,20 @@ def main():
                              "results/sampler_small.txt")
     parser.add_argument("--synthetic-only", action="store_true",
                         help="the synthetic 10^4 x 50 row only")
+    parser.add_argument("--chains", type=int, default=4,
+                        help="chains on each side (default 4; 1 writes *_1chain.txt)")
     parser.add_argument("--mass", choices=("both", "diagonal", "dense"), default="both",
                         help="NUTS mass matrix: both (default; the peer is the better "
                              "of the two), or one of them")
     args = parser.parse_args()
+    global CHAINS
+    CHAINS = args.chains
     have_nuts = not args.no_nuts
     if have_nuts:
         try:
             import numpyro
 
-            numpyro.set_host_device_count(CHAINS)
+            numpyro.set_host_device_count(max(CHAINS, 2))
             import jax
 
             jax.config.update("jax_enable_x64", True)
@@ -228,7 +232,8 @@ def main():
         stem = ("sampler_small" if args.small_only else "sampler_synthetic"
                 if args.synthetic_only else "sampler")
         out = Path(__file__).parent / "results" / (
-            stem + ("" if args.mass == "both" else "_" + args.mass) + ".txt")
+            stem + ("" if args.mass == "both" else "_" + args.mass)
+            + ("" if CHAINS == 4 else f"_{CHAINS}chain") + ".txt")
         out.write_text("\n".join(lines) + "\n")
 
 

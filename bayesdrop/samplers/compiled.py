@@ -5,6 +5,7 @@ sweep, see :data:`BLOCK_SECONDS`)."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg as sla
@@ -13,6 +14,7 @@ from ..linalg import wls
 from .result import ChainRecord
 
 __all__ = ["BLOCK_SECONDS", "MH_DF", "MH_MAX_MOVES", "MH_MIN_ACCEPT", "SCHEDULE_MIN_SWEEPS",
+           "PROPOSAL_INFLATE", "Moves",
            "compiled_setup", "move_costs", "mh_moves_per_sweep", "intercept_line",
            "CompiledKernel", "laplace_proposal", "next_block"]
 
@@ -194,9 +196,14 @@ MH_DF = 30.0
 MH_MIN_ACCEPT = 0.02
 #: most independence MH proposals per sweep the schedule chooses (:func:`mh_moves_per_sweep`)
 MH_MAX_MOVES = 32
-#: tuning sweeps the schedule's lag-1 autocorrelation needs (it measures the second half
-#: of tuning); with fewer, a chain keeps one proposal per sweep
+#: sweeps of the schedule's recorded tuning phase (3/10 of tuning, see
+#: :class:`CompiledKernel`) below which a chain does not schedule: tuning shorter than
+#: ``10 / 3`` of this keeps the Laplace proposal, one per sweep
 SCHEDULE_MIN_SWEEPS = 50
+#: the refreshed proposal's covariance: the recorded draws' covariance shrunk towards its
+#: diagonal by ``p / (T + p)`` (``T`` draws, ``p`` parameters) and scaled by this factor
+#: squared (an independence proposal should be somewhat wider than its target)
+PROPOSAL_INFLATE = 1.0
 #: the cost model of :func:`move_costs`: nanoseconds per multiply-add of the weighted Gram
 #: product (BLAS ``dsyrk``) and of the compiled loops over ``Xbar`` (scores, right-hand
 #: side), measured on a 2-core x86-64 machine; the per-example costs of the draws and
@@ -260,35 +267,54 @@ def mh_moves_per_sweep(accept, rho, sweep_cost, mh_cost, max_moves=None):
     """The number ``k`` of independence MH proposals per Gibbs sweep that maximises the
     modelled effective draws per unit cost (the schedule fixed at the end of tuning).
 
-    ``accept`` and ``rho`` are measured in tuning with one proposal per sweep: the MH
-    acceptance rate and the largest lag-1 autocorrelation over the parameters. Each
-    further proposal replaces the state by a nearly independent one with probability
-    ``accept``, so ``k`` proposals give the lag-1 autocorrelation
-    ``rho_k = rho (1 - accept)^(k - 1)``; an AR(1) chain of lag-1 autocorrelation
-    ``rho_k`` has ``(1 - rho_k) / (1 + rho_k)`` effective draws per draw, at the cost
+    ``accept`` is the proposal's acceptance rate and ``rho`` the largest lag-1
+    autocorrelation over the parameters of the Gibbs sweep alone, both measured in
+    tuning. Each proposal replaces the state by a nearly independent one with
+    probability ``accept``, so ``k`` proposals give the lag-1 autocorrelation
+    ``rho_k = rho (1 - accept)^k``; an AR(1) chain of lag-1 autocorrelation ``rho_k``
+    has ``(1 - rho_k) / (1 + rho_k)`` effective draws per draw, at the cost
     ``sweep_cost + k mh_cost`` (:func:`move_costs`). ``k`` is searched in
-    ``1 .. max_moves`` (default :data:`MH_MAX_MOVES`); 0 (no proposal) when the move
-    accepted less than :data:`MH_MIN_ACCEPT`. Every ``k`` leaves ``exp(-J)`` invariant:
-    the choice changes the speed, never the target.
+    ``0 .. max_moves`` (default :data:`MH_MAX_MOVES`); 0 when the move accepted less
+    than :data:`MH_MIN_ACCEPT`. Every ``k`` leaves ``exp(-J)`` invariant: the choice
+    changes the speed, never the target.
 
     Examples
     --------
-    A slowly mixing Gibbs chain and a cheap, often accepted proposal: several proposals;
-    a chain already nearly independent: one; a proposal hardly ever accepted: none.
+    A slowly mixing Gibbs sweep and a cheap, often accepted proposal: several proposals;
+    a sweep already nearly independent: none; a proposal hardly ever accepted: none.
 
-    >>> mh_moves_per_sweep(0.36, 0.46, 25.0, 1.0)
+    >>> mh_moves_per_sweep(0.36, 0.7, 25.0, 1.0)
     7
-    >>> mh_moves_per_sweep(0.45, 0.02, 25.0, 1.0), mh_moves_per_sweep(0.01, 0.9, 25.0, 1.0)
-    (1, 0)
+    >>> mh_moves_per_sweep(0.45, 0.01, 25.0, 1.0), mh_moves_per_sweep(0.01, 0.9, 25.0, 1.0)
+    (0, 0)
     """
     if not accept >= MH_MIN_ACCEPT:
         return 0
     max_moves = MH_MAX_MOVES if max_moves is None else max_moves
-    rho = float(np.clip(rho, 0.0, 0.999)) if np.isfinite(rho) else 0.0
-    k = np.arange(1, max_moves + 1)
-    rho_k = rho * (1.0 - accept) ** (k - 1)
+    rho = float(np.clip(rho, 0.0, 0.999)) if np.isfinite(rho) else 0.999
+    k = np.arange(0, max_moves + 1)
+    rho_k = rho * (1.0 - accept) ** k
     efficiency = (1.0 - rho_k) / (1.0 + rho_k) / (sweep_cost + k * mh_cost)
     return int(k[np.argmax(efficiency)])
+
+
+class Moves(NamedTuple):
+    """The exact MH moves of a compiled dense chain's kept sweeps, as tuning fixed them
+    (:class:`CompiledKernel`); ``LastState.moves`` carries them to a continued run.
+
+    Attributes
+    ----------
+    mh : int
+        Independence MH proposals per sweep.
+    proposal : tuple (mu, Lq) or None
+        The proposal's centre and the Cholesky factor of its precision.
+    line : tuple or None
+        The intercept's line move (:func:`intercept_line`), or None.
+    """
+
+    mh: int
+    proposal: tuple | None
+    line: tuple | None
 
 
 class _CompiledState:
@@ -302,21 +328,36 @@ class CompiledKernel:
     :func:`compiled_setup`: blocks of sweeps sized to :data:`BLOCK_SECONDS` (the first
     from the work per sweep).
 
-    ``mh_moves``: independence MH proposals per sweep where the setup has a proposal.
-    None schedules them: tuning runs one per sweep and records the second half of its
-    sweeps; at the end of tuning the kept sweeps' number is fixed by
-    :func:`mh_moves_per_sweep` from the tuning's acceptance rate and largest lag-1
-    autocorrelation and the modelled costs (:func:`move_costs`) -- 0 when the move
-    accepted less than :data:`MH_MIN_ACCEPT`, one when tuning is shorter than
-    ``2 * SCHEDULE_MIN_SWEEPS``. An integer fixes it for the whole chain."""
+    The dense sweep's exact MH moves (independence proposals, the intercept's line) are
+    fixed for the kept sweeps in one of four ways:
+
+    * ``moves`` (a :class:`Moves`, from ``LastState``): those, for every sweep;
+    * ``mh_moves=k``: ``k`` Laplace proposals per sweep (``setup["proposal"]``);
+    * a setup with ``schedule`` (``mh="auto"``) and ``mh_moves=None``: scheduled in
+      tuning. Its first half runs the Laplace proposal (if any) once per sweep; the
+      next 3/10 are recorded (mean, covariance, lag-1 autocorrelation of every
+      parameter, the acceptance rate); the proposal is then *refreshed* to a
+      multivariate t with the recorded mean and covariance (shrunk and widened, see
+      :data:`PROPOSAL_INFLATE`; the intercept's line from the same moments), which the
+      last 1/5 runs once per sweep; the better accepted of the two proposals is kept,
+      and its number per sweep set by :func:`mh_moves_per_sweep` from its acceptance
+      rate, the Gibbs sweep's lag-1 autocorrelation (the recorded one, with the
+      recorded proposal's share removed) and :func:`move_costs`. Tuning too short for
+      :data:`SCHEDULE_MIN_SWEEPS` recorded sweeps keeps the Laplace proposal once per
+      sweep (none if it accepted less than :data:`MH_MIN_ACCEPT`);
+    * otherwise none, with the Laplace line move if the setup has one.
+
+    Every choice is made from the tuning sweeps only, so the kept sweeps come from one
+    fixed exact kernel."""
 
     def __init__(self, setup, *, overrelax, store_augmentation, store_log_likelihood=False,
-                 mh_moves=None, **_):
+                 mh_moves=None, moves=None, **_):
         self.setup = setup
         self.overrelax = overrelax
         self.store_augmentation = store_augmentation
         self.store_log_likelihood = store_log_likelihood
         self.mh_moves = mh_moves
+        self.moves = moves
         self.csr = setup["kind"] == "csr"
 
     def init(self, theta0, rng, draws):
@@ -345,18 +386,34 @@ class CompiledKernel:
         st.aug_sum = np.zeros((setup["n_aug"], n))
         st.aug_out = np.empty((draws if self.store_augmentation else 0, setup["n_aug"], n))
         st.terms_out = np.empty((draws if self.store_log_likelihood else 0, n))
-        proposal = setup.get("proposal")
-        st.schedule = proposal is not None and self.mh_moves is None
-        st.mh = 0 if proposal is None else (1 if st.schedule else int(self.mh_moves))
-        st.lag = _Lag1(p) if st.schedule else None
-        # without the MH move its arrays are not read: 1 x 1 placeholders (never a p x p
-        # identity: p may be 10^5 on a wide sparse design)
-        st.mu, st.Lq = proposal if proposal is not None else (np.zeros(1), np.zeros((1, 1)))
         st.mh_stats = np.zeros(2)
         st.line_stats = np.zeros(2)
-        line = setup.get("line")
-        st.line = line if line is not None else (np.zeros(p + 2), np.zeros(n), np.zeros(n))
+        laplace = setup.get("proposal")
+        st.schedule = (not self.csr and self.moves is None and self.mh_moves is None
+                       and setup.get("schedule", False))
+        if self.moves is not None:
+            moves = self.moves
+        elif self.mh_moves is not None:
+            moves = Moves(int(self.mh_moves) if laplace is not None else 0, laplace,
+                          setup.get("line"))
+        else:
+            moves = Moves(1 if laplace is not None else 0, laplace, setup.get("line"))
+        self._use(st, moves)
+        st.lag = _Moments(p) if st.schedule else None
+        st.phase_stats = {}
         return st
+
+    def _use(self, st, moves):
+        """Make ``moves`` the chain's MH moves (placeholders for absent ones: 1 x 1 and
+        length-``p + 2`` arrays that are not read -- never a ``p x p`` identity, ``p``
+        may be 10^5 on a wide sparse design)."""
+        st.moves = moves
+        st.mh = moves.mh if moves.proposal is not None else 0
+        st.mu, st.Lq = (moves.proposal if moves.proposal is not None
+                        else (np.zeros(1), np.zeros((1, 1))))
+        st.line_on = moves.line is not None
+        st.line = moves.line if st.line_on else (np.zeros(st.p + 2), np.zeros(st.n),
+                                                 np.zeros(st.n))
 
     def first_block(self):
         # about _BLOCK_WORK entries of work (a sparse sweep makes some 100 passes over
@@ -368,26 +425,61 @@ class CompiledKernel:
     def next_block(self, n, seconds):
         return next_block(n, seconds)
 
+    @staticmethod
+    def _phases(tune):
+        """``(b, c)``: tuning sweeps ``[b, c)`` are recorded and ``[c, tune)`` run the
+        refreshed proposal; ``(tune, tune)`` when tuning is too short to schedule."""
+        b = tune // 2
+        c = b + 3 * (tune - b) // 5
+        return (b, c) if c - b >= SCHEDULE_MIN_SWEEPS else (tune, tune)
+
     def run(self, st, rng, n_sweeps, first_sweep, tune, thin, kept):
         if not st.schedule or first_sweep >= tune:
             return self._sweeps(st, rng, n_sweeps, first_sweep, tune, thin, kept)
-        # a scheduled chain records the second half of its tuning sweeps (the same
-        # sweeps and draws, into a trace instead of the kept rows)
-        lo = tune // 2 if tune - tune // 2 >= SCHEDULE_MIN_SWEEPS else tune
-        a, b, new = first_sweep, first_sweep + n_sweeps, 0
-        if a < lo:
-            part = min(b, lo) - a
-            new += self._sweeps(st, rng, part, a, tune, thin, kept)
-            a += part
-        if a < min(b, tune):
-            part = min(b, tune) - a
-            trace = np.empty((part, st.p))
-            self._sweeps(st, rng, part, 0, 0, 1, 0, theta_out=trace)
-            st.lag.add(trace)
-            a += part
-        if a < b:
-            new += self._sweeps(st, rng, b - a, a, tune, thin, kept + new)
-        return new
+        # a tuning block (the chain loop never lets one cross into the kept sweeps), cut
+        # at the schedule's phases: the recorded sweeps go to a trace instead of the
+        # kept rows (the same sweeps and draws)
+        b, c = self._phases(tune)
+        stop = first_sweep + n_sweeps
+        for lo, hi, phase in ((0, b, "burn"), (b, c, "record"), (c, tune, "refreshed")):
+            a0, a1 = max(first_sweep, lo), min(stop, hi)
+            if a1 <= a0:
+                continue
+            if phase not in st.phase_stats:  # entering the phase
+                if phase == "refreshed":
+                    self._refresh(st)
+                st.phase_stats[phase] = st.mh_stats.copy()
+            if phase == "record":
+                trace = np.empty((a1 - a0, st.p))
+                self._sweeps(st, rng, a1 - a0, 0, 0, 1, 0, theta_out=trace)
+                st.lag.add(trace)
+            else:
+                self._sweeps(st, rng, a1 - a0, a0, tune, thin, kept)
+        return 0
+
+    def _refresh(self, st):
+        """Switch to the proposal refreshed from the recorded draws (mean, covariance
+        shrunk towards its diagonal by ``p / (T + p)`` and scaled by
+        ``PROPOSAL_INFLATE^2``) and its intercept line; keep the current one if that
+        covariance is not positive definite."""
+        st.recorded, st.refreshed = st.moves, None
+        mu, cov = st.lag.mean_cov()
+        T, p = st.lag.count, st.p
+        shrink = p / (T + p)
+        diag = np.diag(cov).copy()
+        cov *= (1.0 - shrink)
+        cov[np.diag_indices(p)] += shrink * diag
+        cov *= PROPOSAL_INFLATE ** 2
+        try:
+            precision = sla.cho_solve((np.linalg.cholesky(cov), True), np.eye(p))
+            Lq = np.linalg.cholesky(0.5 * (precision + precision.T))
+        except np.linalg.LinAlgError:
+            return
+        if not np.all(np.isfinite(Lq)):
+            return
+        proposal = (mu, np.ascontiguousarray(Lq))
+        self._use(st, Moves(1, proposal, intercept_line(self.setup, proposal)))
+        st.refreshed = st.moves
 
     def _sweeps(self, st, rng, n_sweeps, first_sweep, tune, thin, kept, theta_out=None):
         """``n_sweeps`` compiled sweeps; with ``theta_out`` (tuning's trace) every sweep's
@@ -422,43 +514,60 @@ class CompiledKernel:
                           setup["scale"], setup["D"], setup["y"], setup["sw"], st.theta,
                           st.m, st.s, n_sweeps, first_sweep, tune, thin, self.overrelax, rng,
                           *outs, kept, st.mh, st.mu, st.Lq, MH_DF, st.mh_stats,
-                          setup["pg_tables"], terms_out, setup.get("line") is not None,
-                          line_v, line_u, line_c, st.line_stats, dsyrk_address(),
+                          setup["pg_tables"], terms_out, st.line_on, line_v, line_u,
+                          line_c, st.line_stats, dsyrk_address(),
                           dpotrf_address())
 
     def end_tuning(self, st):
         # the kernel of the kept sweeps is fixed here, from the tuning sweeps only
         if not st.schedule:
             return
-        accept = st.mh_stats[0] / st.mh_stats[1] if st.mh_stats[1] else 0.0
-        if st.lag.count < SCHEDULE_MIN_SWEEPS:
-            st.mh = 1 if accept >= MH_MIN_ACCEPT else 0
-        else:
-            st.mh = mh_moves_per_sweep(accept, st.lag.max_rho(), *move_costs(self.setup))
         st.schedule = False
+
+        def rate(stats):
+            return stats[0] / stats[1] if stats[1] else 0.0
+
+        if "refreshed" not in st.phase_stats:  # too short to schedule: Laplace, 1 or 0
+            k = 1 if st.mh and rate(st.mh_stats) >= MH_MIN_ACCEPT else 0
+            self._use(st, st.moves._replace(mh=k))
+            return
+        accept_recorded = rate(st.phase_stats["refreshed"] - st.phase_stats["record"])
+        # the Gibbs sweep's own lag-1 autocorrelation: the recorded one without the
+        # share of the recorded proposal (each accepted one renews the state)
+        rho = (st.lag.max_rho() / (1.0 - accept_recorded) ** st.recorded.mh
+               if accept_recorded < 1.0 else 0.999)
+        moves, accept = st.recorded, accept_recorded if st.recorded.mh else 0.0
+        if st.refreshed is not None:
+            accept_refreshed = rate(st.mh_stats - st.phase_stats["refreshed"])
+            if accept_refreshed >= accept:
+                moves, accept = st.refreshed, accept_refreshed
+        k = 0 if moves.proposal is None else mh_moves_per_sweep(
+            accept, rho, *move_costs(self.setup))
+        self._use(st, moves._replace(mh=k))
 
     def record(self, st, kept, tune_time, draw_time, interrupted, rng):
         if not np.all(np.isfinite(st.lp_out[:kept])):
             raise FloatingPointError("the compiled Gibbs sweep produced a non-finite draw")
-        has_proposal = self.setup.get("proposal") is not None
         return ChainRecord(st.theta_out[:kept], st.lp_out[:kept], st.aug_sum / max(kept, 1),
                            st.aug_out[:kept] if self.store_augmentation else None, kept,
                            tune_time, draw_time, interrupted, st.mh_stats, st.theta.copy(),
                            rng.bit_generator.state,
                            st.terms_out[:kept] if self.store_log_likelihood else None,
-                           st.mh if has_proposal else None,
-                           st.line_stats if self.setup.get("line") is not None else None)
+                           None if self.csr else st.moves,
+                           st.line_stats if st.line_on else None)
 
 
-class _Lag1:
-    """Running sums of a chain's trace for each parameter's lag-1 autocorrelation
-    ``sum_t (x_t - xbar)(x_{t+1} - xbar) / sum_t (x_t - xbar)^2`` (shifted by the first
-    draw, for accuracy), fed block by block."""
+class _Moments:
+    """Running sums of a chain's trace, fed block by block (shifted by its first draw, for
+    accuracy): each parameter's lag-1 autocorrelation
+    ``sum_t (x_t - xbar)(x_{t+1} - xbar) / sum_t (x_t - xbar)^2``, the mean and the
+    covariance."""
 
     def __init__(self, p):
         self.count = 0
         self.shift = self.last = None
         self.s1, self.s2, self.s12 = np.zeros(p), np.zeros(p), np.zeros(p)
+        self.sxx = np.zeros((p, p))
 
     def add(self, trace):
         if trace.shape[0] == 0:
@@ -471,6 +580,7 @@ class _Lag1:
         self.s12 += np.einsum("ij,ij->j", x[1:], x[:-1])
         self.s1 += x.sum(axis=0)
         self.s2 += np.einsum("ij,ij->j", x, x)
+        self.sxx += x.T @ x
         self.last = x[-1].copy()
         self.count += x.shape[0]
 
@@ -479,8 +589,15 @@ class _Lag1:
         never moved)."""
         T = self.count
         mean = self.s1 / T
-        first = np.zeros_like(mean)  # the shifted first draw
-        num = self.s12 - mean * (2.0 * self.s1 - self.last - first) + (T - 1) * mean * mean
+        # sum_{t<T} (x_t - m)(x_{t+1} - m): the first draw is 0 after the shift
+        num = self.s12 - mean * (2.0 * self.s1 - self.last) + (T - 1) * mean * mean
         den = self.s2 - T * mean * mean
         rho = np.where(den > 0.0, num / np.where(den > 0.0, den, 1.0), 1.0)
         return float(rho.max())
+
+    def mean_cov(self):
+        """The mean and the (unbiased) covariance of the draws."""
+        T = self.count
+        m = self.s1 / T
+        cov = (self.sxx - T * np.outer(m, m)) / max(T - 1, 1)
+        return self.shift + m, 0.5 * (cov + cov.T)

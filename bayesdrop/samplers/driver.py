@@ -74,8 +74,8 @@ or LastState
         ``theta_hat + 3 eta`` with ``eta ~ N(0, A^{-1})`` of the IRLS system. A
         :class:`LastState` (``result.last_state`` of an earlier call) continues those
         chains: each starts from its ``theta`` with its random generator as it was left
-        (``random_state`` is then not used; pass ``tune=0`` and the same ``theta_hat``,
-        which the MH move's proposal is built from). A run continued this way gives the
+        (``random_state`` is then not used; pass ``tune=0``: the chains keep the MH
+        moves their tuning fixed). A run continued this way gives the
         same draws as one longer run.
     theta_hat : ndarray of shape (n_params,), optional
         The mode of ``exp(-J)``, i.e. ``argmin J`` whichever solver found it (needed by
@@ -99,25 +99,28 @@ or LastState
     overrelax : float in (-1, 1), default=-0.5
         Over-relaxation of the Gaussian step (see :func:`step`); 0 for plain Gibbs.
     mh : {"auto", False} or int >= 1, default="auto"
-        With the compiled dense sweep, independence Metropolis-Hastings moves from a
-        multivariate t (30 degrees of freedom) fitted to the Laplace approximation at
-        ``theta_hat`` (:func:`laplace_proposal`) after every Gibbs sweep -- exact (the
-        chain still targets ``exp(-J)``), and nearly independent draws when the
-        posterior is close to Gaussian; each costs one ``O(N D)`` evaluation of ``J``
-        against the sweep's ``O(N D^2)``. ``"auto"``: wherever ``J`` is twice
-        differentiable at the mode, with a schedule fixed at the end of tuning: tuning
-        runs one proposal per sweep and measures its acceptance rate and the slowest
-        parameter's lag-1 autocorrelation; the kept sweeps then make the number of
-        proposals that maximises the modelled effective draws per unit of modelled cost
-        (:func:`bayesdrop.samplers.compiled.mh_moves_per_sweep`; 0 when the move accepted
-        less than :data:`MH_MIN_ACCEPT` (2%) in tuning). The schedule depends on the
-        data and the seed only (a cost model, not a clock), and the kept draws come from
-        one fixed exact kernel; ``last_state`` carries it. An integer fixes the number of
-        proposals per sweep for tuning and kept sweeps alike; ``False``: none. Per chain
+        With the compiled dense sweep, independence Metropolis-Hastings moves after every
+        Gibbs sweep, each from a multivariate t (30 degrees of freedom) and each exact on
+        its own (the chain still targets ``exp(-J)``); one costs an ``O(N D)``
+        evaluation of ``J`` against the sweep's ``O(N D^2)``, and gives nearly
+        independent draws where the proposal fits the posterior. ``"auto"``: a schedule
+        fixed in tuning (:class:`~bayesdrop.samplers.compiled.CompiledKernel`): the first
+        half of tuning runs the Laplace approximation at ``theta_hat``
+        (:func:`laplace_proposal`, where ``J`` is twice differentiable) once per sweep;
+        the next 3/10 are recorded; the proposal is refreshed to the recorded draws'
+        mean and covariance (also where there is no Laplace approximation, such as the
+        hinge at zero noise) for the rest of tuning; the kept sweeps use the better
+        accepted of the two, as many times per sweep as maximises the modelled effective
+        draws per unit of modelled cost
+        (:func:`bayesdrop.samplers.compiled.mh_moves_per_sweep`: 0 when it accepted less
+        than :data:`MH_MIN_ACCEPT`, 2%). Every choice depends on the data and the seed
+        only (a cost model, not a clock), and the kept draws come from one fixed exact
+        kernel; ``last_state`` carries it. An integer: that many Laplace proposals per
+        sweep, in tuning and kept sweeps alike; ``False``: none. Per chain
         ``SamplerResult.mh_accept`` is the acceptance rate over all proposals and
         ``SamplerResult.mh_moves`` the kept sweeps' number. With an intercept, the
-        same Laplace approximation also gives the compiled sweep's intercept move
-        (:func:`intercept_line`: a fresh intercept from its Laplace marginal, the weights
+        proposal in use also gives the compiled sweep's intercept move
+        (:func:`intercept_line`: a fresh intercept from its marginal, the weights
         shifted along its regression line; exact MH, whatever ``mh``), whose acceptance
         rate is ``SamplerResult.intercept_accept``.
     compiled : {"auto", False}, default="auto"
@@ -201,8 +204,10 @@ or LastState
                              f"chains={chains}")
         chain_seeds = generators_from_states(init.rng_states)
         inits = np.array(init.theta, dtype=float)
-        mh_moves = init.mh if init.mh is not None else (1,) * chains
+        moves = init.moves if init.moves is not None else (None,) * chains
+        mh_moves = (None,) * chains
     else:
+        moves = (None,) * chains
         mh_moves = (None if mh in ("auto", False) else mh,) * chains
         ss = seed_sequence(random_state)
         init_seed, *chain_seeds = ss.spawn(chains + 1)
@@ -225,6 +230,7 @@ or LastState
         if mh is not False:
             setup["proposal"] = laplace
         setup["line"] = intercept_line(setup, laplace)
+        setup["schedule"] = mh == "auto"
     total = chains * (tune + draws * thin)
     wall_start = time.perf_counter()
     with ProgressBar(total, enabled=progressbar,
@@ -232,7 +238,7 @@ or LastState
         if cores > 1 and chains > 1:
             if setup is not None:
                 results = run_threads(setup, inits, chain_seeds, kwargs, min(cores, chains),
-                                       bar, mh_moves)
+                                       bar, mh_moves, moves)
             else:
                 results = run_processes(problem, inits, chain_seeds, kwargs,
                                         min(cores, chains), bar)
@@ -242,7 +248,8 @@ or LastState
                 def report(k, _base=c * (tune + draws * thin)):
                     bar.update(_base + k)
 
-                kernel = (CompiledKernel(setup, mh_moves=mh_moves[c], **kwargs)
+                kernel = (CompiledKernel(setup, mh_moves=mh_moves[c], moves=moves[c],
+                                          **kwargs)
                           if setup is not None else python_kernel(problem, **kwargs))
                 results.append(run_chain(kernel, inits[c], chain_seeds[c], report=report,
                                          tune=tune, draws=draws, thin=thin))

@@ -27,18 +27,17 @@ class LastState(NamedTuple):
         (:func:`bayesdrop.linalg.backend.block_rng`).
     sweep : int or None
         Row back-ends only: sweeps done; the next one draws with ``spawn_key=(sweep, b)``.
-    mh : tuple of int or None
-        Compiled dense chains: each chain's independence MH proposals per sweep, as its
-        tuning fixed them (:func:`bayesdrop.samplers.compiled.mh_moves_per_sweep`; 0 when
-        the move accepted less than :data:`MH_MIN_ACCEPT` there); a continued run keeps
-        that choice.
+    moves : tuple of bayesdrop.samplers.compiled.Moves or None
+        Compiled dense chains: each chain's exact MH moves as its tuning fixed them (the
+        independence proposal and its number per sweep, the intercept's line); a
+        continued run keeps them.
     """
 
     theta: np.ndarray
     rng_states: tuple
     entropies: tuple | None = None
     sweep: int | None = None
-    mh: tuple | None = None
+    moves: tuple | None = None
 
 
 def generators_from_states(states):
@@ -130,7 +129,7 @@ class ChainRecord(NamedTuple):
     theta_last: np.ndarray = None
     rng_state: dict = None
     terms: np.ndarray | None = None
-    mh_moves: int | None = None
+    moves: tuple | None = None
     intercept_stats: np.ndarray = None
 
 
@@ -170,14 +169,15 @@ def assemble(results, inits, chains, tune, thin, wall_start, store_augmentation,
         last_state=(last_state if last_state is not None else
                     LastState(np.stack([r.theta_last for r in results]),
                               tuple(r.rng_state for r in results),
-                              mh=(tuple(int(r.mh_moves) for r in results)
-                                  if all(r.mh_moves is not None for r in results)
-                                  else None))),
+                              moves=(tuple(r.moves for r in results)
+                                     if all(r.moves is not None for r in results)
+                                     else None))),
         log_likelihood=(-np.stack([r.terms[:kept] for r in results])
                         if all(r.terms is not None for r in results) else None),
         intercept_accept=np.array([
             r.intercept_stats[0] / r.intercept_stats[1]
             if r.intercept_stats is not None and r.intercept_stats[1] else np.nan
             for r in results]),
-        mh_moves=np.array([-1 if r.mh_moves is None else int(r.mh_moves) for r in results]),
+        mh_moves=np.array([-1 if r.moves is None or r.moves.proposal is None
+                           else int(r.moves.mh) for r in results]),
     )

@@ -107,7 +107,7 @@ def collect(futures, counts, bar, stop_event, interval):
     return results
 
 
-def run_threads(setup, inits, seeds, kwargs, cores, bar, mh_moves):
+def run_threads(setup, inits, seeds, kwargs, cores, bar, mh_moves, moves):
     """Compiled chains in ``cores`` threads (one BLAS thread each)."""
     chains = len(seeds)
     counts = [0] * chains
@@ -117,7 +117,8 @@ def run_threads(setup, inits, seeds, kwargs, cores, bar, mh_moves):
         def report(k):
             counts[c] = k
 
-        return run_chain(CompiledKernel(setup, mh_moves=mh_moves[c], **kwargs), inits[c],
+        return run_chain(CompiledKernel(setup, mh_moves=mh_moves[c], moves=moves[c],
+                                        **kwargs), inits[c],
                          seeds[c], report=report, stop=stop_event.is_set,
                          **_chain_args(kwargs))
 

@@ -1,0 +1,178 @@
+"""Dropout at the price of a plain fit: our fit of the dropout model (q > 0) against
+scikit-learn's fastest fit of the *plain* model (q = 0) on the same data.
+
+Run:  python benchmarks/plain_fit.py [--quick]
+      (Fashion-MNIST rows need ``apt-get install dataset-fashion-mnist``)
+
+How each side is timed (same process, wall clock, one BLAS thread setting for both: numpy's
+at its default, 2 threads on this machine):
+
+* **ours** -- the estimator's ``fit`` (validation, one-vs-rest and all) at its defaults
+  (``tol=1e-8``, ``solver="auto"``) with the stated ``C`` and ``noise_level``, after
+  ``python -m bayesdrop compile``'s kernels and one warm-up fit; best of ``R`` fits.
+  ``relJ`` = the largest over the one-vs-rest problems of ``(J - J*) / J*``, ``J*`` from
+  Newton at ``tol=1e-13`` (issue goal: <= 1e-8); ``solver`` the optimiser ``auto`` chose.
+* **peer** -- each scikit-learn estimator named in the row at its defaults (plain
+  model, no noise), best of ``R`` fits; the faster is the peer.
+* **degenerate rows** -- the same fit with rows appended that make ``J`` non-smooth or
+  redundant (empty rows, whose noise variance is zero for every ``w``; duplicated rows);
+  ``cost`` = its time over the time of the clean fit (issue goal: <= 2, same solver).
+
+Results: ``benchmarks/results/plain_fit.txt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("CI", "1")
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC, SVR, LinearSVC, LinearSVR
+
+from bayesdrop import DropoutLogisticRegression, DropoutSVC, DropoutSVR
+from bayesdrop.solvers import newton
+from bayesdrop.studies.datasets import load_fashion_mnist, load_newsgroups
+
+
+def best_time(make, X, y, repeat):
+    best, est = np.inf, None
+    for _ in range(repeat):
+        est = make()
+        t = time.perf_counter()
+        est.fit(X, y)
+        best = min(best, time.perf_counter() - t)
+    return best, est
+
+
+def rel_J(est, X, y):
+    """Largest ``(J - J*) / J*`` over the fitted problems (``J*``: Newton at tol 1e-13
+    from the fit, or the fit itself if lower)."""
+    worst = 0.0
+    problems, thetas = est._problems(X, y)
+    for problem, theta in zip(problems, thetas):
+        J = problem.objective(theta)
+        star = newton.fit(problem, theta, tol=1e-13, max_iter=200, warn=False)
+        J_star = min(float(star.objective[-1]), J)
+        worst = max(worst, (J - J_star) / abs(J_star))
+    return worst
+
+
+def cases(quick):
+    Xc, yc = load_breast_cancer(return_X_y=True)
+    Xc = StandardScaler().fit_transform(Xc)
+    Xr, yr = load_diabetes(return_X_y=True)
+    Xr = StandardScaler().fit_transform(Xr)
+    yr = (yr - yr.mean()) / yr.std()
+    Xs, ys = make_classification(n_samples=2000 if quick else 10_000, n_features=50,
+                                 n_informative=20, random_state=0)
+    Xs = StandardScaler().fit_transform(Xs)
+    Xd, yd = load_digits(return_X_y=True)
+    Xd = Xd / 16.0
+    Xn, yn = load_newsgroups()
+    lr = [("LogisticRegression(lbfgs)", lambda: LogisticRegression()),
+          ("LogisticRegression(newton-cholesky)",
+           lambda: LogisticRegression(solver="newton-cholesky"))]
+    svc = [("LinearSVC", lambda: LinearSVC()), ("SVC(linear)", lambda: SVC(kernel="linear"))]
+    svr = [("LinearSVR", lambda: LinearSVR()), ("SVR(linear)", lambda: SVR(kernel="linear"))]
+    out = [
+        ("breast cancer 569x30 LR q=.3 C=.5", Xc, yc,
+         lambda: DropoutLogisticRegression(0.5, noise_level=0.3), lr, 20),
+        ("breast cancer 569x30 SVC q=.3", Xc, yc,
+         lambda: DropoutSVC(1.0, noise_level=0.3), svc, 20),
+        ("diabetes 442x10 SVR q=.3", Xr, yr, lambda: DropoutSVR(1.0, noise_level=0.3), svr, 20),
+        (f"synthetic {Xs.shape[0]}x50 LR q=.3", Xs, ys,
+         lambda: DropoutLogisticRegression(1.0, noise_level=0.3), lr, 5),
+        ("digits 1797x64 10 classes SVC q=.2 C=.1", Xd, yd,
+         lambda: DropoutSVC(0.1, noise_level=0.2), svc, 3),
+        ("newsgroups 1427x22178 LR q=.5", Xn, yn,
+         lambda: DropoutLogisticRegression(1.0, noise_level=0.5), lr[:1], 3),
+        ("newsgroups 1427x22178 SVC q=.5", Xn, yn,
+         lambda: DropoutSVC(1.0, noise_level=0.5), svc, 3),
+    ]
+    try:
+        Xf, yf, _, _ = load_fashion_mnist()
+        rng = np.random.default_rng(0)
+        idx = rng.choice(Xf.shape[0], 4000, replace=False)
+        Xf, yf = Xf[idx].reshape(4000, -1) / 255.0, yf[idx]
+        out.append(("Fashion-MNIST 4000x784 10 classes SVC q=.5 C=.1", Xf, yf,
+                    lambda: DropoutSVC(0.1, noise_level=0.5), svc[:1], 2))
+    except (OSError, FileNotFoundError) as exc:
+        print(f"Fashion-MNIST skipped: {exc}")
+    return out
+
+
+def degenerate_cases():
+    Xn, yn = load_newsgroups()
+    Xc, yc = load_breast_cancer(return_X_y=True)
+    Xc = StandardScaler().fit_transform(Xc)
+    empty_n = sp.vstack([Xn, sp.csr_matrix((5, Xn.shape[1]))]).tocsr()
+    y_empty = np.concatenate([yn, [0, 1, 0, 1, 1]])
+    Xc_zero = np.vstack([Xc, np.zeros((5, Xc.shape[1]))])
+    yc_zero = np.concatenate([yc, [0, 1, 1, 0, 1]])
+    Xc_dup = np.vstack([Xc, Xc[:50]])
+    yc_dup = np.concatenate([yc, yc[:50]])
+    svc_n = lambda: DropoutSVC(1.0, noise_level=0.5)  # noqa: E731
+    svc_c = lambda: DropoutSVC(1.0, noise_level=0.3)  # noqa: E731
+    lr_c = lambda: DropoutLogisticRegression(0.5, noise_level=0.3)  # noqa: E731
+    return [
+        ("newsgroups SVC q=.5 + 5 empty documents", (Xn, yn), (empty_n, y_empty), svc_n, 3),
+        ("breast cancer SVC q=.3 + 5 zero rows", (Xc, yc), (Xc_zero, yc_zero), svc_c, 20),
+        ("breast cancer LR q=.3 + 5 zero rows", (Xc, yc), (Xc_zero, yc_zero), lr_c, 20),
+        ("breast cancer SVC q=.3 + 50 duplicated rows", (Xc, yc), (Xc_dup, yc_dup), svc_c, 20),
+    ]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    from bayesdrop.warmup import warm
+
+    with open(os.devnull, "w") as devnull:  # python -m bayesdrop compile's dense kernels
+        warm(kinds=("dense",), sample=False, file=devnull)
+    lines = ["| problem | ours s | solver | relJ | peer | peer s | ours / peer |",
+             "|---|---|---|---|---|---|---|"]
+    print("\n".join(lines), flush=True)
+    for name, X, y, ours, peers, R in cases(args.quick):
+        ours().fit(X, y)  # warm-up
+        t_ours, est = best_time(ours, X, y, R)
+        solver = ",".join(sorted(set(np.atleast_1d(est.solver_).tolist()))) \
+            if hasattr(est, "solver_") else "?"
+        relj = rel_J(est, X, y)
+        best = (np.inf, "")
+        for peer_name, make in peers:
+            t_peer, _ = best_time(make, X, y, R)
+            best = min(best, (t_peer, peer_name))
+        lines.append(f"| {name} | {t_ours:.4f} | {solver} | {relj:.0e} | {best[1]} | "
+                     f"{best[0]:.4f} | **{t_ours / best[0]:.2f}** |")
+        print(lines[-1], flush=True)
+    lines += ["", "| degenerate rows | clean s | solver | with them s | solver | cost |",
+              "|---|---|---|---|---|---|"]
+    print("\n".join(lines[-3:]), flush=True)
+    for name, (X0, y0), (X1, y1), make, R in degenerate_cases():
+        make().fit(X1, y1)
+        t0, e0 = best_time(make, X0, y0, R)
+        t1, e1 = best_time(make, X1, y1, R)
+        s0 = ",".join(sorted(set(np.atleast_1d(e0.solver_).tolist())))
+        s1 = ",".join(sorted(set(np.atleast_1d(e1.solver_).tolist())))
+        lines.append(f"| {name} | {t0:.4f} | {s0} | {t1:.4f} | {s1} | **{t1 / t0:.2f}** |")
+        print(lines[-1], flush=True)
+    lines += ["", f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}"]
+    if not args.quick:
+        (Path(__file__).parent / "results" / "plain_fit.txt").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
