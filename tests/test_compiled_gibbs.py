@@ -433,6 +433,31 @@ def test_mh_schedule_is_the_documented_choice_and_carried_by_last_state(noise, e
         sample(problem, draws=5, tune=0, random_state=0, mh=True, **kw)
 
 
+def test_mh_schedule_does_not_depend_on_the_blocks_or_the_threads(monkeypatch):
+    """The blocks of compiled sweeps are sized by the clock; the schedule's recorded
+    moments are summed in fixed chunks and on one BLAS thread, so the draws are the same
+    with blocks of at most 7 sweeps, with the default blocks, and with the chains in
+    threads or in sequence (digits, 65 parameters: a tuning of 400 sweeps whose refreshed
+    proposal is built from 120 recorded draws)."""
+    from sklearn.datasets import load_digits
+
+    from bayesdrop.samplers import compiled
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:600] / 16.0, np.where(y[:600] == 8, 1.0, -1.0)
+    problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.3))
+    theta_hat = fit_problem(problem).theta
+    kw = dict(draws=20, tune=400, chains=2, theta_hat=theta_hat, progressbar=False,
+              random_state=1)
+    threads = sample(problem, cores=2, **kw)
+    serial = sample(problem, cores=1, **kw)
+    monkeypatch.setattr(compiled, "_BLOCK_MAX", 7)
+    small = sample(problem, cores=1, **kw)
+    np.testing.assert_array_equal(threads.theta, serial.theta)
+    np.testing.assert_array_equal(small.theta, serial.theta)
+    assert all(m.proposal is not None for m in serial.last_state.moves)
+
+
 @pytest.mark.parametrize("threshold,kept_on", [(0.0, True), (1.01, False)])
 def test_mh_move_is_switched_off_after_tuning_when_it_hardly_accepts(threshold, kept_on,
                                                                      monkeypatch):

@@ -280,12 +280,26 @@ def test_cg_preconditioner_saves_products_over_jacobi(loss_name, shape, monkeypa
     assert jacobi.objective[-1] <= J_ref * (1 + 1e-8)  # the default tol
 
 
-def test_an_all_zero_row_under_dropout_makes_the_hinge_non_smooth():
+def test_an_all_zero_row_under_dropout_keeps_newton_a_quiet_non_empty_row_does_not():
+    """An all-zero row under dropout has zero noise variance: its hinge term keeps a kink,
+    in ``b`` alone -- Newton still applies (:mod:`bayesdrop.solvers.newton.empty_rows`).
+    A row without noise whose ``x`` is not zero (a variance operator with a zero row)
+    has a kink in ``w``: IRLS."""
+    from bayesdrop import Design
+    from bayesdrop.model.noise import FeatureVariance
+
     X, y = _data("dense", "hinge")
     X[0] = 0.0
     problem = Problem.create(X, y, HingeLoss(0.7), Dropout(0.3))
-    assert not newton.applicable(problem)
-    assert fit_problem(problem).solver == "irls"
+    assert newton.applicable(problem)
+    assert fit_problem(problem).solver == "newton"
+    X[0] = 1.0
+    M = X ** 2
+    M[0] = 0.0
+    design = Design(X, FeatureVariance(M, 0.3 / 0.7, X.shape))
+    quiet = Problem(design, HingeLoss(0.7), problem.y)
+    assert not newton.applicable(quiet)
+    assert fit_problem(quiet).solver == "irls"
     assert newton.applicable(Problem.create(X, y, LogisticLoss(0.7), Dropout(0.3)))
 
 
@@ -573,3 +587,50 @@ def test_subsample_start_reaches_the_same_optimum(kind, loss_name, noise, monkey
     for res in (fast, rough):
         assert res.converged and abs(res.objective[-1] - J) <= 1e-10 * J
         np.testing.assert_allclose(res.theta, full.theta, rtol=1e-6, atol=1e-8)
+
+
+# ------------------------------------------------------- empty rows: kinks in b alone
+def _with_empty_rows(sparse, n_pos, n_neg, loss, seed=0, n=120, D=6):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, D)) * (rng.random((n, D)) < 0.6)
+    X[np.all(X == 0, axis=1), 0] = 1.0  # only the appended rows are empty
+    y = np.where(X @ rng.normal(size=D) + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+    if not loss.binary:
+        y = X @ rng.normal(size=D) + 0.2 * rng.normal(size=n)
+    X = np.vstack([X, np.zeros((n_pos + n_neg, D))])
+    extra = [1.0] * n_pos + [-1.0] * n_neg if loss.binary else (
+        [1.5] * n_pos + [-1.5] * n_neg)
+    y = np.concatenate([y, extra])
+    if sparse:
+        X = sp.csr_matrix(X)
+    return Problem.create(X, y, loss, Dropout(0.4))
+
+
+@pytest.mark.parametrize("sparse,linalg", [(False, "auto"), (True, "auto"), (True, "cg")])
+@pytest.mark.parametrize("loss,n_pos,n_neg,at_kink", [
+    (HingeLoss(1.0), 150, 0, True),   # the y = +1 empty rows pin b to +margin
+    (HingeLoss(1.0), 30, 0, False),   # they pull b up, into the middle piece
+    (HingeLoss(1.0), 1, 1, False),    # two empty rows: b inside the middle piece
+    (HingeLoss(0.5), 0, 40, True),    # pinned to -margin
+    (EpsilonInsensitiveLoss(1.0, 0.2), 200, 0, True),  # pinned to 1.5 - epsilon
+    (EpsilonInsensitiveLoss(1.0, 0.2), 60, 0, False),
+], ids=["hinge-pinned+", "hinge-pulled", "hinge-free", "hinge-pinned-", "eps-pinned",
+        "eps-free"])
+def test_empty_rows_stay_on_newton_and_reach_the_exact_optimum(sparse, linalg, loss, n_pos,
+                                                               n_neg, at_kink):
+    """Rows with x_n = 0 have zero noise variance for every w under dropout: their hinge /
+    epsilon-insensitive terms keep their kinks, in b alone. ``solver="auto"`` stays on
+    Newton (no IRLS fallback), converges, and reaches J* of IRLS at tol 1e-14 (an
+    independent solver) to 1e-10; where the empty rows pin b to a kink, b equals it."""
+    from bayesdrop.solvers.newton import empty_rows
+
+    problem = _with_empty_rows(sparse, n_pos, n_neg, loss)
+    assert empty_rows.empty_rows(problem) is not None and newton.applicable(problem)
+    res = fit_problem(problem, linalg=linalg)
+    ref = irls.fit(problem, tol=1e-14, max_iter=20000, warn=False)
+    assert res.solver == "newton" and res.converged
+    J, J_ref = problem.objective(res.theta), problem.objective(ref.theta)
+    assert J <= J_ref + 1e-10 * abs(J_ref)
+    kinks = np.unique(loss.kinks(problem.y)[0][empty_rows.empty_rows(problem)])
+    on_kink = np.min(np.abs(kinks - res.theta[-1])) < 1e-12
+    assert on_kink == at_kink

@@ -447,12 +447,14 @@ class CompiledKernel:
                 continue
             if phase not in st.phase_stats:  # entering the phase
                 if phase == "refreshed":
-                    self._refresh(st)
+                    with _one_blas_thread():
+                        self._refresh(st)
                 st.phase_stats[phase] = st.mh_stats.copy()
             if phase == "record":
                 trace = np.empty((a1 - a0, st.p))
                 self._sweeps(st, rng, a1 - a0, 0, 0, 1, 0, theta_out=trace)
-                st.lag.add(trace)
+                with _one_blas_thread():  # the same sums whatever the thread count
+                    st.lag.add(trace)
             else:
                 self._sweeps(st, rng, a1 - a0, a0, tune, thin, kept)
         return 0
@@ -557,24 +559,48 @@ class CompiledKernel:
                            st.line_stats if st.line_on else None)
 
 
+def _one_blas_thread():
+    """BLAS and LAPACK on one thread: the schedule's moments and factors (and hence the
+    draws) then do not depend on how many threads the chains run in (a multithreaded
+    ``syrk`` sums in another order)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(1)
+
+
 class _Moments:
-    """Running sums of a chain's trace, fed block by block (shifted by its first draw, for
-    accuracy): each parameter's lag-1 autocorrelation
+    """Running sums of a chain's trace (shifted by its first draw, for accuracy): each
+    parameter's lag-1 autocorrelation
     ``sum_t (x_t - xbar)(x_{t+1} - xbar) / sum_t (x_t - xbar)^2``, the mean and the
-    covariance."""
+    covariance. The draws arrive in blocks sized by the clock; they are summed in
+    chunks of :attr:`CHUNK` draws counted from the first, so that the sums -- and the
+    proposal built from them -- do not depend on the blocks."""
+
+    CHUNK = 128
 
     def __init__(self, p):
         self.count = 0
         self.shift = self.last = None
         self.s1, self.s2, self.s12 = np.zeros(p), np.zeros(p), np.zeros(p)
         self.sxx = np.zeros((p, p))
+        self.buffer = np.empty((self.CHUNK, p))
+        self.filled = 0
 
     def add(self, trace):
-        if trace.shape[0] == 0:
+        for row in trace:
+            self.buffer[self.filled] = row
+            self.filled += 1
+            if self.filled == self.CHUNK:
+                self._fold()
+
+    def _fold(self):
+        x = self.buffer[: self.filled]
+        self.filled = 0
+        if x.shape[0] == 0:
             return
         if self.shift is None:
-            self.shift = trace[0].copy()
-        x = trace - self.shift
+            self.shift = x[0].copy()
+        x = x - self.shift
         if self.last is not None:
             self.s12 += self.last * x[0]
         self.s12 += np.einsum("ij,ij->j", x[1:], x[:-1])
@@ -587,6 +613,7 @@ class _Moments:
     def max_rho(self):
         """The largest lag-1 autocorrelation over the parameters (1 for a parameter that
         never moved)."""
+        self._fold()
         T = self.count
         mean = self.s1 / T
         # sum_{t<T} (x_t - m)(x_{t+1} - m): the first draw is 0 after the shift
@@ -597,6 +624,7 @@ class _Moments:
 
     def mean_cov(self):
         """The mean and the (unbiased) covariance of the draws."""
+        self._fold()
         T = self.count
         m = self.s1 / T
         cov = (self.sxx - T * np.outer(m, m)) / max(T - 1, 1)

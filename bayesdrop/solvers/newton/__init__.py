@@ -68,7 +68,7 @@ from ...linalg.wls import MAX_CHOLESKY_PARAMS
 from ...model.objective import penalised
 from ...model.problem import subsample_rows
 from ..result import SolverResult
-from . import loop, steps
+from . import empty_rows, loop, steps
 # the documented constants, read from this module at call time (so that they can be patched)
 from .constants import (  # noqa: F401
     ARMIJO, CG_FORCING_FLOOR, CHORD_STOP, CONTRACTION, EXPAND_RATIO, EXPAND_STEPS,
@@ -88,9 +88,10 @@ def applicable(problem):
     """Whether ``J`` of ``problem`` is twice differentiable, so Newton applies.
 
     True for the logistic and squared losses, and for the hinge / epsilon-insensitive
-    losses when every example is noisy (their terms are smooth wherever ``s_n > 0``; an
-    all-zero row under dropout keeps ``s_n = 0`` and a kink in ``b``); False for the
-    latent design (full noise covariance: fitted by IRLS).
+    losses when every example is noisy (their terms are smooth wherever ``s_n > 0``) or
+    the examples without noise are empty rows (an all-zero row under dropout keeps
+    ``s_n = 0`` and a kink in ``b`` alone: :mod:`.empty_rows` then finds the exact
+    optimum); False for the latent design (full noise covariance: fitted by IRLS).
 
     Examples
     --------
@@ -108,7 +109,11 @@ def applicable(problem):
     second = has_kernels(loss) or type(loss).curvature is not Loss.curvature
     if not design.diagonal_noise or not second:
         return False  # a latent design, or a loss without second derivatives
-    return bool(loss.smooth or design.every_row_noisy)
+    if loss.smooth or design.every_row_noisy:
+        return True
+    # quiet rows that are empty: their terms are piecewise linear in b alone, solved
+    # exactly by :mod:`.empty_rows`
+    return empty_rows.empty_rows(problem) is not None
 
 
 def choose_linalg(design, linalg="auto"):
@@ -409,7 +414,26 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
         ev = steps.DesignSteps(problem, linalg, _factor_options(), cg_maxiter=cg_maxiter,
                                single=single, factor=factor0, scores=scores)
         out = loop.newton_loop(ev, theta, opts, factor0 is None)
+    if out[5] != loop.CONVERGED and not (loss.smooth or design.every_row_noisy):
+        out = _empty_rows(problem, out, opts, linalg, cg_maxiter)
     return _result(out, start, linalg, warn, max_iter, tol)
+
+
+def _empty_rows(problem, out, opts, linalg, cg_maxiter):
+    """Newton's output ``out`` on a problem whose empty rows keep kinks in ``b``: the
+    certified optimum of :func:`.empty_rows.solve` when it finds one, else ``out``."""
+    rows = empty_rows.empty_rows(problem)
+    if rows is None:
+        return out
+
+    def rerun(theta):
+        ev = steps.DesignSteps(problem, linalg, _factor_options(), cg_maxiter=cg_maxiter)
+        return loop.newton_loop(ev, theta, opts, True)
+
+    solved = empty_rows.solve(problem, rows, out, rerun, linalg=linalg,
+                              cg_maxiter=cg_maxiter, opts=opts,
+                              factor_opts=_factor_options())
+    return out if solved is None else solved
 
 
 @with_single_blas_pool
