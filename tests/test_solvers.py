@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.optimize import approx_fprime
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
 from bayesdrop import (AdditiveGaussian, DropoutLogisticRegression, DropoutSVC, DropoutSVR,
@@ -634,3 +635,47 @@ def test_empty_rows_stay_on_newton_and_reach_the_exact_optimum(sparse, linalg, l
     kinks = np.unique(loss.kinks(problem.y)[0][empty_rows.empty_rows(problem)])
     on_kink = np.min(np.abs(kinks - res.theta[-1])) < 1e-12
     assert on_kink == at_kink
+
+
+# ------------------------------------------- near w = 0: a trap of tiny Newton steps
+def test_newton_stalled_near_w_zero_is_not_converged_and_auto_finds_the_optimum():
+    """Near ``w = 0`` every score variance vanishes: the examples on their kinks give a
+    curvature ~ C / sqrt(s_n), Newton's decrement reaches the tolerance while the
+    gradient stays large, and J stays near its value at ``w = 0``. Started there (a
+    warm start on imbalanced data), Newton must report a stall, not convergence, and
+    ``solver="auto"`` must still reach J* (IRLS at tol 1e-13 from zero) to 1e-9."""
+    for seed in (0, 1):
+        rng = np.random.default_rng(seed)
+        X = rng.random((400, 10)) * (rng.random((400, 10)) < 0.5)
+        y = np.where(X[:, 0] + 0.2 * rng.normal(size=400) > 0.6, 1.0, -1.0)
+        problem = Problem.create(X, y, HingeLoss(0.1), Dropout(0.5))
+        trap = np.r_[1e-9 * rng.normal(size=10), -1.0]
+        with pytest.warns(ConvergenceWarning, match="stalled"):
+            stuck = newton.fit(problem, trap)
+        assert stuck.stalled and not stuck.converged
+        ref = irls.fit(problem, tol=1e-13, max_iter=20000, warn=False)
+        J_ref = problem.objective(ref.theta)
+        assert problem.objective(stuck.theta) > J_ref * (1 + 1e-3)  # the trap is real
+        res = fit_problem(problem, trap, warn=False)
+        assert problem.objective(res.theta) <= J_ref * (1 + 1e-9)
+
+
+def test_optimum_at_w_zero_is_found_exactly():
+    """Digits one-vs-rest with q = 0.5, C = 0.1: for some classes the optimum is the
+    intercept alone (``w = 0``, ``J`` piecewise linear in ``b``), where Newton cannot
+    converge; ``solver="auto"`` returns a ``J`` no larger than IRLS's at tol 1e-13 (the
+    bare model with the best kink intercept where it is lower)."""
+    from sklearn.datasets import load_digits
+
+    X, labels = load_digits(return_X_y=True)
+    X = X / 16.0
+    hits = 0
+    for k in (1, 3, 5):
+        y = np.where(labels == k, 1.0, -1.0)
+        problem = Problem.create(X, y, HingeLoss(0.1), Dropout(0.5))
+        res = fit_problem(problem, warn=False)
+        ref = irls.fit(problem, tol=1e-13, max_iter=20000, warn=False)
+        J, J_ref = problem.objective(res.theta), problem.objective(ref.theta)
+        assert J <= J_ref * (1 + 1e-10)
+        hits += bool(np.all(res.theta[:-1] == 0.0))
+    assert hits >= 1  # at least one class's optimum is the bare intercept

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from ..linalg.wls import LINALG
 from . import dual, irls, newton, smoothing
 from .result import SolverResult
@@ -105,6 +107,42 @@ def choose_solver(problem, solver="auto", linalg="auto"):
     return "irls"
 
 
+#: a Newton end point whose ``J`` is within this (relative) of ``J`` with ``w = 0`` (and its
+#: intercept) is a near-kink trap (see :func:`fit_problem`)
+TRAP_RTOL = 1e-6
+
+
+def _trapped(problem, theta):
+    """Whether ``theta`` is no better than its intercept alone (``w = 0``) to
+    :data:`TRAP_RTOL`: the trap of :func:`fit_problem`, or an optimum at ``w = 0``,
+    which IRLS from the start finds as well."""
+    bare = np.zeros_like(theta)
+    if problem.design.fit_intercept:
+        bare[-1] = theta[-1]
+    J = problem.objective(theta)
+    return bool(J >= problem.objective(bare) - TRAP_RTOL * max(abs(J), 1.0))
+
+
+def _bare(problem, theta):
+    """``w = 0`` with the best intercept among ``theta``'s and the loss's kinks (where the
+    piecewise-linear ``J(0, b)`` has its minimum; at most 64 of them)."""
+    bare = np.zeros_like(theta)
+    if not problem.design.fit_intercept:
+        return bare
+    candidates = [theta[-1]]
+    kinks = problem.loss.kinks(problem.y)
+    if kinks is not None:
+        positions = np.unique(kinks[0])
+        if positions.size <= 64:
+            candidates += positions.tolist()
+    values = []
+    for b in candidates:
+        bare[-1] = b
+        values.append(problem.objective(bare))
+    bare[-1] = candidates[int(np.argmin(values))]
+    return bare
+
+
 def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
                 max_iter=1000, accelerate=True, warn=True):
     """Minimise ``J`` of ``problem`` with the chosen optimiser and back-end.
@@ -161,6 +199,24 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
         return first
     second = irls.fit(problem, first.theta, tol=tol, max_iter=max_iter - first.n_iter,
                       accelerate=accelerate, linalg=linalg, warn=warn)
+    if _trapped(problem, second.theta):
+        # a near-kink trap or an optimum at w = 0: with w near 0 every score variance
+        # vanishes and the examples on their kinks give Newton (and the IRLS map, whose
+        # weights ~ 1 / sqrt(s_n) pin them there) a curvature ~ C / sqrt(s_n) -- tiny
+        # steps, J stuck near its value at w = 0 (Fashion-MNIST, hinge q = 0.5, C = 0.1:
+        # 2e-4 above J*). IRLS from the start does not enter the trap; w = 0 with the best
+        # intercept is the optimum where there is no trap but the tip itself: the lowest
+        # of the three
+        third = irls.fit(problem, None, tol=tol, max_iter=max_iter, accelerate=accelerate,
+                         linalg=linalg, warn=False)
+        bare = _bare(problem, second.theta)
+        best = min((second, third), key=lambda r: problem.objective(r.theta))
+        if problem.objective(bare) < problem.objective(best.theta):
+            best = best._replace(theta=bare, objective=np.append(best.objective,
+                                                                 problem.objective(bare)))
+        return best._replace(n_iter=first.n_iter + second.n_iter + third.n_iter,
+                             n_evals=first.n_evals + second.n_evals + third.n_evals,
+                             time=time.perf_counter() - start, solver="newton+irls")
     return second.after(first.objective, first.n_iter, first.n_evals, start, "newton+irls")
 
 

@@ -35,6 +35,9 @@ class SolverResult(NamedTuple):
         over the data of a row back-end.
     linalg : str
         The linear-algebra back-end used (``"cholesky"``, ``"cg"``, ...).
+    stalled : bool
+        Newton only: it stopped where its decrement was at the tolerance but the gradient
+        was not small (a near-kink trap, not the optimum; ``converged`` is False).
     """
 
     theta: np.ndarray
@@ -46,6 +49,7 @@ class SolverResult(NamedTuple):
     solver: str
     n_evals: int
     linalg: str
+    stalled: bool = False
 
     def after(self, history, n_iter, n_evals, start, solver):
         """This result as the continuation of an earlier run that produced ``history``

@@ -276,12 +276,18 @@ def _result(out, start, linalg, warn, max_iter, tol, n_evals=None):
     if status == loop.NONFINITE_DIRECTION:
         raise FloatingPointError(f"the Newton direction is not finite at iteration {it}")
     converged = status == loop.CONVERGED
-    if warn and not converged:
+    if warn and status == loop.STALLED:
+        warnings.warn("Newton stalled: its decrement reached the tolerance while the "
+                      "gradient stayed large (a point where J is nearly not twice "
+                      "differentiable); solver='auto' continues with IRLS",
+                      ConvergenceWarning, stacklevel=3)
+    elif warn and not converged:
         warnings.warn(f"Newton did not converge in max_iter={max_iter} iterations "
                       f"(tol={tol:g})", ConvergenceWarning, stacklevel=3)
     return SolverResult(theta, np.asarray(history), int(it), converged,
                         float(np.max(np.abs(g), initial=0.0)), time.perf_counter() - start,
-                        "newton", n_factors if n_evals is None else n_evals, linalg)
+                        "newton", n_factors if n_evals is None else n_evals, linalg,
+                        status == loop.STALLED)
 
 
 @with_single_blas_pool
