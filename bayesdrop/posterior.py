@@ -30,6 +30,7 @@ from .solvers import fit_problem, fit_rows
 
 __all__ = [
     "sigmoid_proba",
+    "label_logits",
     "posterior_predictive_proba",
     "sample_problems",
     "sample_posterior",
@@ -404,12 +405,7 @@ def posterior_predictive_draws(idata, X, classes=None, random_state=None, noise=
         inside = rng.random(scores.shape) < 2.0 * eps / (2.0 * eps + 1.0 / C)
         tube = rng.uniform(-eps, eps, size=scores.shape)
         return scores + np.where(inside, tube, sign * tail)
-    if loss == "logistic":
-        delta = 2.0 * C * scores
-    elif loss == "hinge":
-        delta = 2.0 * C * (np.maximum(0.0, margin + scores) - np.maximum(0.0, margin - scores))
-    else:
-        raise ValueError(f"no posterior predictive for the {loss} loss")
+    delta = label_logits(loss, C, margin, scores)
     if scores.ndim == 3:  # one binary problem
         labels = np.array([-1, 1]) if classes is None else np.asarray(classes)
         pick = rng.random(scores.shape) < expit(delta)
@@ -472,17 +468,49 @@ def sigmoid_proba(scores):
     return p / p.sum(axis=-1, keepdims=True)
 
 
-def posterior_predictive_proba(idata, X):
-    """Posterior predictive class probabilities from the draws of ``sample_posterior``.
+def label_logits(loss, C, margin, scores):
+    """The log-odds of the labels under the model's pseudo-likelihood of one example,
+    ``p(y | m) ∝ exp(-2C loss(y, m))`` normalised over ``y``, from scores ``m``.
 
-    Logistic loss: the posterior mean of the model's probabilities,
-    ``E[sigmoid(w.x + b)]`` (one-vs-rest sigmoids normalised per draw). Other losses (the
-    SVMs have no likelihood over classes): the vote fractions of the draws
-    (:func:`vote_fractions`).
+    Binary (``scores`` of any shape): ``log p(+1) / p(-1) = 2C (loss(-1, m) - loss(+1, m))``
+    -- ``2C m`` for the logistic loss (``P(y = +1) = sigmoid(2C m)``), ``2C (max(0, l + m)
+    - max(0, l - m))`` for the hinge with margin ``l``. One-vs-rest (a last axis of ``K``
+    classes): class ``k``'s logit is that binary log-odds of its problem (the product of
+    the binary pseudo-likelihoods with ``+1`` for ``k`` and ``-1`` for the others,
+    normalised over the ``K`` labels: ``P(y = k) = softmax_k``). ``2C`` is the
+    pseudo-likelihood's inverse temperature: ``C = 1/2`` gives the logistic regression
+    likelihood ``sigmoid(m)``, a larger ``C`` a sharper one (``docs/guide.md``).
+
+    Examples
+    --------
+    >>> label_logits("logistic", 0.5, 1.0, np.array([0.0, 2.0])).tolist()
+    [0.0, 2.0]
+    >>> label_logits("hinge", 1.0, 1.0, np.array([0.5, 3.0])).tolist()
+    [2.0, 8.0]
+    """
+    if loss == "logistic":
+        return 2.0 * C * scores
+    if loss == "hinge":
+        return 2.0 * C * (np.maximum(0.0, margin + scores) - np.maximum(0.0, margin - scores))
+    raise ValueError(f"no predictive distribution over labels for the {loss} loss")
+
+
+def posterior_predictive_proba(idata, X):
+    """Posterior predictive class probabilities: the probabilities of the labels that
+    :func:`posterior_predictive_draws` draws, averaged over the posterior draws,
+
+        P(y = k | x, data) = E_posterior[ p(y = k | w, b, x) ],
+
+    with ``p`` the model's pseudo-likelihood of one example normalised over the labels
+    (:func:`label_logits`): ``E[sigmoid(2C (w.x + b))]`` for the logistic loss, the
+    hinge's ``E[sigmoid(2C (max(0, l + m) - max(0, l - m)))]``, per-draw softmax of the
+    one-vs-rest logits for several classes. (The fraction of draws that *classify* ``x``
+    as each class is :func:`vote_fractions`.)
 
     Parameters
     ----------
     idata : arviz.InferenceData
+        From ``sample_posterior`` of a classifier (its attributes name the loss and ``C``).
     X : ndarray or sparse matrix of shape (n_samples, n_features)
 
     Returns
@@ -500,12 +528,16 @@ def posterior_predictive_proba(idata, X):
     >>> P.shape, bool(np.allclose(P.sum(axis=1), 1))
     ((4, 2), True)
     """
-    if idata.posterior.attrs.get("loss") != "logistic":
-        return vote_fractions(idata, X)
+    loss, C, margin, _ = _predictive_attrs(idata)
     scores = decision_draws(idata, X)
-    if scores.ndim == 3:  # binary: one score per draw and example
-        scores = scores[..., None]
-    return sigmoid_proba(scores).mean(axis=(0, 1))
+    delta = label_logits(loss, C, margin, scores)
+    if scores.ndim == 3:  # binary: the log-odds of the second class per draw and example
+        p1 = expit(delta).mean(axis=(0, 1))
+        return np.column_stack([1.0 - p1, p1])
+    delta = delta - delta.max(axis=-1, keepdims=True)
+    p = np.exp(delta)
+    p /= p.sum(axis=-1, keepdims=True)
+    return p.mean(axis=(0, 1))
 
 
 #: the losses of regression posteriors (:func:`predictive_interval`)

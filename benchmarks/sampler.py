@@ -17,7 +17,8 @@ How each side is run (the same for every problem, in the same process):
   collinear designs); the peer of each problem is the better of the two in ESS per
   second (``--mass`` runs one of them only). 1000 warm-up and 2000 draws, 4 chains with
   ``chain_method="parallel"`` on ``numpyro.set_host_device_count(4)`` (both cores),
-  ``jit_model_args=True``, ``init_strategy=init_to_value(mode)`` (the same start as ours).
+  ``jit_model_args=True``, ``init_strategy=init_to_value(mode)`` (the same start as ours,
+  moved by 1e-6 so that NUTS's gradient exists there).
   A first ``run`` compiles; the timed run is the second, wall clock around ``run`` plus
   ``block_until_ready``, warm-up included.
 * **ESS** -- ArviZ ``ess`` (bulk and tail) of every coefficient and the intercept; the
@@ -43,10 +44,12 @@ os.environ.setdefault("CI", "1")  # no progress bars in benchmark output
 
 import numpy as np
 import scipy.linalg as sla
-from sklearn.datasets import load_breast_cancer, load_digits, make_classification
+from sklearn.datasets import (load_breast_cancer, load_diabetes, load_digits,
+                              make_classification)
 from sklearn.preprocessing import StandardScaler
 
-from bayesdrop import Dropout, HingeLoss, LogisticLoss, NoNoise, Problem
+from bayesdrop import (Dropout, EpsilonInsensitiveLoss, HingeLoss, LogisticLoss, NoNoise,
+                       Problem)
 from bayesdrop._arviz import ess
 from bayesdrop.samplers import sample
 from bayesdrop.model.pg_compiled import polya_gamma_compiled
@@ -71,6 +74,27 @@ def problems(quick):
         ("cancer hinge q=0.3", Xc, yc, HingeLoss(1.0), Dropout(0.3)),
         ("digits 8-vs-rest hinge q=0.3", Xd, yd, HingeLoss(1.0), Dropout(0.3)),
         (f"synthetic {Xs.shape[0]}x50 logistic q=0", Xs, ys, LogisticLoss(1.0), NoNoise()),
+    ]
+
+
+def extra_problems():
+    """Problems outside the main table (``--extra``): another loss, a correlated design."""
+    Xr, yr = load_diabetes(return_X_y=True)
+    Xr = StandardScaler().fit_transform(Xr)
+    yr = (yr - yr.mean()) / yr.std()
+    rng = np.random.default_rng(0)
+    n, D, rho = 5000, 40, 0.9
+    Z = rng.standard_normal((n, D))
+    Xa = np.empty_like(Z)
+    Xa[:, 0] = Z[:, 0]
+    for d in range(1, D):  # AR(1) features, correlation rho between neighbours
+        Xa[:, d] = rho * Xa[:, d - 1] + np.sqrt(1.0 - rho * rho) * Z[:, d]
+    ya = np.where(Xa @ rng.normal(size=D) / np.sqrt(D) + 0.5 * rng.normal(size=n) > 0,
+                  1.0, -1.0)
+    return [
+        ("diabetes eps-insensitive q=0.3", Xr, yr, EpsilonInsensitiveLoss(1.0, 0.1),
+         Dropout(0.3)),
+        ("AR(1) 0.9 5000x40 hinge q=0.2", Xa, ya, HingeLoss(1.0), Dropout(0.2)),
     ]
 
 
@@ -121,6 +145,10 @@ def numpyro_model(code):
             psi = jnp.sqrt(m * m + s)
             excess = s / jnp.where(psi + jnp.abs(m) > 0, psi + jnp.abs(m), 1.0)
             term = c * (0.5 * excess + jnp.log1p(jnp.exp(-psi)) + jnp.maximum(-y * m, 0.0))
+        elif code == "epsilon_insensitive":  # C = c, epsilon = margin
+            r = y - m
+            term = c * (jnp.sqrt((r - margin) ** 2 + s) + jnp.sqrt((r + margin) ** 2 + s)
+                        - 2.0 * margin)
         else:  # hinge, C = c
             zeta = margin - y * m
             term = c * (zeta + jnp.sqrt(zeta * zeta + s))
@@ -138,8 +166,12 @@ def run_nuts(problem, theta_hat, seed, dense_mass=False):
     V = d.variance.rows() if not d.variance.is_zero else np.zeros_like(X)
     code = loss.name
     c = 2.0 * loss.C if code == "logistic" else loss.C
-    margin = getattr(loss, "margin", 0.0)
-    kernel = NUTS(numpyro_model(code), init_strategy=init_to_value(values={"theta": theta_hat}),
+    margin = getattr(loss, "margin", getattr(loss, "epsilon", 0.0))
+    # the mode, moved by 1e-6: where the mode is the intercept alone (w = 0; digits
+    # 8-vs-rest at q = 0.3 is such a problem) J is not differentiable there and NumPyro
+    # cannot start from it
+    start = theta_hat + 1e-6 * np.random.default_rng(0).standard_normal(theta_hat.shape)
+    kernel = NUTS(numpyro_model(code), init_strategy=init_to_value(values={"theta": start}),
                   dense_mass=dense_mass)
     mcmc = MCMC(kernel, num_warmup=TUNE, num_samples=DRAWS, num_chains=CHAINS,
                 chain_method="parallel", progress_bar=False, jit_model_args=True)
@@ -162,6 +194,10 @@ def main():
                              "results/sampler_small.txt")
     parser.add_argument("--synthetic-only", action="store_true",
                         help="the synthetic 10^4 x 50 row only")
+    parser.add_argument("--extra", action="store_true",
+                        help="the problems outside the main table only (epsilon-"
+                             "insensitive regression, an AR(1) design); results to "
+                             "results/sampler_extra.txt")
     parser.add_argument("--chains", type=int, default=4,
                         help="chains on each side (default 4; 1 writes *_1chain.txt)")
     parser.add_argument("--mass", choices=("both", "diagonal", "dense"), default="both",
@@ -196,6 +232,8 @@ def main():
         todo = todo[:5]
     if args.synthetic_only:
         todo = todo[5:]
+    if args.extra:
+        todo = extra_problems()
     masses = {"both": (False, True), "diagonal": (False,), "dense": (True,)}[args.mass]
     for name, X, y, loss, noise in todo:
         problem = Problem.create(X, y, loss, noise, True)
@@ -230,7 +268,7 @@ def main():
     lines += ["", f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}"]
     if not args.quick:
         stem = ("sampler_small" if args.small_only else "sampler_synthetic"
-                if args.synthetic_only else "sampler")
+                if args.synthetic_only else "sampler_extra" if args.extra else "sampler")
         out = Path(__file__).parent / "results" / (
             stem + ("" if args.mass == "both" else "_" + args.mass)
             + ("" if CHAINS == 4 else f"_{CHAINS}chain") + ".txt")

@@ -173,3 +173,40 @@ def test_sample_posterior_leaves_the_fitted_estimator_unchanged():
     fitted = np.append(clf.coef_[0], clf.intercept_)
     assert train.objective(fitted) == pytest.approx(-float(idata_tr["mode"]["lp"]), rel=1e-12)
     np.testing.assert_allclose(idata_tr["mode"]["coef"].values, clf.coef_[0], rtol=1e-5)
+
+
+@pytest.mark.parametrize("estimator", ["logistic", "hinge"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_predictive_draws_have_the_predictive_probabilities(estimator, n_classes):
+    """One predictive model: the labels ``posterior_predictive_draws`` draws (one per
+    posterior draw and row) occur with the probabilities ``posterior_predictive_proba``
+    gives -- for each row and class, the frequency over 1200 draws is within 4 standard
+    errors (``sqrt(P (1 - P) / 1200)``, floored at one count) of ``P``; and ``P`` is the
+    posterior mean of the pseudo-likelihood's ``sigmoid(2C m)`` (logistic, binary),
+    recomputed here from the draws."""
+    from scipy.special import expit
+
+    from bayesdrop import DropoutLogisticRegression, DropoutSVC
+    from bayesdrop.posterior import (decision_draws, posterior_predictive_draws,
+                                     posterior_predictive_proba)
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 2))
+    labels = np.argmax(X @ rng.normal(size=(2, n_classes)) + rng.gumbel(size=(120, n_classes)),
+                       axis=1)
+    make = DropoutLogisticRegression if estimator == "logistic" else DropoutSVC
+    est = make(C=0.7, noise_level=0.2).fit(X, labels)
+    idata = est.sample_posterior(X, labels, draws=600, tune=100, chains=2, random_state=0,
+                                 progressbar=False)
+    rows = X[:25]
+    P = posterior_predictive_proba(idata, rows)
+    draws = posterior_predictive_draws(idata, rows, est.classes_, random_state=1)
+    n = draws.shape[0] * draws.shape[1]
+    assert n == 1200 and P.shape == (25, n_classes)
+    for k, label in enumerate(est.classes_):
+        freq = (draws == label).mean(axis=(0, 1))
+        se = np.maximum(np.sqrt(P[:, k] * (1 - P[:, k]) / n), 1.0 / n)
+        assert np.all(np.abs(freq - P[:, k]) <= 4 * se), (k, np.max(np.abs(freq - P[:, k]) / se))
+    if estimator == "logistic" and n_classes == 2:
+        m = decision_draws(idata, rows)
+        np.testing.assert_allclose(P[:, 1], expit(2 * 0.7 * m).mean(axis=(0, 1)), rtol=1e-12)

@@ -172,13 +172,14 @@ def test_uncertainty_harness_and_posterior_predictive(digits_split):
     assert len(df) == 8
     assert (df[df.kind == "posterior"].min_ess > 20).all()
     assert df[["error", "brier", "ece", "log_loss"]].notna().all().all()
-    # posterior predictive of the logistic model = mean of sigmoid over the draws
+    # posterior predictive of the logistic model = mean over the draws of the
+    # pseudo-likelihood's sigmoid(2C m)
     est = DropoutLogisticRegression(C=0.1, noise_level=0.3)
     idata = est.sample_posterior(Xtr[sel_tr], ytr[sel_tr], draws=50, tune=20, chains=1,
                                  random_state=1, progressbar=False)
     coef = idata.posterior["coef"].values.reshape(50, -1)
     b = idata.posterior["intercept"].values.reshape(50)
-    p1 = (1 / (1 + np.exp(-(Xte[sel_te] @ coef.T + b)))).mean(axis=1)
+    p1 = (1 / (1 + np.exp(-2 * 0.1 * (Xte[sel_te] @ coef.T + b)))).mean(axis=1)
     np.testing.assert_allclose(posterior_predictive_proba(idata, Xte[sel_te])[:, 1], p1)
 
 
