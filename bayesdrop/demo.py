@@ -5,8 +5,10 @@ solver call), samples its pseudo-posterior with the Gibbs sampler (4 chains), pr
 ArviZ summary (R-hat, bulk/tail ESS) and the mode check, and saves a figure: posteriors of
 a few weights with the point estimate marked, and -- on the ten-class digits -- test
 accuracy when pixels are deleted at test time, for the dropout model and the clean
-(``q = 0``) one, each with its 90% posterior band. ``python -m bayesdrop table`` prints the older table of fits (three
-estimators, several noise levels).
+(``q = 0``) one: the point estimate's, the posterior predictive's (the class of largest
+posterior predictive probability) and the 5-95% range of single posterior draws'.
+``python -m bayesdrop table`` prints a table of fits (three estimators, several noise
+levels).
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ DELETION_DRAWS = 250
 
 
 def _accuracy_under_deletion(clf, idata, X_test, y_test, random_state):
-    """Point-estimate accuracy and the 5%/50%/95% quantiles over posterior draws of the
-    accuracy, per deletion fraction (the same deleted copies for every draw)."""
-    from .posterior import decision_draws
+    """Per deletion fraction (the same deleted copies for every draw): the point
+    estimate's accuracy, the posterior predictive's (the class of largest
+    :func:`~bayesdrop.posterior.posterior_predictive_proba`), and the 5%/50%/95%
+    quantiles of the accuracy of single posterior draws."""
+    from .posterior import decision_draws, posterior_predictive_proba
     from .studies.robustness import delete_features
 
     rows = []
@@ -41,13 +45,15 @@ def _accuracy_under_deletion(clf, idata, X_test, y_test, random_state):
     for fraction in DELETION:
         Xd = delete_features(X_test, fraction, rng)
         point = clf.score(Xd, y_test)
+        predictive = np.mean(
+            clf.classes_[np.argmax(posterior_predictive_proba(idata, Xd), axis=1)] == y_test)
         scores = decision_draws(idata, Xd)  # (chain, draw, n[, class])
         if scores.ndim == 3:
             pred = clf.classes_[(scores > 0).astype(int)]
         else:
             pred = clf.classes_[np.argmax(scores, axis=-1)]
         acc = (pred == y_test).mean(axis=-1).ravel()
-        rows.append((fraction, point, *np.quantile(acc, [0.05, 0.5, 0.95])))
+        rows.append((fraction, point, predictive, *np.quantile(acc, [0.05, 0.5, 0.95])))
     return np.array(rows)
 
 
@@ -130,15 +136,16 @@ def run_main(out="bayesdrop_demo.png", *, noise_level=0.2, C=0.1, draws=1000, ch
     print("Mode check (no draw above the point estimate's -J):", file=file)
     print(mode_check.round(3).to_string(), "\n", file=file)
     print("Digits (10 classes, C=1), test accuracy when a fraction of the pixels is deleted "
-          "at test time\n(point estimate; posterior median [5%, 95%] over "
-          f"{2 * DELETION_DRAWS} draws):", file=file)
-    header = f"{'deleted':>8} " + " ".join(f"{k:>32}" for k in out_rows)
+          "at test time\n(point estimate; posterior predictive; single posterior draws: "
+          f"median [5%, 95%] over {2 * DELETION_DRAWS} draws):", file=file)
+    header = f"{'deleted':>8} " + " ".join(f"{k:>39}" for k in out_rows)
     print(header, file=file)
     for i, fraction in enumerate(DELETION):
         cells = []
         for rows_k in out_rows.values():
-            _, point, lo, med, hi = rows_k[i]
-            cells.append(f"{point:.3f}; {med:.3f} [{lo:.3f}, {hi:.3f}]".rjust(32))
+            _, point, predictive, lo, med, hi = rows_k[i]
+            cells.append(f"{point:.3f}; {predictive:.3f}; {med:.3f} [{lo:.3f}, {hi:.3f}]"
+                         .rjust(39))
         print(f"{fraction:>8.1f} " + " ".join(cells), file=file)
     if out is not None:
         _figure(out, idata, clf, names, biggest[:4], out_rows)
@@ -178,9 +185,11 @@ def _figure(path, idata, clf, names, features, deletion):
             ax.legend(fontsize="small", loc="upper left")
     ax = fig.add_subplot(grid[1, :])
     for k, (label, rows) in enumerate(deletion.items()):
-        ax.fill_between(rows[:, 0], rows[:, 2], rows[:, 4], color=f"C{k}", alpha=0.2,
-                        label=f"{label}: 90% posterior band")
+        ax.fill_between(rows[:, 0], rows[:, 3], rows[:, 5], color=f"C{k}", alpha=0.15,
+                        label=f"{label}: single posterior draws, 5-95%")
         ax.plot(rows[:, 0], rows[:, 1], "o-", color=f"C{k}", label=f"{label}: point estimate")
+        ax.plot(rows[:, 0], rows[:, 2], "s--", color=f"C{k}", alpha=0.8,
+                label=f"{label}: posterior predictive")
     ax.set_xlabel("fraction of pixels deleted at test time (digits, 10 classes)")
     ax.set_ylabel("test accuracy")
     ax.legend(fontsize="small", loc="lower left")

@@ -129,7 +129,21 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
         Returns
         -------
         mean : ndarray of shape (n_samples,)
+            The posterior mean of ``w.x + b``.
         interval : ndarray of shape (n_samples, 2)
+            Lower and upper ends (columns 0 and 1) of the central ``prob`` interval.
+
+        Examples
+        --------
+        >>> from bayesdrop import DropoutSVR
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(80, 2)); y = X @ [1.0, -0.5] + 0.3 * rng.normal(size=80)
+        >>> reg = DropoutSVR(noise_level=0.2).fit(X, y)
+        >>> idata = reg.sample_posterior(X, y, draws=100, tune=50, chains=1,
+        ...                              random_state=0, progressbar=False)
+        >>> mean, interval = reg.predict_interval(X[:3], idata, prob=0.9)
+        >>> mean.shape, interval.shape, bool(np.all(interval[:, 0] < interval[:, 1]))
+        ((3,), (3, 2), True)
         """
         from ..posterior import predictive_interval
 
