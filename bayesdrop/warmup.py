@@ -68,6 +68,7 @@ def warm(estimators=ESTIMATORS, kinds=KINDS, *, sample=True, file=None):
 
     Examples
     --------
+    >>> import os
     >>> rows = warm(["DropoutSVR"], ["dense"], sample=False, file=open(os.devnull, "w"))
     >>> [r[:3] for r in rows]
     [('DropoutSVR', 'dense', 'fit')]
