@@ -172,6 +172,32 @@ def test_independence_mh_move_keeps_the_target(loss, noise, mh):
 
 
 @pytest.mark.parametrize("loss,noise", [(LogisticLoss(1.0), "none"),
+                                        (HingeLoss(1.0), Dropout(0.3))],
+                         ids=["logistic", "hinge"])
+def test_independence_moves_alone_keep_the_target(loss, noise):
+    """Iterations of independence moves without the Gibbs sweep (``Moves(gibbs=False)``,
+    as the schedule picks where the proposal is accepted often), continued from a tuned
+    chain through ``last_state``, against the plain Python Gibbs kernel: same law; the
+    running mean of the augmentation (its conditional mean given each kept draw) equals
+    that of the Gibbs chains to 4 MCSE of the mean of its first coordinate."""
+    from bayesdrop.samplers import LastState, compiled
+
+    problem = _problem(loss, noise, n=60)
+    theta_hat = fit_problem(problem).theta
+    kw = dict(theta_hat=theta_hat, progressbar=False, cores=1, chains=2)
+    tuned = sample(problem, draws=1, tune=200, random_state=3, **kw)
+    alone = tuple(m._replace(mh=2, gibbs=False) for m in tuned.last_state.moves)
+    a = sample(problem, draws=3000, tune=0, init=LastState(
+        tuned.last_state.theta, tuned.last_state.rng_states, moves=alone), **kw)
+    assert np.all(a.mh_accept > 0.2)
+    b = sample(problem, draws=3000, tune=200, random_state=4, compiled=False, **kw)
+    _assert_same_law(a.theta, b.theta)
+    with pytest.raises(AssertionError):  # the sweep-free chain really moved by MH alone
+        np.testing.assert_array_equal(a.theta[:, 1:], a.theta[:, :-1])
+    assert a.augmentation_mean.shape == b.augmentation_mean.shape
+
+
+@pytest.mark.parametrize("loss,noise", [(LogisticLoss(1.0), "none"),
                                         (LogisticLoss(0.5), Dropout(0.3)),
                                         (HingeLoss(1.0), Dropout(0.3)),
                                         (EpsilonInsensitiveLoss(1.0, 0.2), Dropout(0.2))],
@@ -414,9 +440,9 @@ def test_mh_schedule_is_the_documented_choice_and_carried_by_last_state(noise, e
                       if accept_refreshed >= accept_recorded
                       else (laplace_moves, accept_recorded))
     assert chosen is (refreshed_moves if expected == "refreshed" else laplace_moves)
-    k = compiled.mh_moves_per_sweep(accept, gibbs_rho, *compiled.move_costs(setup))
+    gibbs, k = compiled.schedule(accept, gibbs_rho, *compiled.move_costs(setup))
     got = auto.last_state.moves[0]
-    assert got.mh == k and auto.mh_moves.tolist() == [k]
+    assert got.mh == k and got.gibbs == gibbs and auto.mh_moves.tolist() == [k]
     np.testing.assert_allclose(got.proposal[0], chosen.proposal[0], rtol=1e-12)
     np.testing.assert_allclose(got.proposal[1], chosen.proposal[1], rtol=1e-9)
     at = refreshed.last_state

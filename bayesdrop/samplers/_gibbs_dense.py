@@ -34,7 +34,7 @@ import numba
 import numpy as np
 
 from .._blas import cholesky_lower, mirror_upper, syrk_rows, syrk_work
-from ..model.losses.kernels import draws_loop, term
+from ..model.losses.kernels import draws_loop, means_loop, term
 
 __all__ = ["run_sweeps"]
 
@@ -207,7 +207,7 @@ def _independence_proposal(lp, Xb, M, vkind, scale, D, y, sw, mu, Lq, nu, rng, v
 @numba.njit(cache=True, nogil=True)
 def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
                first_sweep, tune, thin, overrelax, rng, theta_out, lp_out, aug_sum, aug_out,
-               first_kept, mh, mu, Lq, nu, mh_stats, pgt, terms_out, line, line_v,
+               first_kept, mh, gibbs, mu, Lq, nu, mh_stats, pgt, terms_out, line, line_v,
                line_u, line_c, line_stats, syrk, potrf):
     """Advance one chain by ``n_sweeps`` sweeps (in place); returns the number kept.
 
@@ -233,6 +233,11 @@ def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
 
     ``syrk``, ``potrf``: the addresses of BLAS ``dsyrk`` and LAPACK ``dpotrf``
     (:func:`bayesdrop._blas.dsyrk_address`, :func:`bayesdrop._blas.dpotrf_address`).
+
+    Without ``gibbs`` an iteration is the ``mh`` independence moves alone (no
+    augmentation draw, no Gaussian step, no line move: a pure independence sampler, exact
+    on its own; ``mh >= 1``); a kept iteration then adds the augmentation's conditional
+    mean given ``theta`` to ``aug_sum`` (a draw of it if ``aug_out`` has rows).
 
     With ``line``, the Gaussian step is followed (before the MH move) by
     :func:`_line_move` along ``line_v[:-2]`` (``line_u = Xbar v``, ``line_c = V
@@ -262,62 +267,65 @@ def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
     syrk_args = syrk_work()
     beta = math.sqrt(1.0 - overrelax * overrelax)
     kept = 0
+    carry, lt_carry = False, 0.0
     for k in range(n_sweeps):
         sweep = first_sweep + k
-        # 1. augmentation and system weights
-        draws_loop(lp, m, s, y, sw, rng, pgt, a1, a2, rho, t)
-        # 2. A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho), r = Xbar^T t; the Gram
-        # product in row blocks so that the weighted block stays in cache
-        A = np.zeros((p, p))
-        for lo in range(0, n, _GRAM_ROWS):
-            hi = min(n, lo + _GRAM_ROWS)
-            for i in range(lo, hi):
-                ri = math.sqrt(rho[i])
-                for j in range(p):
-                    W[i - lo, j] = Xb[i, j] * ri
-            syrk_rows(syrk, W, hi - lo, A, syrk_args)  # sum of (sqrt(rho) x)(sqrt(rho) x)^T
-        mirror_upper(A)
-        # r = Xbar^T t and the noise diagonal V^T rho, one pass over the rows
-        for a in range(p):
-            rhs[a] = 0.0
-        for d in range(D):
-            nd[d] = 0.0
-        rho_sum = 0.0
-        for i in range(n):
-            ti = t[i]
+        if gibbs:
+            # 1. augmentation and system weights
+            draws_loop(lp, m, s, y, sw, rng, pgt, a1, a2, rho, t)
+            # 2. A = 2 I' + Xbar^T diag(rho) Xbar + diag(V^T rho), r = Xbar^T t; the Gram
+            # product in row blocks so that the weighted block stays in cache
+            A = np.zeros((p, p))
+            for lo in range(0, n, _GRAM_ROWS):
+                hi = min(n, lo + _GRAM_ROWS)
+                for i in range(lo, hi):
+                    ri = math.sqrt(rho[i])
+                    for j in range(p):
+                        W[i - lo, j] = Xb[i, j] * ri
+                syrk_rows(syrk, W, hi - lo, A, syrk_args)  # sum of (sqrt(rho) x)(sqrt(rho) x)^T
+            mirror_upper(A)
+            # r = Xbar^T t and the noise diagonal V^T rho, one pass over the rows
             for a in range(p):
-                rhs[a] += Xb[i, a] * ti
-            if vkind == 1:
-                ri = rho[i]
-                for d in range(D):
-                    nd[d] += M[i, d] * ri
-            rho_sum += rho[i]
-        for d in range(D):
-            extra = nd[d] if vkind == 1 else (rho_sum if vkind == 2 else 0.0)
-            A[d, d] += 2.0 + scale * extra
-        cholesky_lower(potrf, A)  # A positive definite; its lower triangle becomes L
-        L = A
-        # theta' = alpha theta + L^{-T} ((1 - alpha) L^{-1} r + sqrt(1 - alpha^2) z)
-        for a in range(p):
-            acc = rhs[a]
-            for b in range(a):
-                acc -= L[a, b] * v[b]
-            v[a] = acc / L[a, a]
-        for a in range(p):
-            v[a] = (1.0 - overrelax) * v[a] + beta * rng.standard_normal()
-        for a in range(p - 1, -1, -1):
-            acc = v[a]
-            for b in range(a + 1, p):
-                acc -= L[b, a] * z[b]
-            z[a] = acc / L[a, a]
-        for a in range(p):
-            theta[a] = overrelax * theta[a] + z[a]
-        # 3. new scores; the independence MH move; kept sweeps store theta, lp, augmentation
-        _scores(Xb, M, vkind, scale, D, theta, m, s)
-        # J of the current state (and its terms), when a move has it
-        known = False
-        lt = 0.0
-        if line:
+                rhs[a] = 0.0
+            for d in range(D):
+                nd[d] = 0.0
+            rho_sum = 0.0
+            for i in range(n):
+                ti = t[i]
+                for a in range(p):
+                    rhs[a] += Xb[i, a] * ti
+                if vkind == 1:
+                    ri = rho[i]
+                    for d in range(D):
+                        nd[d] += M[i, d] * ri
+                rho_sum += rho[i]
+            for d in range(D):
+                extra = nd[d] if vkind == 1 else (rho_sum if vkind == 2 else 0.0)
+                A[d, d] += 2.0 + scale * extra
+            cholesky_lower(potrf, A)  # A positive definite; its lower triangle becomes L
+            L = A
+            # theta' = alpha theta + L^{-T} ((1 - alpha) L^{-1} r + sqrt(1 - alpha^2) z)
+            for a in range(p):
+                acc = rhs[a]
+                for b in range(a):
+                    acc -= L[a, b] * v[b]
+                v[a] = acc / L[a, a]
+            for a in range(p):
+                v[a] = (1.0 - overrelax) * v[a] + beta * rng.standard_normal()
+            for a in range(p - 1, -1, -1):
+                acc = v[a]
+                for b in range(a + 1, p):
+                    acc -= L[b, a] * z[b]
+                z[a] = acc / L[a, a]
+            for a in range(p):
+                theta[a] = overrelax * theta[a] + z[a]
+            # 3. new scores; the independence MH move; kept sweeps store theta, lp, augmentation
+            _scores(Xb, M, vkind, scale, D, theta, m, s)
+        # J of the current state (and its terms), when a move has it (without the Gibbs
+        # step the state is the last iteration's, and so is its J)
+        known = carry and not gibbs
+        lt = lt_carry
+        if line and gibbs:
             J_line, moved = _line_move(lp, M, vkind, scale, D, y, sw, theta, m, s,
                                        line_v, line_u, line_c, line_a, rng, line_stats,
                                        cur_terms, prop_terms)
@@ -344,8 +352,15 @@ def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
                     s[i] = s2[i]
                 cur_terms, prop_terms = prop_terms, cur_terms
                 lt = lt_prop
+        carry, lt_carry = known, lt
         if sweep >= tune and (sweep - tune + 1) % thin == 0:
             row = first_kept + kept
+            if not gibbs:  # the augmentation given theta: drawn if its traces are kept,
+                # else its conditional mean (the running mean stays unbiased)
+                if aug_out.shape[0] > 0:
+                    draws_loop(lp, m, s, y, sw, rng, pgt, a1, a2, rho, t)
+                else:
+                    means_loop(lp, m, s, y, sw, a1, a2, rho, t)
             for a in range(p):
                 theta_out[row, a] = theta[a]
             if known:

@@ -113,7 +113,10 @@ or LastState
         accepted of the two, as many times per sweep as maximises the modelled effective
         draws per unit of modelled cost
         (:func:`bayesdrop.samplers.compiled.mh_moves_per_sweep`: 0 when it accepted less
-        than :data:`MH_MIN_ACCEPT`, 2%). Every choice depends on the data and the seed
+        than :data:`MH_MIN_ACCEPT`, 2%) -- or, where it accepted at least
+        :data:`~bayesdrop.samplers.compiled.MH_ALONE_MIN_ACCEPT` (60%) and that is
+        cheaper, iterations of independence moves alone, without the sweep
+        (:func:`bayesdrop.samplers.compiled.schedule`). Every choice depends on the data and the seed
         only (a cost model, not a clock), and the kept draws come from one fixed exact
         kernel; ``last_state`` carries it. An integer: that many Laplace proposals per
         sweep, in tuning and kept sweeps alike; ``False``: none. Per chain
