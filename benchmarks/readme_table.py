@@ -79,10 +79,10 @@ def table():
         rows.append((f"posterior, ESS per second ({label}; 4 chains)",
                      "NumPyro NUTS, better of diagonal / dense mass",
                      f"{cell(sampler, key, col)}x", sampler))
+    synthetic = "sampler_synthetic_dense_mass.txt"
     rows.append(("posterior, ESS per second (synthetic 10^4 x 50 LR, q = 0; 4 chains)",
                  "NumPyro NUTS, dense mass",
-                 f"{cell('sampler_synthetic_dense_mass.txt', 'synthetic 10000x50 logistic q=0', col)}x",
-                 "sampler_synthetic_dense_mass.txt"))
+                 f"{cell(synthetic, 'synthetic 10000x50 logistic q=0', col)}x", synthetic))
     cold = first_table("cold_start.txt")
     fits = [float(r["first fit s"]) for r in cold]
     samples = [float(r["first sample s (2 x 500)"]) for r in cold]
