@@ -67,7 +67,9 @@ class SamplerResult(NamedTuple):
         ``-J(theta)`` of each kept draw.
     augmentation_mean : ndarray of shape (chains, n_augmentation, n_samples)
         Running mean of the augmentation variables over the kept sweeps (``u`` for the
-        hinge, ``(u, u')`` for epsilon-insensitive, ``lambda`` for the logistic loss).
+        hinge, ``(u, u')`` for epsilon-insensitive, ``lambda`` for the logistic loss); a
+        chain that runs independence moves alone (no Gibbs sweep, see :func:`sample`)
+        averages their conditional means given each kept ``theta`` instead of draws.
     augmentation : ndarray of shape (chains, draws, n_augmentation, n_samples) or None
         Full traces, only with ``store_augmentation=True``.
     theta_init : ndarray of shape (chains, n_params)
