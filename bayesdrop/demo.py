@@ -37,7 +37,7 @@ def _accuracy_under_deletion(clf, idata, X_test, y_test, random_state):
     estimate's accuracy, the posterior predictive's (the class of largest
     :func:`~bayesdrop.posterior.posterior_predictive_proba`), and the 5%/50%/95%
     quantiles of the accuracy of single posterior draws."""
-    from .posterior import decision_draws, posterior_predictive_proba
+    from .posterior import decision_draws, predictive_proba_of_scores
     from .studies.robustness import delete_features
 
     rows = []
@@ -45,9 +45,9 @@ def _accuracy_under_deletion(clf, idata, X_test, y_test, random_state):
     for fraction in DELETION:
         Xd = delete_features(X_test, fraction, rng)
         point = clf.score(Xd, y_test)
-        predictive = np.mean(
-            clf.classes_[np.argmax(posterior_predictive_proba(idata, Xd), axis=1)] == y_test)
         scores = decision_draws(idata, Xd)  # (chain, draw, n[, class])
+        proba = predictive_proba_of_scores(idata, scores)
+        predictive = np.mean(clf.classes_[np.argmax(proba, axis=1)] == y_test)
         if scores.ndim == 3:
             pred = clf.classes_[(scores > 0).astype(int)]
         else:

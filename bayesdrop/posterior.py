@@ -32,6 +32,7 @@ __all__ = [
     "sigmoid_proba",
     "label_logits",
     "posterior_predictive_proba",
+    "predictive_proba_of_scores",
     "sample_problems",
     "sample_posterior",
     "decision_draws",
@@ -528,8 +529,13 @@ def posterior_predictive_proba(idata, X):
     >>> P.shape, bool(np.allclose(P.sum(axis=1), 1))
     ((4, 2), True)
     """
+    return predictive_proba_of_scores(idata, decision_draws(idata, X))
+
+
+def predictive_proba_of_scores(idata, scores):
+    """:func:`posterior_predictive_proba` from the draws' scores
+    (:func:`decision_draws`), for a caller that has them already."""
     loss, C, margin, _ = _predictive_attrs(idata)
-    scores = decision_draws(idata, X)
     delta = label_logits(loss, C, margin, scores)
     if scores.ndim == 3:  # binary: the log-odds of the second class per draw and example
         p1 = expit(delta).mean(axis=(0, 1))

@@ -291,11 +291,20 @@ def mh_moves_per_sweep(accept, rho, sweep_cost, mh_cost, max_moves=None):
     if not accept >= MH_MIN_ACCEPT:
         return 0
     max_moves = MH_MAX_MOVES if max_moves is None else max_moves
+    return int(np.argmax(_with_sweep(accept, rho, sweep_cost, mh_cost, max_moves)))
+
+
+def _ar1_draws(r):
+    """Effective draws per draw of an AR(1) chain of lag-1 autocorrelation ``r``."""
+    return (1.0 - r) / (1.0 + r)
+
+
+def _with_sweep(accept, rho, sweep_cost, mh_cost, max_moves):
+    """The modelled effective draws per unit cost of a sweep followed by ``k = 0 ..
+    max_moves`` proposals (index ``k``): :func:`mh_moves_per_sweep`'s model."""
     rho = float(np.clip(rho, 0.0, 0.999)) if np.isfinite(rho) else 0.999
     k = np.arange(0, max_moves + 1)
-    rho_k = rho * (1.0 - accept) ** k
-    efficiency = (1.0 - rho_k) / (1.0 + rho_k) / (sweep_cost + k * mh_cost)
-    return int(k[np.argmax(efficiency)])
+    return _ar1_draws(rho * (1.0 - accept) ** k) / (sweep_cost + k * mh_cost)
 
 
 #: the least acceptance rate at which the schedule may drop the Gibbs sweep and run the
@@ -331,17 +340,13 @@ def schedule(accept, rho, sweep_cost, mh_cost, max_moves=None):
     """
     max_moves = MH_MAX_MOVES if max_moves is None else max_moves
     k = mh_moves_per_sweep(accept, rho, sweep_cost, mh_cost, max_moves)
-    rho_c = float(np.clip(rho, 0.0, 0.999)) if np.isfinite(rho) else 0.999
-    best = (True, k)
-    rho_k = rho_c * (1.0 - accept) ** k
-    value = (1.0 - rho_k) / (1.0 + rho_k) / (sweep_cost + k * mh_cost)
+    value = _with_sweep(accept, rho, sweep_cost, mh_cost, max_moves)[k]
     if accept >= MH_ALONE_MIN_ACCEPT:
         j = np.arange(1, max_moves + 1)
-        r = (1.0 - accept) ** j
-        alone = (1.0 - r) / (1.0 + r) / ((j + 1) * mh_cost)
+        alone = _ar1_draws((1.0 - accept) ** j) / ((j + 1) * mh_cost)
         if alone.max() > value:
-            best = (False, int(j[np.argmax(alone)]))
-    return best
+            return False, int(j[np.argmax(alone)])
+    return True, k
 
 
 class Moves(NamedTuple):

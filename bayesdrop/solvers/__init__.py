@@ -209,11 +209,12 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
         # of the three
         third = irls.fit(problem, None, tol=tol, max_iter=max_iter, accelerate=accelerate,
                          linalg=linalg, warn=False)
+        J_best, best = min(((problem.objective(r.theta), r) for r in (second, third)),
+                           key=lambda pair: pair[0])
         bare = _bare(problem, second.theta)
-        best = min((second, third), key=lambda r: problem.objective(r.theta))
-        if problem.objective(bare) < problem.objective(best.theta):
-            best = best._replace(theta=bare, objective=np.append(best.objective,
-                                                                 problem.objective(bare)))
+        J_bare = problem.objective(bare)
+        if J_bare < J_best:
+            best = best._replace(theta=bare, objective=np.append(best.objective, J_bare))
         return best._replace(n_iter=first.n_iter + second.n_iter + third.n_iter,
                              n_evals=first.n_evals + second.n_evals + third.n_evals,
                              time=time.perf_counter() - start, solver="newton+irls")
