@@ -22,7 +22,7 @@ import functools
 import os
 from contextlib import nullcontext
 
-__all__ = ["single_blas_pool", "with_single_blas_pool"]
+__all__ = ["one_blas_thread", "single_blas_pool", "with_single_blas_pool"]
 
 _SECONDARY = []  # [selection or None], filled on first use
 
@@ -75,3 +75,24 @@ def with_single_blas_pool(func):
         with single_blas_pool():
             return func(*args, **kwargs)
     return wrapper
+
+
+def one_blas_thread():
+    """Context manager: every BLAS and LAPACK library (numpy's too) on one thread inside --
+    where threads are the parallelism (compiled chains in threads), or where a result
+    must not depend on the thread count (a multithreaded ``syrk`` sums in another order:
+    the sampler's tuning moments). A no-op without threadpoolctl.
+
+    Examples
+    --------
+    >>> from threadpoolctl import threadpool_info
+    >>> with one_blas_thread():
+    ...     inside = {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+    >>> inside <= {1}
+    True
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
+        return nullcontext()
+    return threadpool_limits(1)

@@ -10,6 +10,8 @@ from typing import NamedTuple
 import numpy as np
 import scipy.linalg as sla
 
+from .._threads import one_blas_thread
+
 from ..linalg import wls
 from .result import ChainRecord
 
@@ -503,13 +505,13 @@ class CompiledKernel:
                 continue
             if phase not in st.phase_stats:  # entering the phase
                 if phase == "refreshed":
-                    with _one_blas_thread():
+                    with one_blas_thread():
                         self._refresh(st)
                 st.phase_stats[phase] = st.mh_stats.copy()
             if phase == "record":
                 trace = np.empty((a1 - a0, st.p))
                 self._sweeps(st, rng, a1 - a0, 0, 0, 1, 0, theta_out=trace)
-                with _one_blas_thread():  # the same sums whatever the thread count
+                with one_blas_thread():  # the same sums whatever the thread count
                     st.lag.add(trace)
             else:
                 self._sweeps(st, rng, a1 - a0, a0, tune, thin, kept)
@@ -613,15 +615,6 @@ class CompiledKernel:
                            st.terms_out[:kept] if self.store_log_likelihood else None,
                            None if self.csr else st.moves,
                            st.line_stats if st.line_on else None)
-
-
-def _one_blas_thread():
-    """BLAS and LAPACK on one thread: the schedule's moments and factors (and hence the
-    draws) then do not depend on how many threads the chains run in (a multithreaded
-    ``syrk`` sums in another order)."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(1)
 
 
 class _Moments:

@@ -122,16 +122,8 @@ def run_threads(setup, inits, seeds, kwargs, cores, bar, mh_moves, moves):
                          seeds[c], report=report, stop=stop_event.is_set,
                          **_chain_args(kwargs))
 
-    try:
-        from threadpoolctl import threadpool_limits
+    from .._threads import one_blas_thread
 
-        limits = threadpool_limits(1)  # the chains are the parallelism
-    except Exception:  # pragma: no cover - threadpoolctl ships with scikit-learn
-        limits = None
-    try:
-        with ThreadPoolExecutor(max_workers=cores) as pool:
-            futures = [pool.submit(one, c) for c in range(chains)]
-            return collect(futures, counts, bar, stop_event, 0.02)
-    finally:
-        if limits is not None:
-            limits.restore_original_limits()
+    with one_blas_thread(), ThreadPoolExecutor(max_workers=cores) as pool:  # the chains
+        futures = [pool.submit(one, c) for c in range(chains)]  # are the parallelism
+        return collect(futures, counts, bar, stop_event, 0.02)
