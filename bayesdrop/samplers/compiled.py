@@ -302,8 +302,9 @@ def _ar1_draws(r):
 
 
 def _with_sweep(accept, rho, sweep_cost, mh_cost, max_moves):
-    """The modelled effective draws per unit cost of a sweep followed by ``k = 0 ..
-    max_moves`` proposals (index ``k``): :func:`mh_moves_per_sweep`'s model."""
+    """The modelled effective draws per unit cost of a sweep followed by ``k`` proposals,
+    for ``k`` from 0 to ``max_moves`` (index ``k``; the model of
+    :func:`mh_moves_per_sweep`)."""
     rho = float(np.clip(rho, 0.0, 0.999)) if np.isfinite(rho) else 0.999
     k = np.arange(0, max_moves + 1)
     return _ar1_draws(rho * (1.0 - accept) ** k) / (sweep_cost + k * mh_cost)
