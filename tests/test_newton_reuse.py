@@ -398,3 +398,66 @@ def test_subsampled_start_factor(monkeypatch):
     tight = newton.fit(problem, tol=1e-15, warn=False)
     J = tight.objective[-1]
     assert sub.objective[-1] - J <= 1e-13 * J and full.objective[-1] - J <= 1e-13 * J
+
+
+_CACHED_KERNEL = '''
+import numba, numpy as np
+
+@numba.njit(cache=True)
+def twice(x, k):
+    return 2.0 * x[k]
+'''
+
+_READY_SCRIPT = '''
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import cached_kernel
+from bayesdrop.solvers.newton.compiled import ready
+args = (np.arange(3.0), 1)
+if sys.argv[2] == "compile":
+    print(cached_kernel.twice(*args), len(cached_kernel.twice.overloads))
+else:
+    print(ready(cached_kernel.twice, *args), len(cached_kernel.twice.overloads))
+'''
+
+
+def test_ready_finds_machine_code_that_another_process_cached(tmp_path):
+    """``compiled="auto"`` runs the compiled Newton loop when numba's on-disk cache holds
+    it (``python -m bayesdrop compile``): :func:`compiled.ready` must find what an earlier
+    process cached -- it looked it up under a key numba does not use (a ``Signature``
+    instead of the tuple of argument types), so every new process ran the Python loop.
+    Not compiled anywhere, it is not ready (and compiles nothing)."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "cached_kernel.py").write_text(_CACHED_KERNEL)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+
+    def run(mode):
+        out = subprocess.run([sys.executable, "-c", _READY_SCRIPT, str(tmp_path), mode],
+                             env=env, capture_output=True, text=True, check=True)
+        return out.stdout.split()
+
+    assert run("check") == ["False", "0"]  # nothing cached: not ready, nothing compiled
+    assert run("compile") == ["2.0", "1"]
+    assert run("check") == ["True", "1"]  # loaded from the cache, not compiled
+
+
+def test_a_missing_compiled_loop_is_looked_up_once_per_process(monkeypatch):
+    """Not compiled and not cached: the disk lookup (about a millisecond) is made once for
+    the argument kinds, not once per fit (a CV path makes hundreds of fits)."""
+    from bayesdrop.solvers.newton import compiled
+
+    calls = []
+    monkeypatch.setattr(newton, "_READY", set())
+    monkeypatch.setattr(newton, "_MISSING", {})
+    monkeypatch.setattr(compiled, "ready", lambda *a: calls.append(1) or False)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4)); y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    problem = Problem.create(X, y, LogisticLoss(0.5), Dropout(0.2))
+    first = newton.fit(problem)
+    for C in (1.0, 2.0):
+        newton.fit(problem._replace(loss=LogisticLoss(C)))
+    assert calls == [1] and first.converged

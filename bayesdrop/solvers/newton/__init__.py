@@ -237,6 +237,10 @@ def _compiled_args(problem, theta, lp, arrays, opts):
 #: the argument kinds (loss parameter type, IRLS start, layouts) for which the compiled
 #: loop is known to be at hand in this process (:func:`_compiled_ready`)
 _READY = set()
+#: the argument kinds found neither compiled nor in the on-disk cache, with the number of
+#: machine codes the loop had then: looked up on disk again only once that number changed
+#: (a lookup reads the cache index, about a millisecond -- once per fit on a CV path)
+_MISSING = {}
 
 
 def _compiled_ready(args, irls_start):
@@ -249,10 +253,16 @@ def _compiled_ready(args, irls_start):
         (a.flags.c_contiguous, a.flags.writeable, a.dtype.str) for a in args[1:3])
     if key in _READY:
         return True
+    def n_codes():
+        return len(newton_dense.overloads) + len(compiled_irls_start.overloads)
+
+    if _MISSING.get(key) == n_codes():
+        return False
     if ready(newton_dense, *args) and (not irls_start or ready(
             compiled_irls_start, *args[:8], args[9], args[10])):
         _READY.add(key)
         return True
+    _MISSING[key] = n_codes()
     return False
 
 

@@ -402,8 +402,8 @@ def ready(dispatcher, *args):
     cache = getattr(dispatcher, "_cache", None)
     if cache is None:
         return False
-    cres = cache.load_overload(numba.core.typing.signature(types.none, *sig),
-                               dispatcher.targetctx)
+    # numba keys its cache by the tuple of argument types (Dispatcher.compile's ``sig``)
+    cres = cache.load_overload(sig, dispatcher.targetctx)
     if cres is None:
         return False
     dispatcher.add_overload(cres)
