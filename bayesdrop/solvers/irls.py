@@ -128,7 +128,11 @@ def _equality_qp(design, on_kink, target, slope):
 
     With ``g = -Xbar^T slope`` the KKT conditions give ``w = (g_w + X_E^T beta) / 2`` and
     the bordered system ``[[X_E X_E^T / 2, 1], [1^T, 0]] [beta; b] = [c_E - X_E g_w / 2;
-    -g_b]`` (least squares, as it may be singular). Returns ``theta`` and ``beta``.
+    -g_b]`` (least squares, as it may be singular). Returns ``theta``, ``beta`` and
+    whether the system holds (residual at most ``1e-9`` of its scale): a singular system
+    with an inconsistent right-hand side (more examples on kinks than the rank of
+    ``[X_E, 1]``, e.g. linearly dependent features) has no solution, and its least-squares
+    point violates ``m_n = target_n``.
     """
     idx = np.flatnonzero(on_kink)
     g = -design.rmatvec(np.where(on_kink, 0.0, slope))
@@ -146,13 +150,19 @@ def _equality_qp(design, on_kink, target, slope):
         K = np.zeros((k + 1, k + 1))
         K[:k, :k] = G
         K[:k, k] = K[k, :k] = 1.0
-        sol = _solve_or_lstsq(K, np.append(rhs, -g[-1]))
+        full_rhs = np.append(rhs, -g[-1])
+        sol = _solve_or_lstsq(K, full_rhs)
         beta, b = sol[:k], sol[k]
+        residual = K @ sol - full_rhs
     else:
+        K, full_rhs = G, rhs
         beta = _solve_or_lstsq(G, rhs) if k else np.zeros(0)
+        residual = G @ beta - rhs
     w = (g_w + np.asarray(XE.T @ beta).ravel()) / 2.0
     theta = np.append(w, b) if design.fit_intercept else w
-    return theta, beta
+    scale = max(float(np.max(np.abs(full_rhs), initial=0.0)),
+                float(np.max(np.abs(target[idx]), initial=0.0)), 1.0)
+    return theta, beta, bool(np.max(np.abs(residual), initial=0.0) <= 1e-9 * scale)
 
 
 def active_set_polish(problem, theta, on_kink=None):
@@ -201,7 +211,9 @@ def active_set_polish(problem, theta, on_kink=None):
             return None, np.inf  # more equalities than unknowns: not a generic optimum
         slope = slopes[rows, piece]
         target = pos[rows, kink_j]
-        cand, beta = _equality_qp(design, on_kink, target, slope)
+        cand, beta, consistent = _equality_qp(design, on_kink, target, slope)
+        if not consistent:
+            return None, np.inf  # no point satisfies these kink equalities: no certificate
         m = design.matvec(cand)
         changed = False
         # kink examples whose multiplier leaves the subgradient interval
