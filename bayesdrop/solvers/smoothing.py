@@ -53,6 +53,9 @@ MU_FACTOR = 0.1
 #: score) is at most this.
 POLISH_FROM_MU = 1.0
 
+#: ``mu * max slope jump`` of the first round from a warm start (cold: 2).
+WARM_MU = 0.1
+
 #: Smallest ``mu * max slope jump``; below it the solver gives up (IRLS continues).
 MIN_MU = 1e-14
 
@@ -339,7 +342,10 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True):
         theta = np.zeros(design.n_params)
     jump = float(np.max(np.diff(slopes, axis=1)))
     gap = 0.5 * float(np.sum(np.max(slopes * slopes, axis=1)))  # J - J_mu <= mu gap
-    mu = 2.0 / jump  # zones of width 2 in the score: every example starts in one
+    # cold: zones of width 2 in the score, every example starts in one; warm (theta0
+    # near the optimum, e.g. from a neighbouring C on a path): from where the polish is
+    # tried, so that the first round does not leave the optimum for J_mu's at a large mu
+    mu = (2.0 if theta0 is None else WARM_MU) / jump
     floor = 1e-10 * max(float(design.n_samples), 1.0)
     history = [problem.objective(theta)]
     steps = rounds = 0
