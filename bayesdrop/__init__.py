@@ -18,8 +18,11 @@ from .estimators import (
     DropoutLatentLogisticRegression,
     DropoutLatentSVC,
     DropoutLogisticRegression,
+    DropoutLogisticRegressionCV,
     DropoutSVC,
+    DropoutSVCCV,
     DropoutSVR,
+    DropoutSVRCV,
 )
 from .model import (
     AdditiveGaussian,
@@ -59,6 +62,9 @@ __all__ = [
     "DropoutSVC",
     "DropoutLogisticRegression",
     "DropoutSVR",
+    "DropoutLogisticRegressionCV",
+    "DropoutSVCCV",
+    "DropoutSVRCV",
     "DropoutLatentSVC",
     "DropoutLatentLogisticRegression",
     "Design",

@@ -140,7 +140,37 @@ class _DropoutLinearModel(LinearModel):
     def _fit_problems(self, X, targets, noise, weights=None):
         """Fit one problem per column of ``targets``; set the fitted attributes."""
         loss = self._make_loss()
-        problems = self._binary_problems(X, targets, noise, loss, weights)
+        return self._fit_built(self._binary_problems(X, targets, noise, loss, weights),
+                               noise, loss)
+
+    def _fit_path(self, X, y, sample_weight, Cs):
+        """Fit at each ``C`` of ``Cs`` in turn, each fit started from the previous one's
+        solution (the first from the current ``coef_`` if ``warm_start``), the inputs
+        validated and the problems built once; yields ``self``, fitted, after each.
+
+        The path of the CV estimators (:mod:`.cv`). It sets ``self.C`` and
+        ``self.warm_start`` (the CV estimators call it on a private copy)."""
+        X, targets, noise, weights = self._prepared(X, y, sample_weight)
+        problems = None
+        for C in Cs:
+            self.C = float(C)
+            loss = self._make_loss()
+            if problems is None:
+                problems = self._binary_problems(X, targets, noise, loss, weights)
+            else:  # the same design and targets; only C changes
+                problems = [pr._replace(loss=loss.weighted(pr.loss.weights))
+                            for pr in problems]
+            self._finish(self._fit_built(problems, noise, loss))
+            self.warm_start = True
+            yield self
+
+    def _finish(self, fitted):
+        """The fitted estimator as :meth:`fit` returns it (overridden by the regressor,
+        which unstacks its one problem)."""
+        return fitted
+
+    def _fit_built(self, problems, noise, loss):
+        """Fit the built binary ``problems``; set the fitted attributes."""
 
         def fit_binary(k, _, start):
             design = problems[k].design
@@ -156,7 +186,7 @@ class _DropoutLinearModel(LinearModel):
         self.loss_ = loss
         if hasattr(self, "n_passes_"):  # set by a fit on dask data only
             del self.n_passes_
-        return self.fit_problems(targets, fit_binary, X.shape[1])
+        return self.fit_problems(len(problems), fit_binary, problems[0].design.n_features)
 
     def _sample_inputs(self, X, y, sample_weight=None):
         """The fitted model's binary problems on ``(X, y)``, its estimates ``theta_hat``
@@ -372,10 +402,15 @@ class _DropoutClassifier(OneVsRestClassifier, _DropoutLinearModel):
         """
         if is_dask_array(X):
             return fit_dask(self, X, y, sample_weight)
+        return self._fit_problems(*self._prepared(X, y, sample_weight))
+
+    def _prepared(self, X, y, sample_weight):
+        """``(X, targets, noise, weights)``: the validated inputs of a fit; sets
+        ``classes_`` and ``n_features_in_``."""
         noise = self._check_params()
         X, y_idx = self._validate_fit(X, y)
         weights = self._example_weights(y, sample_weight, X.shape[0])
-        return self._fit_problems(X, self._targets(y_idx), noise, weights)
+        return X, self._targets(y_idx), noise, weights
 
     def predict_vote_fractions(self, X, idata):
         """Posterior predictive class probabilities as vote fractions of the draws.

@@ -94,10 +94,17 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
         if is_dask_array(X):
             fit_dask(self, X, y, sample_weight)
             return self._single_problem()
+        return self._finish(self._fit_problems(*self._prepared(X, y, sample_weight)))
+
+    def _prepared(self, X, y, sample_weight):
+        """``(X, targets, noise, weights)``: the validated inputs of a fit (one target
+        column); sets ``n_features_in_``."""
         noise = self._check_params()
         X, y = validate_arrays(self, X, y, y_numeric=True)
         weights = self._example_weights(y, sample_weight, X.shape[0])
-        self._fit_problems(X, np.asarray(y, dtype=float)[:, None], noise, weights)
+        return X, np.asarray(y, dtype=float)[:, None], noise, weights
+
+    def _finish(self, fitted):
         return self._single_problem()
 
     def _single_problem(self):

@@ -1,0 +1,156 @@
+"""The CV estimators (:mod:`bayesdrop.estimators.cv`) against ``GridSearchCV`` over the same
+grid and folds: the same scores, ranks and choice; the refitted model is the base
+estimator's fit at the chosen parameters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_diabetes, load_iris, make_classification
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from bayesdrop import (
+    DropoutLogisticRegression, DropoutLogisticRegressionCV, DropoutSVC, DropoutSVCCV,
+    DropoutSVR, DropoutSVRCV,
+)
+
+CS = [0.01, 0.3, 3.0]
+LEVELS = [0.0, 0.1, 0.4]
+
+
+def _binary():
+    X, y = make_classification(n_samples=160, n_features=6, n_informative=4,
+                               random_state=0)
+    return X, y
+
+
+def _regression():
+    X, y = load_diabetes(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    return X[:200], (y[:200] - y.mean()) / y.std()
+
+
+CASES = {
+    "logistic": (DropoutLogisticRegression, DropoutLogisticRegressionCV, _binary),
+    "svc": (DropoutSVC, DropoutSVCCV, _binary),
+    "svr": (DropoutSVR, DropoutSVRCV, _regression),
+}
+
+
+def _compare(cv_est, grid, exact):
+    """Scores equal to rounding (``exact``: equal) and the same choice."""
+    ours = cv_est.cv_results_
+    for key in ("mean_test_score",) + tuple(f"split{k}_test_score" for k in range(3)):
+        if exact:
+            np.testing.assert_array_equal(ours[key], grid.cv_results_[key])
+        else:
+            np.testing.assert_allclose(ours[key], grid.cv_results_[key], rtol=1e-6,
+                                       atol=1e-7)
+    assert ours["params"] == [{k: float(v) for k, v in p.items()}
+                              for p in grid.cv_results_["params"]]
+    np.testing.assert_array_equal(ours["rank_test_score"], grid.cv_results_["rank_test_score"])
+    assert cv_est.best_index_ == grid.best_index_
+    assert cv_est.best_params_ == {k: float(v) for k, v in grid.best_params_.items()}
+    assert (cv_est.C_, cv_est.noise_level_) == (grid.best_params_["C"],
+                                                 grid.best_params_["noise_level"])
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_same_scores_and_choice_as_gridsearchcv(case):
+    """Default scoring: accuracy (exactly the same: the same predictions) or ``R^2`` (to
+    rounding of fits at ``tol``); the refitted model is the base estimator's fit."""
+    base, cv_cls, data = CASES[case]
+    X, y = data()
+    folds = KFold(3, shuffle=True, random_state=1)
+    grid = GridSearchCV(base(), {"C": CS, "noise_level": LEVELS}, cv=folds).fit(X, y)
+    ours = cv_cls(Cs=CS, noise_levels=LEVELS, cv=folds).fit(X, y)
+    _compare(ours, grid, exact=case != "svr")
+    np.testing.assert_allclose(ours.coef_, grid.best_estimator_.coef_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(ours.predict(X), grid.predict(X), rtol=1e-6, atol=1e-8)
+    assert ours.scores_.shape == (3, len(LEVELS), len(CS))
+    assert ours.scores_[:, LEVELS.index(ours.noise_level_), CS.index(ours.C_)].mean() == \
+        pytest.approx(ours.best_score_)
+
+
+def test_scoring_sample_weight_and_multiclass_match_gridsearchcv():
+    """A probabilistic score, weights passed to the fits (the training part of each
+    fold), three classes (one-vs-rest) and sparse input, against ``GridSearchCV``."""
+    X, y = load_iris(return_X_y=True)
+    w = np.random.default_rng(0).uniform(0.5, 2.0, size=y.size)
+    folds = KFold(3, shuffle=True, random_state=0)
+    grid = GridSearchCV(DropoutLogisticRegression(), {"C": CS, "noise_level": LEVELS},
+                        cv=folds, scoring="neg_log_loss").fit(X, y, sample_weight=w)
+    ours = DropoutLogisticRegressionCV(Cs=CS, noise_levels=LEVELS, cv=folds,
+                                       scoring="neg_log_loss").fit(X, y, sample_weight=w)
+    _compare(ours, grid, exact=False)
+    Xs = sp.csr_matrix(np.where(X > 2.0, X, 0.0))
+    grid = GridSearchCV(DropoutSVC(), {"C": CS, "noise_level": LEVELS[1:]},
+                        cv=folds).fit(Xs, y)
+    ours = DropoutSVCCV(Cs=CS, noise_levels=LEVELS[1:], cv=folds).fit(Xs, y)
+    _compare(ours, grid, exact=True)
+    assert ours.coef_.shape == (3, 4)
+
+
+def test_same_result_for_any_n_jobs_and_grid_order():
+    """The folds in threads give the same scores; a grid given in another order gives the
+    same scores at the same points (the path walks it sorted)."""
+    X, y = _binary()
+    one = DropoutSVCCV(Cs=CS, noise_levels=LEVELS, cv=3).fit(X, y)
+    two = DropoutSVCCV(Cs=CS, noise_levels=LEVELS, cv=3, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(one.scores_, two.scores_)
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    rev = DropoutSVCCV(Cs=CS[::-1], noise_levels=LEVELS[::-1], cv=3).fit(X, y)
+    np.testing.assert_array_equal(rev.scores_[:, ::-1, ::-1], one.scores_)
+
+
+def test_refit_false_and_the_posterior_at_the_chosen_parameters():
+    X, y = _binary()
+    est = DropoutLogisticRegressionCV(Cs=CS, noise_levels=LEVELS, cv=3, refit=False)
+    est.fit(X, y)
+    assert not hasattr(est, "coef_") and est.C_ in CS
+    with pytest.raises(NotFittedError):
+        est.predict(X)
+    est = DropoutLogisticRegressionCV(Cs=CS, noise_levels=[0.2], cv=3).fit(X, y)
+    base = DropoutLogisticRegression(C=est.C_, noise_level=0.2).fit(X, y)
+    kw = dict(draws=40, tune=20, chains=1, random_state=3, progressbar=False)
+    a, b = est.sample_posterior(X, y, **kw), base.sample_posterior(X, y, **kw)
+    np.testing.assert_array_equal(a.posterior["coef"].values, b.posterior["coef"].values)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"Cs": 0}, "Cs must be >= 1"),
+    ({"Cs": [1.0, -2.0]}, "Cs must hold finite values > 0"),
+    ({"Cs": [[1.0]]}, "Cs must be a non-empty 1-D"),
+    ({"Cs": ["a"]}, "Cs must be a sequence of numbers"),
+    ({"noise_levels": [0.1, np.nan]}, "noise_levels must hold finite values"),
+    ({"noise_levels": [0.1, 1.0]}, "q"),
+    ({"refit": "yes"}, "refit must be a bool"),
+    ({"tol": -1.0}, "tol"),
+])
+def test_bad_parameters_raise_naming_them(params, match):
+    X, y = _binary()
+    with pytest.raises((ValueError, TypeError), match=match):
+        DropoutLogisticRegressionCV(**params).fit(X, y)
+
+
+@parametrize_with_checks([DropoutLogisticRegressionCV(Cs=[0.1, 1.0], noise_levels=[0.0, 0.2],
+                                                      cv=3),
+                          DropoutSVRCV(Cs=[0.1, 1.0], noise_levels=[0.0, 0.2], cv=3)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("case", ["svc", "svr"])
+def test_default_score_is_weighted_as_gridsearchcv_weights_it(case):
+    """With ``sample_weight`` ``GridSearchCV`` weights the held-out accuracy / ``R^2``."""
+    base, cv_cls, data = CASES[case]
+    X, y = data()
+    w = np.random.default_rng(1).uniform(0.2, 3.0, size=y.size)
+    folds = KFold(3, shuffle=True, random_state=2)
+    grid = GridSearchCV(base(), {"C": CS, "noise_level": LEVELS[1:]}, cv=folds)
+    grid.fit(X, y, sample_weight=w)
+    ours = cv_cls(Cs=CS, noise_levels=LEVELS[1:], cv=folds).fit(X, y, sample_weight=w)
+    _compare(ours, grid, exact=case == "svc")
