@@ -95,7 +95,7 @@ def test_scoring_sample_weight_and_multiclass_match_gridsearchcv():
 
 
 def test_same_result_for_any_n_jobs_and_grid_order():
-    """The folds in threads give the same scores; a grid given in another order gives the
+    """The folds in worker processes give the same scores; a grid given in another order gives the
     same scores at the same points (the path walks it sorted)."""
     X, y = _binary()
     one = DropoutSVCCV(Cs=CS, noise_levels=LEVELS, cv=3).fit(X, y)

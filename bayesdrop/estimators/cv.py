@@ -11,7 +11,9 @@ would, and make the same choice (the same folds, scores and tie-breaking), for l
 * the grid is walked as a snake -- ``C`` ascending at the first noise level, descending
   at the next, ... -- and every fit starts from the solution at the neighbouring grid
   point (one parameter one grid step away), so that Newton needs few steps;
-* the folds run in parallel threads (``n_jobs``).
+* the folds run in parallel (``n_jobs``) in joblib's worker processes, as
+  ``GridSearchCV``'s do (threads gained nothing: the zero-noise solvers of the hinge and
+  epsilon-insensitive losses hold the GIL).
 
 Each fit still runs to the estimator's ``tol``, so the path's solutions are those of cold
 fits (within ``tol``), and so are its scores.
@@ -190,7 +192,7 @@ class _PathCV:
             return scores
 
         n_jobs = self.n_jobs if len(splits) > 1 else None
-        per_fold = Parallel(n_jobs=n_jobs, prefer="threads")(
+        per_fold = Parallel(n_jobs=n_jobs)(
             delayed(fold)(train, test) for train, test in splits)
         self.scores_ = np.stack(per_fold)  # (n_splits, n_noise_levels, n_Cs)
         self.Cs_, self.noise_levels_, self.n_splits_ = Cs, levels, len(splits)
@@ -275,7 +277,7 @@ _CV_ATTRIBUTES = """
 
 _COMMON = """
     The other parameters are those of :class:`~bayesdrop.{name}`; ``n_jobs`` runs the
-    folds in parallel threads (same result for any value). After ``fit`` with
+    folds in parallel processes (joblib; same result for any value). After ``fit`` with
     ``refit=True`` the estimator has the fitted attributes of
     :class:`~bayesdrop.{name}` (``coef_``, ``intercept_``, ...) at ``C_`` and
     ``noise_level_``, and its methods (``predict``, ``sample_posterior``, ...).
