@@ -277,3 +277,30 @@ def test_main_job_fits_samples_summarises_and_draws(tmp_path):
     assert dropout[half, 2] > clean[half, 1]
     assert np.all((rows["LR (q=0)"][:, 2] >= 0) & (rows["LR (q=0)"][:, 2] <= 1))
     assert "posterior predictive" in printed
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_calibration_table_is_calibration_curve(strategy):
+    """The binary table's rows are scikit-learn's ``calibration_curve`` (same bins); the
+    confidence table's weighted gap is the expected calibration error."""
+    from sklearn.calibration import calibration_curve
+
+    from bayesdrop.studies import calibration_table, expected_calibration_error
+
+    rng = np.random.default_rng(0)
+    p = rng.beta(0.7, 0.7, size=500)
+    y = (rng.random(500) < p ** 1.3).astype(int)
+    table = calibration_table(np.column_stack([1 - p, p]), y, 8, strategy=strategy)
+    true, pred = calibration_curve(y, p, n_bins=8, strategy=strategy)
+    np.testing.assert_allclose(table["observed"], true, rtol=1e-12)
+    np.testing.assert_allclose(table["mean_predicted"], pred, rtol=1e-12)
+    assert table["count"].sum() == 500
+    P = rng.dirichlet(np.ones(4), size=400)
+    labels = np.array([rng.choice(4, p=row) for row in P])
+    conf = calibration_table(P, labels, 15)
+    ece = float(np.sum(conf["count"] * np.abs(conf["gap"])) / 400)
+    assert ece == pytest.approx(expected_calibration_error(P, labels, n_bins=15), abs=1e-12)
+    with pytest.raises(ValueError, match="two columns"):
+        calibration_table(P, labels, kind="positive")
+    with pytest.raises(ValueError, match="n_samples"):
+        calibration_table(P[:10], labels)

@@ -127,10 +127,14 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
             raise ValueError(f"y must hold numbers, got dtype {y.dtype}") from None
         return as_float_vector(y, n_samples)[:, None]
 
-    def predict_interval(self, X, idata, prob=0.94, *, kind="predictive", random_state=0):
+    def predict_interval(self, X, idata, prob=0.94, *, kind="predictive", random_state=0,
+                         calibrate=None):
         """Posterior mean of ``w.x + b`` and a central ``prob`` interval for each row:
         for a new ``y`` (``kind="predictive"``, the default) or for ``w.x + b`` only
-        (``kind="mean"``, a credible band). See
+        (``kind="mean"``, a credible band). ``calibrate=(X_cal, y_cal)``, held-out rows,
+        rescales the predictive intervals to cover ``prob`` of new observations (split
+        conformal; the model's own intervals cover ``prob`` only when ``C`` and the scale
+        of ``y`` match the data's noise). See
         :func:`bayesdrop.posterior.predictive_interval`.
 
         Returns
@@ -155,8 +159,14 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
         from ..posterior import predictive_interval
 
         check_is_fitted(self)
+        if calibrate is not None:
+            try:
+                X_cal, y_cal = calibrate
+            except (TypeError, ValueError):
+                raise TypeError("calibrate must be a pair (X_cal, y_cal)") from None
+            calibrate = (self._validate_X(X_cal), y_cal)
         return predictive_interval(idata, self._validate_X(X), prob, kind=kind,
-                                   random_state=random_state)
+                                   random_state=random_state, calibrate=calibrate)
 
     def predict(self, X):
         """Predictions ``w.x + b`` (a lazy dask array for a dask ``X``)."""

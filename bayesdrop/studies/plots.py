@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plot_study"]
+__all__ = ["plot_study", "reliability_diagram"]
 
 
 def plot_study(df, x, y="test_error", *, hue="model", style=None, ax=None, title=None):
@@ -41,6 +41,64 @@ def plot_study(df, x, y="test_error", *, hue="model", style=None, ax=None, title
                     ms=3, capsize=2, linestyle=ls)
     ax.set_xlabel(x)
     ax.set_ylabel(y)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def reliability_diagram(probas, y_idx, n_bins=10, *, strategy="uniform", kind="auto",
+                        ax=None, title=None):
+    """Reliability diagram: mean predicted probability against observed frequency per
+    bin (:func:`bayesdrop.studies.robustness.calibration_table`), one line per model,
+    with the diagonal of perfect calibration and each model's expected calibration error
+    ``sum_b n_b / n |observed_b - predicted_b|`` in its legend entry.
+
+    Parameters
+    ----------
+    probas : dict of str to ndarray of shape (n_samples, n_classes)
+        Predicted probabilities of each model on the same examples.
+    y_idx : ndarray of int, shape (n_samples,)
+    n_bins, strategy, kind
+        As in :func:`~bayesdrop.studies.robustness.calibration_table`.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> p = np.array([0.2, 0.3, 0.7, 0.9])
+    >>> ax = reliability_diagram({"model": np.column_stack([1 - p, p])},
+    ...                          np.array([0, 1, 1, 1]), n_bins=2)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['perfectly calibrated', 'model (ECE 0.225)']
+    """
+    import matplotlib.pyplot as plt
+
+    from .robustness import calibration_table
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.5, 4.5))
+    ax.plot([0, 1], [0, 1], color="0.6", linestyle=":", label="perfectly calibrated")
+    label_kind = None
+    for name, proba in probas.items():
+        table = calibration_table(proba, y_idx, n_bins, strategy=strategy, kind=kind)
+        ece = float(np.sum(table["count"] * np.abs(table["gap"])) / table["count"].sum())
+        ax.plot(table["mean_predicted"], table["observed"], marker="o", ms=4,
+                label=f"{name} (ECE {ece:.3f})")
+        label_kind = kind if kind != "auto" else (
+            "positive" if np.shape(proba)[1] == 2 else "confidence")
+    if label_kind == "positive":
+        ax.set_xlabel("mean predicted probability of the positive class")
+        ax.set_ylabel("fraction of positives")
+    else:
+        ax.set_xlabel("mean confidence (top-class probability)")
+        ax.set_ylabel("accuracy")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
     if title:
         ax.set_title(title)
     ax.legend(fontsize=8)

@@ -36,6 +36,7 @@ __all__ = [
     "grid",
     "delete_features",
     "expected_calibration_error",
+    "calibration_table",
     "classification_metrics",
     "nightmare_at_test_time",
     "label_noise_study",
@@ -124,6 +125,79 @@ def expected_calibration_error(proba, y_idx, n_bins=15):
         sel = bins == b
         ece += sel.mean() * abs(correct[sel].mean() - conf[sel].mean())
     return float(ece)
+
+
+def calibration_table(proba, y_idx, n_bins=10, *, strategy="uniform", kind="auto"):
+    """The table behind a reliability diagram: per bin of predicted probability, the mean
+    prediction against the observed frequency.
+
+    ``kind="positive"`` (binary ``proba``): the probability of the second class against
+    the fraction of examples in it, binned as ``sklearn.calibration.calibration_curve``
+    bins (``strategy`` "uniform": ``n_bins`` equal widths on ``[0, 1]``; "quantile": equal
+    counts), whose ``(prob_true, prob_pred)`` are the table's non-empty rows.
+    ``kind="confidence"``: the top-class probability ``max_c p_c`` against the accuracy
+    (any number of classes; with ``strategy="uniform"`` its weighted mean gap
+    ``sum_b n_b / n |accuracy_b - mean_predicted_b|`` is the expected calibration error up
+    to how a probability on a bin edge is assigned). ``"auto"``: "positive" for two
+    columns, else "confidence".
+
+    Parameters
+    ----------
+    proba : ndarray of shape (n_samples, n_classes)
+    y_idx : ndarray of int, shape (n_samples,)
+        Index of the true class in the columns of ``proba``.
+    n_bins : int, default=10
+    strategy : {"uniform", "quantile"}, default="uniform"
+    kind : {"auto", "positive", "confidence"}, default="auto"
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per non-empty bin: ``bin_lower``, ``bin_upper``, ``count``,
+        ``mean_predicted``, ``observed`` (fraction positive, or accuracy) and ``gap``
+        (``observed - mean_predicted``: above 0 under-confident, below over-confident).
+
+    Examples
+    --------
+    >>> p1 = np.array([0.1, 0.15, 0.8, 0.85, 0.9])
+    >>> table = calibration_table(np.column_stack([1 - p1, p1]), np.array([0, 1, 1, 1, 0]),
+    ...                           n_bins=2)
+    >>> table[["count", "mean_predicted", "observed"]].round(3).values.tolist()
+    [[2.0, 0.125, 0.5], [3.0, 0.85, 0.667]]
+    """
+    import pandas as pd
+
+    proba = np.asarray(proba, dtype=float)
+    y_idx = np.asarray(y_idx)
+    if proba.ndim != 2 or proba.shape[0] != y_idx.shape[0]:
+        raise ValueError(f"proba must have shape (n_samples, n_classes) with n_samples = "
+                         f"{y_idx.shape[0]} (len(y_idx)), got {proba.shape}")
+    n_bins = check_scalar(n_bins, "n_bins", min_val=1, integer=True)
+    if strategy not in ("uniform", "quantile"):
+        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}")
+    if kind == "auto":
+        kind = "positive" if proba.shape[1] == 2 else "confidence"
+    if kind == "positive":
+        if proba.shape[1] != 2:
+            raise ValueError("kind='positive' needs binary proba (two columns)")
+        pred, observed = proba[:, 1], (y_idx == 1).astype(float)
+    elif kind == "confidence":
+        pred = proba.max(axis=1)
+        observed = (proba.argmax(axis=1) == y_idx).astype(float)
+    else:
+        raise ValueError(f"kind must be 'auto', 'positive' or 'confidence', got {kind!r}")
+    if strategy == "quantile":
+        edges = np.percentile(pred, np.linspace(0, 100, n_bins + 1))
+    else:
+        edges = np.linspace(0.0, 1.0, n_bins + 1)
+    ids = np.searchsorted(edges[1:-1], pred)  # calibration_curve's assignment
+    count = np.bincount(ids, minlength=n_bins).astype(float)
+    nonempty = count > 0
+    mean_pred = np.bincount(ids, weights=pred, minlength=n_bins)[nonempty] / count[nonempty]
+    freq = np.bincount(ids, weights=observed, minlength=n_bins)[nonempty] / count[nonempty]
+    return pd.DataFrame({"bin_lower": edges[:-1][nonempty], "bin_upper": edges[1:][nonempty],
+                         "count": count[nonempty], "mean_predicted": mean_pred,
+                         "observed": freq, "gap": freq - mean_pred})
 
 
 def classification_metrics(proba, y_idx, *, floor=1e-12):
