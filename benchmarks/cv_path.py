@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -42,6 +41,9 @@ from bayesdrop import (DropoutLogisticRegression, DropoutLogisticRegressionCV, D
                        DropoutSVCCV, DropoutSVR, DropoutSVRCV)
 from bayesdrop.estimators.cv import DEFAULT_NOISE_LEVELS
 from bayesdrop.studies.datasets import load_newsgroups
+
+sys.path.insert(0, str(Path(__file__).parent))
+from plain_fit import best_time  # noqa: E402  (the same timing as the plain-fit rows)
 
 
 def problems(quick):
@@ -59,16 +61,6 @@ def problems(quick):
         rows.append((f"newsgroups {Xn.shape[0]} x {Xn.shape[1]} (CSR)", "LR",
                      DropoutLogisticRegression, DropoutLogisticRegressionCV, Xn, yn))
     return rows
-
-
-def best_time(make, X, y, repeat):
-    best, est = np.inf, None
-    for _ in range(repeat):
-        est = make()
-        t = time.perf_counter()
-        est.fit(X, y)
-        best = min(best, time.perf_counter() - t)
-    return best, est
 
 
 def main():
