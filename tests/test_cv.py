@@ -154,3 +154,14 @@ def test_default_score_is_weighted_as_gridsearchcv_weights_it(case):
     grid.fit(X, y, sample_weight=w)
     ours = cv_cls(Cs=CS, noise_levels=LEVELS[1:], cv=folds).fit(X, y, sample_weight=w)
     _compare(ours, grid, exact=case == "svc")
+
+
+def test_refit_keeps_the_feature_names_of_a_dataframe():
+    import pandas as pd
+
+    X, y = _binary()
+    df = pd.DataFrame(X, columns=[f"f{k}" for k in range(X.shape[1])])
+    est = DropoutSVCCV(Cs=CS, noise_levels=[0.1], cv=3).fit(df, y)
+    assert list(est.feature_names_in_) == list(df.columns)
+    base = DropoutSVC(C=est.C_, noise_level=0.1).fit(df, y)
+    np.testing.assert_array_equal(est.predict(df), base.predict(df))

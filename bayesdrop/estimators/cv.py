@@ -164,6 +164,7 @@ class _PathCV:
         base._check_params()  # the shared parameters, before any fold
         for q in np.unique(levels):
             make_noise(self.noise, float(q))
+        X_in, y_in = X, y  # the refit takes them as given (pandas column names and all)
         X, y = validate_arrays(base, X, y, y_numeric=not is_classifier(self))
         if sp.issparse(X):
             X = X.tocsr()  # rows indexable (a COO matrix is not)
@@ -201,7 +202,7 @@ class _PathCV:
         self.C_, self.noise_level_ = best["C"], best["noise_level"]
         if self.refit:
             chosen = self._base(C=self.C_, noise_level=self.noise_level_,
-                                **self._base_params()).fit(X, y, sample_weight)
+                                **self._base_params()).fit(X_in, y_in, sample_weight)
             for key, value in vars(chosen).items():
                 if key.endswith("_") and not key.startswith("_"):
                     setattr(self, key, value)
