@@ -343,3 +343,22 @@ def test_latent_predictions_on_a_dask_x_are_lazy_and_equal_in_memory(method):
     out = getattr(model, method)(da.from_array(X, chunks=(40, 4)))
     assert isinstance(out, da.Array)
     np.testing.assert_allclose(out.compute(), getattr(model, method)(X), rtol=1e-12)
+
+
+def test_dask_fit_finds_an_optimum_at_w_zero_as_in_memory(client):
+    """Digits one-vs-rest at q = 0.5, C = 0.1: some classes have their optimum at w = 0,
+    where Newton stalls; on dask chunks the fit continues as in memory (IRLS from the
+    stall and from the start, and the bare models) and reaches the same J."""
+    from sklearn.datasets import load_digits
+
+    X, labels = load_digits(return_X_y=True)
+    X, labels = X[:900] / 16.0, labels[:900]
+    y = (labels == 3).astype(int)
+    ref = DropoutSVC(C=0.1, noise_level=0.5).fit(X, y)
+    est = DropoutSVC(C=0.1, noise_level=0.5).fit(_dask(X, 200), y)
+    problem = Problem.create(X, 2.0 * y - 1.0, HingeLoss(0.1), Dropout(0.5))
+    J = problem.objective(np.append(est.coef_.ravel(), est.intercept_))
+    J_ref = problem.objective(np.append(ref.coef_.ravel(), ref.intercept_))
+    assert J <= J_ref * (1 + 1e-9)
+    assert est.solver_[0] == "newton+irls"
+    assert np.all(ref.coef_ == 0.0) and np.all(est.coef_ == 0.0)  # the bare model, exactly

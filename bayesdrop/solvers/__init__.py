@@ -112,35 +112,50 @@ def choose_solver(problem, solver="auto", linalg="auto"):
 TRAP_RTOL = 1e-6
 
 
-def _trapped(problem, theta):
+def _trapped(values, theta, fit_intercept):
     """Whether ``theta`` is no better than its intercept alone (``w = 0``) to
     :data:`TRAP_RTOL`: the trap of :func:`fit_problem`, or an optimum at ``w = 0``,
-    which IRLS from the start finds as well."""
+    which IRLS from the start finds as well. ``values(thetas)`` gives ``J`` at each of a
+    list of points (one pass over the rows for a row back-end)."""
     bare = np.zeros_like(theta)
-    if problem.design.fit_intercept:
+    if fit_intercept:
         bare[-1] = theta[-1]
-    J = problem.objective(theta)
-    return bool(J >= problem.objective(bare) - TRAP_RTOL * max(abs(J), 1.0))
+    J, J_bare = values([theta, bare])
+    return bool(J >= J_bare - TRAP_RTOL * max(abs(J), 1.0))
 
 
-def _bare(problem, theta):
-    """``w = 0`` with the best intercept among ``theta``'s and the loss's kinks (where the
-    piecewise-linear ``J(0, b)`` has its minimum; at most 64 of them)."""
+def _bare_points(theta, fit_intercept, kinks=None):
+    """``w = 0`` with ``theta``'s intercept and with each kink position of the loss
+    (where the piecewise-linear ``J(0, b)`` has its minimum; at most 64 of them)."""
     bare = np.zeros_like(theta)
-    if not problem.design.fit_intercept:
-        return bare
+    if not fit_intercept:
+        return [bare]
     candidates = [theta[-1]]
-    kinks = problem.loss.kinks(problem.y)
     if kinks is not None:
-        positions = np.unique(kinks[0])
+        positions = np.unique(kinks)
         if positions.size <= 64:
             candidates += positions.tolist()
-    values = []
+    points = []
     for b in candidates:
-        bare[-1] = b
-        values.append(problem.objective(bare))
-    bare[-1] = candidates[int(np.argmin(values))]
-    return bare
+        point = bare.copy()
+        point[-1] = b
+        points.append(point)
+    return points
+
+
+def _escape_trap(values, first, second, third, bare, start):
+    """After a stall in the trap near ``w = 0`` (see :func:`fit_problem`): the lowest ``J``
+    of IRLS from the stall (``second``), IRLS from the start (``third``) and the bare
+    models ``bare`` (``w = 0``); one :class:`SolverResult` counting all three runs."""
+    points = [second.theta, third.theta] + list(bare)
+    J = np.asarray(values(points), dtype=float)
+    k = int(np.argmin(J))  # ties: the earlier (IRLS before a bare model)
+    best = second if J[0] <= J[1] else third
+    if k >= 2:
+        best = best._replace(theta=points[k], objective=np.append(best.objective, J[k]))
+    return best._replace(n_iter=first.n_iter + second.n_iter + third.n_iter,
+                         n_evals=first.n_evals + second.n_evals + third.n_evals,
+                         time=time.perf_counter() - start, solver="newton+irls")
 
 
 def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
@@ -199,7 +214,11 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
         return first
     second = irls.fit(problem, first.theta, tol=tol, max_iter=max_iter - first.n_iter,
                       accelerate=accelerate, linalg=linalg, warn=warn)
-    if _trapped(problem, second.theta):
+    def values(thetas):
+        return [problem.objective(t) for t in thetas]
+
+    fit_intercept = problem.design.fit_intercept
+    if _trapped(values, second.theta, fit_intercept):
         # a near-kink trap or an optimum at w = 0: with w near 0 every score variance
         # vanishes and the examples on their kinks give Newton (and the IRLS map, whose
         # weights ~ 1 / sqrt(s_n) pin them there) a curvature ~ C / sqrt(s_n) -- tiny
@@ -209,15 +228,9 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
         # of the three
         third = irls.fit(problem, None, tol=tol, max_iter=max_iter, accelerate=accelerate,
                          linalg=linalg, warn=False)
-        J_best, best = min(((problem.objective(r.theta), r) for r in (second, third)),
-                           key=lambda pair: pair[0])
-        bare = _bare(problem, second.theta)
-        J_bare = problem.objective(bare)
-        if J_bare < J_best:
-            best = best._replace(theta=bare, objective=np.append(best.objective, J_bare))
-        return best._replace(n_iter=first.n_iter + second.n_iter + third.n_iter,
-                             n_evals=first.n_evals + second.n_evals + third.n_evals,
-                             time=time.perf_counter() - start, solver="newton+irls")
+        kinks = problem.loss.kinks(problem.y)
+        bare = _bare_points(second.theta, fit_intercept, None if kinks is None else kinks[0])
+        return _escape_trap(values, first, second, third, bare, start)
     return second.after(first.objective, first.n_iter, first.n_evals, start, "newton+irls")
 
 
@@ -259,4 +272,17 @@ def fit_rows(rows, theta0=None, *, solver="auto", tol=1e-8, max_iter=1000, accel
         return first
     second = irls.fit_rows(rows, first.theta, tol=tol, max_iter=max_iter - first.n_iter,
                            accelerate=accelerate, warn=warn)
+
+    def values(thetas):  # one pass over the rows for all the points
+        return rows.objective(np.stack(thetas))
+
+    if _trapped(values, second.theta, rows.fit_intercept):
+        # the trap of fit_problem, handled the same way; the bare models at the kinks of
+        # +-1 targets for a classification loss (the targets stay with the rows)
+        third = irls.fit_rows(rows, None, tol=tol, max_iter=max_iter,
+                              accelerate=accelerate, warn=False)
+        kinks = rows.loss.kinks(np.array([-1.0, 1.0])) if rows.loss.binary else None
+        bare = _bare_points(second.theta, rows.fit_intercept,
+                            None if kinks is None else kinks[0])
+        return _escape_trap(values, first, second, third, bare, start)
     return second.after(first.objective, first.n_iter, first.n_evals, start, "newton+irls")
