@@ -167,6 +167,51 @@ class Design:
     #: Hessian, :mod:`bayesdrop.linalg.hessian`, needs it; the latent design has a full one)
     diagonal_noise = True
 
+    # -- what the solvers ask of the design besides its products ----------------------
+    @property
+    def noise_free(self):
+        """Whether every noise variance is zero (``V = 0``: the clean model, where the
+        hinge and epsilon-insensitive terms keep their kinks)."""
+        return bool(self.variance.is_zero)
+
+    def row_block(self, idx):
+        """The rows ``idx`` of ``X`` in its storage (dense or CSR): the few rows of an
+        active-set system (the examples on a kink)."""
+        return self.X[idx]
+
+    def without_intercept(self):
+        """The same ``X`` and variances (shared, not copied) without the intercept."""
+        return Design(self.X, self.variance, fit_intercept=False)
+
+    def quiet_rows(self):
+        """Mask of the examples whose noise variance is zero in every feature (``s_n = 0``
+        for every ``w``), or None when ``V`` is zero or constant (all rows or none)."""
+        V = self.variance
+        if V.is_zero or V.is_constant:
+            return None
+        return np.asarray(V.matrix.sum(axis=1)).ravel() <= 0.0
+
+    def nonzero_rows(self):
+        """Mask of the rows of ``X`` with a non-zero entry."""
+        if self.sparse:
+            return np.asarray(abs(self.X).sum(axis=1)).ravel() > 0.0
+        return np.any(self.X != 0.0, axis=1)
+
+    def dense_kernel_arrays(self, max_constant_entries=4_000_000):
+        """``(X, M, scale)``, ``V = scale * M`` with ``M`` stored like a C-ordered dense
+        ``X``, for compiled dense loops; a constant variance as ``M`` of ones (up to
+        ``max_constant_entries`` entries); None for a sparse ``X`` or another variance."""
+        if self.sparse:
+            return None
+        arrays = self.row_kernel_arrays()
+        if arrays is not None:
+            return arrays[1] + (arrays[2],)
+        V = self.variance
+        if V.is_constant and self.n_samples * self.n_features <= max_constant_entries:
+            X = np.ascontiguousarray(self.X)
+            return X, np.ones_like(X), V.scale
+        return None
+
     @property
     def every_row_noisy(self):
         """Whether every example has a positive noise variance in some feature (so its score
@@ -174,14 +219,9 @@ class Design:
         ``v_nd > 0``). False at zero noise and when a row of ``V`` is all zero, e.g. an
         all-zero row of ``X`` under dropout."""
         if getattr(self, "_every_row_noisy", None) is None:
-            V = self.variance
-            if V.is_zero:
-                self._every_row_noisy = False
-            elif V.is_constant:
-                self._every_row_noisy = True
-            else:
-                rows = np.asarray(V.matrix.sum(axis=1)).ravel()
-                self._every_row_noisy = bool(np.all(rows > 0))
+            quiet = self.quiet_rows()
+            self._every_row_noisy = (not self.variance.is_zero if quiet is None
+                                     else not bool(np.any(quiet)))
         return self._every_row_noisy
 
     def row_kernel_arrays(self):

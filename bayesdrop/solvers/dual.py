@@ -75,7 +75,7 @@ def applicable(problem):
     False
     """
     design, loss, _ = problem
-    return bool(type(loss) is HingeLoss and loss.margin > 0 and design.variance.is_zero
+    return bool(type(loss) is HingeLoss and loss.margin > 0 and design.noise_free
                 and design.fit_intercept and design.diagonal_noise
                 and design.n_samples <= MAX_DUAL_SAMPLES)
 
@@ -401,7 +401,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO
             budget = min(budget, STAGE_STEPS * n)
         steps = _smo(K, yc, C / scale, max(stage_tol, smo_tol), budget, a, G)[0]
         it += steps
-        w = np.asarray(design.X.T @ (a * y)).ravel() * scale
+        w = design.rmatvec(a * y)[: design.n_features] * scale
         b = _intercept(a, G, y, C / scale) * scale
         theta = np.append(w, b)
         history.append(problem.objective(theta))

@@ -114,7 +114,7 @@ def _solve_or_lstsq(K, rhs):
 def kink_set(problem, theta):
     """Examples within ``POLISH_TAU`` of a kink at ``theta`` (None if not applicable)."""
     design, loss, y = problem
-    pieces = loss.kinks(y) if design.variance.is_zero else None
+    pieces = loss.kinks(y) if design.noise_free else None
     if pieces is None:
         return None
     pos = pieces[0]
@@ -137,7 +137,7 @@ def _equality_qp(design, on_kink, target, slope):
     idx = np.flatnonzero(on_kink)
     g = -design.rmatvec(np.where(on_kink, 0.0, slope))
     g_w = g[: design.n_features]
-    XE = design.X[idx]
+    XE = design.row_block(idx)
     full = getattr(design, "_row_gram", None)  # X X^T, if the dual solver formed it
     if full is not None:
         G = full[np.ix_(idx, idx)] / 2.0
@@ -185,7 +185,7 @@ def active_set_polish(problem, theta, on_kink=None):
     objective : float
     """
     design, loss, y = problem
-    pieces = loss.kinks(y) if design.variance.is_zero else None
+    pieces = loss.kinks(y) if design.noise_free else None
     if pieces is None:
         return None, np.inf
     pos, slopes = pieces

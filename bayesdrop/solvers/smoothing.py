@@ -92,7 +92,7 @@ def applicable(problem):
     False
     """
     design, loss, y = problem
-    return bool(design.variance.is_zero and design.diagonal_noise
+    return bool(design.noise_free and design.diagonal_noise
                 and loss.kinks(y[:1]) is not None
                 and design.n_params <= MAX_CHOLESKY_PARAMS)
 
@@ -174,7 +174,7 @@ def _newton_direction(design, g, d2, intercept_floor):
     idx = np.flatnonzero(d2 > 0.0)
     H = np.zeros((p, p))
     if idx.size:
-        XZ = design.X[idx]
+        XZ = design.row_block(idx)
         if sp.issparse(XZ):
             XZ = XZ.toarray()
         sw = np.sqrt(d2[idx])

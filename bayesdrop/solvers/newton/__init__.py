@@ -213,14 +213,7 @@ def _dense_arrays(design, compiled="auto"):
     if compiled == "auto" and (design.n_samples > MAX_COMPILED_ROWS or design.n_samples
                                * design.n_features > MAX_COMPILED_ENTRIES):
         return None
-    compiled = design.row_kernel_arrays()
-    if compiled is not None:
-        return compiled[1] + (compiled[2],)
-    V = design.variance
-    if V.is_constant and design.n_samples * design.n_features <= 4_000_000:
-        X = np.ascontiguousarray(design.X)
-        return X, np.ones_like(X), V.scale
-    return None
+    return design.dense_kernel_arrays()
 
 
 def _compiled_args(problem, theta, lp, arrays, opts):

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
-import scipy.sparse as sp
 
 from . import loop, steps
 
@@ -62,19 +61,13 @@ def empty_rows(problem):
     True
     """
     design, loss, y = problem
-    V = design.variance
-    if (loss.smooth or not design.fit_intercept or not design.diagonal_noise or V.is_zero
-            or V.is_constant or loss.kinks(y[:1]) is None):
+    if (loss.smooth or not design.fit_intercept or not design.diagonal_noise
+            or loss.kinks(y[:1]) is None):
         return None
-    quiet = np.asarray(V.matrix.sum(axis=1)).ravel() <= 0.0
-    if not quiet.any():
+    quiet = design.quiet_rows()
+    if quiet is None or not quiet.any():
         return None
-    X = design.X
-    if sp.issparse(X):
-        nonzero = np.asarray(abs(X).sum(axis=1)).ravel() > 0.0
-    else:
-        nonzero = np.any(X != 0.0, axis=1)
-    if np.any(quiet & nonzero):
+    if np.any(quiet & design.nonzero_rows()):
         return None
     return np.flatnonzero(quiet)
 
@@ -86,11 +79,8 @@ class FixedInterceptSteps(steps.DesignSteps):
     ``X`` and variances), so every step keeps ``b``."""
 
     def __init__(self, problem, linalg, opts, **kwargs):
-        from ...model.design import Design
-
         super().__init__(problem, linalg, opts, **kwargs)
-        design = problem.design
-        self.inner = Design(design.X, design.variance, fit_intercept=False)
+        self.inner = problem.design.without_intercept()
 
     def start(self, theta):
         J, g = super().start(theta)
