@@ -23,7 +23,8 @@ top-class probability) and Brier score on the test rows of: ``DropoutLogisticReg
 ``CalibratedClassifierCV(LogisticRegression())`` and
 ``CalibratedClassifierCV(LinearSVC())`` (sigmoid, 5-fold, scikit-learn's defaults).
 
-Results: ``benchmarks/results/calibration.txt``.
+Results: ``benchmarks/results/calibration.txt`` and the reliability diagrams of the
+classifiers' test rows pooled over the splits, ``robustness_calibration.png``.
 """
 
 from __future__ import annotations
@@ -101,12 +102,13 @@ def regression(S, draws):
     return rows
 
 
-def classification(S, draws):
+def classification(S, draws, figure=None):
     X1, y1 = load_breast_cancer(return_X_y=True)
     X2, y2 = load_digits(return_X_y=True)
-    rows = []
+    rows, pooled = [], {}
     for name, X, y in (("breast cancer", X1, y1), ("digits, 10 classes", X2, y2)):
         res = {}
+        pooled[name] = ({}, [])
         for s in range(S):
             rng = np.random.default_rng(200 + s)
             perm = rng.permutation(X.shape[0])
@@ -135,11 +137,37 @@ def classification(S, draws):
             for key, p in probas.items():
                 met = classification_metrics(p, yte)
                 res.setdefault(key, []).append([met["error"], met["ece"], met["brier"]])
+                pooled[name][0].setdefault(key, []).append(p)
+            pooled[name][1].append(yte)
         for key, vals in res.items():
             m = np.mean(vals, axis=0)
             rows.append(f"| {name} | {key} | {m[0]:.3f} | **{m[1]:.3f}** | {m[2]:.4f} |")
             print(rows[-1], flush=True)
+    if figure is not None:
+        reliability_figure(pooled, figure)
     return rows
+
+
+def reliability_figure(pooled, path):
+    """Reliability diagrams of the test rows pooled over the splits, one panel per data
+    set (:func:`bayesdrop.studies.plots.reliability_diagram`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from bayesdrop.studies.plots import reliability_diagram
+
+    fig, axes = plt.subplots(1, len(pooled), figsize=(6 * len(pooled), 5.5))
+    for ax, (name, (probas, ys)) in zip(np.atleast_1d(axes), pooled.items()):
+        short = {key.replace("DropoutLogisticRegression", "Dropout-LR")
+                 .replace("DropoutSVC", "Dropout-SVM")
+                 .replace("CalibratedClassifierCV", "Calibrated"): np.vstack(p)
+                 for key, p in probas.items()}
+        reliability_diagram(short, np.concatenate(ys), 10, ax=ax,
+                            title=f"{name} (test rows of all splits)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def main():
@@ -159,7 +187,9 @@ def main():
     lines += ["", f"Classification: mean over {S} random splits, test rows", "",
               "| data | probabilities | error | ECE (15 bins) | Brier |", "|---|---|---|---|---|"]
     print("\n".join(lines[-4:]), flush=True)
-    lines += classification(S, draws)
+    figure = None if args.quick else Path(__file__).parent / "results" / \
+        "robustness_calibration.png"
+    lines += classification(S, draws, figure)
     lines += ["", f"Machine: {os.cpu_count()} cores; Python {sys.version.split()[0]}."]
     if not args.quick:
         out = Path(__file__).parent / "results" / "calibration.txt"
