@@ -666,6 +666,28 @@ def test_newton_stalled_near_w_zero_is_not_converged_and_auto_finds_the_optimum(
         assert rows.solver == res.solver == "newton+irls"
 
 
+def test_newton_crawling_in_the_trap_stops_early():
+    """Digits 8-vs-rest, hinge q = 0.2, C = 0.1 (its optimum is w = 0): from zero Newton
+    walks into the trap and then lowers J by about 1e-7 of itself per step; it must
+    report a stall once J fell by less than STAGNATION_RTOL over STAGNATION_STEPS steps
+    (it ran to max_iter = 40), and solver="auto" must still return the optimum."""
+    from sklearn.datasets import load_digits
+
+    from bayesdrop.solvers.newton import loop
+
+    X, labels = load_digits(return_X_y=True)
+    problem = Problem.create(X / 16.0, np.where(labels == 8, 1.0, -1.0), HingeLoss(0.1),
+                             Dropout(0.2))
+    stuck = newton.fit(problem, max_iter=40, warn=False)
+    assert stuck.stalled and stuck.n_iter < 25
+    h = np.asarray(stuck.objective)
+    k = loop.STAGNATION_STEPS
+    assert h[-1 - k] - h[-1] <= loop.STAGNATION_RTOL * abs(h[-1])
+    res = fit_problem(problem, warn=False)
+    ref = irls.fit(problem, tol=1e-13, max_iter=20000, warn=False)
+    assert problem.objective(res.theta) <= problem.objective(ref.theta) * (1 + 1e-10)
+
+
 def test_optimum_at_w_zero_is_found_exactly():
     """Digits one-vs-rest with q = 0.5, C = 0.1: for some classes the optimum is the
     intercept alone (``w = 0``, ``J`` piecewise linear in ``b``), where Newton cannot

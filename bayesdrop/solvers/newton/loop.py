@@ -44,7 +44,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-__all__ = ["STALL_RTOL", "NewtonOptions", "accept", "add_pair", "chord_solve",
+__all__ = ["STAGNATION_RTOL", "STAGNATION_STEPS", "STALL_RTOL", "NewtonOptions", "accept", "add_pair", "chord_solve",
            "newton_direction", "newton_loop", "qn_direction", "retry_exact", "start",
            "take_doubled", "trial"]
 
@@ -55,6 +55,13 @@ CONVERGED, MAX_ITER, NO_DECREASE, STALLED, NONFINITE_DIRECTION, NONFINITE_START 
 #: one (and above ``sqrt(tol) max(|J|, 1)``) is a stall, not convergence (see
 #: :func:`newton_loop`)
 STALL_RTOL = 1e-4
+#: a stall also when ``J`` fell by at most ``STAGNATION_RTOL max(|J|, 1)`` over the last
+#: ``STAGNATION_STEPS`` steps while the gradient is large (as for :data:`STALL_RTOL`):
+#: the trap near ``w = 0`` crawls rather than stops (digits one-vs-rest, hinge
+#: ``q = 0.2``, ``C = 0.1``, the class whose optimum is ``w = 0``: ``J`` fell by about
+#: 1e-7 of itself per step for 30 steps, to ``max_iter``); ``solver="auto"`` continues
+STAGNATION_STEPS = 5
+STAGNATION_RTOL = 1e-6
 
 
 class NewtonOptions(NamedTuple):
@@ -337,6 +344,10 @@ def newton_loop(ev, theta0, opts, fresh_first):
             # kinks give a curvature ~ C / sqrt(s_n) -- a trap of tiny steps (Fashion-MNIST,
             # hinge q = 0.5, C = 0.1: lambda^2 ~ 1e-6 with |g| = 60, J 2e-4 above J*)
             status = STALLED if _large(g, g0, J, opts.tol) else CONVERGED
+            break
+        if (it >= STAGNATION_STEPS and history[it - STAGNATION_STEPS] - J
+                <= STAGNATION_RTOL * max(abs(J), 1.0) and _large(g, g0, J, opts.tol)):
+            status = STALLED  # crawling in the trap (see STAGNATION_RTOL)
             break
     if (status == MAX_ITER or status == NO_DECREASE) and _large(g, g0, J, opts.tol):
         status = STALLED  # the same trap, where the steps did not even reach the tolerance
