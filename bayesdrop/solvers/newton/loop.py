@@ -44,9 +44,9 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-__all__ = ["STAGNATION_RTOL", "STAGNATION_STEPS", "STALL_RTOL", "NewtonOptions", "accept", "add_pair", "chord_solve",
-           "newton_direction", "newton_loop", "qn_direction", "retry_exact", "start",
-           "take_doubled", "trial"]
+__all__ = ["STAGNATION_RTOL", "STAGNATION_STEPS", "STALL_RTOL", "NewtonOptions", "accept",
+           "add_pair", "chord_solve", "newton_direction", "newton_loop", "qn_direction",
+           "retry_exact", "start", "take_doubled", "trial"]
 
 #: status codes of :func:`newton_loop`
 CONVERGED, MAX_ITER, NO_DECREASE, STALLED, NONFINITE_DIRECTION, NONFINITE_START = \
