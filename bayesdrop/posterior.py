@@ -16,7 +16,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, softmax
 
 from ._arviz import convergence_warning, to_inference_data
 from ._validation import (as_float_design, check_random_state, check_scalar, encode_labels,
@@ -38,6 +38,7 @@ __all__ = [
     "decision_draws",
     "vote_fractions",
     "predictive_interval",
+    "calibration_pair",
 ]
 
 
@@ -540,10 +541,7 @@ def predictive_proba_of_scores(idata, scores):
     if scores.ndim == 3:  # binary: the log-odds of the second class per draw and example
         p1 = expit(delta).mean(axis=(0, 1))
         return np.column_stack([1.0 - p1, p1])
-    delta = delta - delta.max(axis=-1, keepdims=True)
-    p = np.exp(delta)
-    p /= p.sum(axis=-1, keepdims=True)
-    return p.mean(axis=(0, 1))
+    return softmax(delta, axis=-1).mean(axis=(0, 1))
 
 
 #: the losses of regression posteriors (:func:`predictive_interval`)
@@ -638,14 +636,21 @@ def predictive_interval(idata, X, prob=0.94, *, kind="predictive", random_state=
     return flat.mean(axis=0), np.column_stack([lo, hi])
 
 
-def _conformal(idata, prob, random_state, calibrate, lo, hi):
-    """The intervals ``[lo, hi]`` rescaled about their centres by the normalised split
-    conformal factor of the held-out rows ``calibrate`` (see
-    :func:`predictive_interval`)."""
+def calibration_pair(calibrate):
+    """``(X_cal, y_cal)`` from ``calibrate`` of :func:`predictive_interval`, or a
+    TypeError naming it."""
     try:
         X_cal, y_cal = calibrate
     except (TypeError, ValueError):
         raise TypeError("calibrate must be a pair (X_cal, y_cal)") from None
+    return X_cal, y_cal
+
+
+def _conformal(idata, prob, random_state, calibrate, lo, hi):
+    """The intervals ``[lo, hi]`` rescaled about their centres by the normalised split
+    conformal factor of the held-out rows ``calibrate`` (see
+    :func:`predictive_interval`)."""
+    X_cal, y_cal = calibration_pair(calibrate)
     y_cal = np.asarray(y_cal, dtype=np.float64)
     if y_cal.ndim != 1 or not np.all(np.isfinite(y_cal)):
         raise ValueError("calibrate's y_cal must be a 1-D array of finite numbers")

@@ -156,14 +156,11 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
         >>> mean.shape, interval.shape, bool(np.all(interval[:, 0] < interval[:, 1]))
         ((3,), (3, 2), True)
         """
-        from ..posterior import predictive_interval
+        from ..posterior import calibration_pair, predictive_interval
 
         check_is_fitted(self)
         if calibrate is not None:
-            try:
-                X_cal, y_cal = calibrate
-            except (TypeError, ValueError):
-                raise TypeError("calibrate must be a pair (X_cal, y_cal)") from None
+            X_cal, y_cal = calibration_pair(calibrate)
             calibrate = (self._validate_X(X_cal), y_cal)
         return predictive_interval(idata, self._validate_X(X), prob, kind=kind,
                                    random_state=random_state, calibrate=calibrate)

@@ -328,8 +328,7 @@ def schedule(accept, rho, sweep_cost, mh_cost, max_moves=None):
     keeping the state with probability ``1 - accept``: lag-1 autocorrelation
     ``(1 - accept)^k`` at the cost ``(k + 1) mh_cost`` (the kept iteration's augmentation
     mean and ``lp`` cost about one more evaluation of ``J``) -- near-independent draws for
-    the price
-    of a few evaluations of ``J`` where the posterior is close to the proposal (large
+    the price of a few evaluations of ``J`` where the posterior is close to the proposal (large
     ``N``, smooth losses), instead of an ``O(N D^2)`` sweep.
 
     Examples

@@ -214,6 +214,7 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
         return first
     second = irls.fit(problem, first.theta, tol=tol, max_iter=max_iter - first.n_iter,
                       accelerate=accelerate, linalg=linalg, warn=warn)
+
     def values(thetas):
         return [problem.objective(t) for t in thetas]
 

@@ -7,6 +7,15 @@ import numpy as np
 __all__ = ["plot_study", "reliability_diagram"]
 
 
+def _finish(ax, title):
+    """The figures' common last touches: title, legend, light grid."""
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return ax
+
+
 def plot_study(df, x, y="test_error", *, hue="model", style=None, ax=None, title=None):
     """Line plot of a study table: ``y`` against ``x``, one line per ``hue`` value.
 
@@ -41,11 +50,7 @@ def plot_study(df, x, y="test_error", *, hue="model", style=None, ax=None, title
                     ms=3, capsize=2, linestyle=ls)
     ax.set_xlabel(x)
     ax.set_ylabel(y)
-    if title:
-        ax.set_title(title)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    return ax
+    return _finish(ax, title)
 
 
 def reliability_diagram(probas, y_idx, n_bins=10, *, strategy="uniform", kind="auto",
@@ -99,8 +104,4 @@ def reliability_diagram(probas, y_idx, n_bins=10, *, strategy="uniform", kind="a
         ax.set_ylabel("accuracy")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    if title:
-        ax.set_title(title)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    return ax
+    return _finish(ax, title)
