@@ -25,38 +25,44 @@ weighted example), rarely an integer and, for large ``C``, large.
 ``1 < h < 8`` (upstream issue 133, a wrong constant in the alternate sampler's bound),
 ``saddle`` is badly biased for small ``h`` and ``gamma`` truncates the series after 199
 terms (about 0.2% low in the mean). Devroye's method draws ``PG(n, z)`` as ``n`` draws of
-``PG(1, z)``, so its cost grows linearly in ``h``. :func:`polya_gamma` therefore uses two
-paths, and the cost of a draw is bounded whatever ``h``:
+``PG(1, z)`` (about 0.12 us each), so its cost grows linearly in ``h``: at ``h = 8`` a
+sweep's draws cost 4-5 times those at ``h = 0.02``. :func:`polya_gamma` therefore uses
+two paths, and the cost of a draw is bounded whatever ``h`` (0.1-0.35 us):
 
-* ``floor(h) <= PG_DEVROYE_MAX`` (8): ``PG(h, z) = PG(n, z) + PG(f, z)`` with
-  ``n = floor(h)`` and ``f = h - n`` in [0, 1):
+* ``h < 1``: :func:`pg_fraction`, jitted. Where it is cheaper (``|z|`` below
+  :func:`bayesdrop.model.pg_inversion.tilt_limit`, about 25 for ``f = 0.2``, 7 for
+  ``f = 0.9``), by exponential tilting of ``PG(h, 0)`` draws from a numerical-inversion
+  table (u-error 1e-12; :mod:`bayesdrop.model.pg_inversion`), 30-60 ns a trial and
+  ``cosh(z/2)^h`` trials on average; elsewhere (and for more than 16 distinct
+  fractions) by :func:`pg_series`.
 
-  - ``PG(n, z)`` -- ``polyagamma``'s exact ``devroye`` method (one vectorised call);
-  - ``PG(f, z)`` -- :func:`pg_fraction`, jitted. Where it is cheaper (``|z|`` below
-    :func:`bayesdrop.model.pg_inversion.tilt_limit`, about 25 for ``f = 0.2``, 9 for
-    ``f = 0.9``), by exponential tilting of ``PG(f, 0)`` draws from a
-    numerical-inversion table (u-error 1e-12; :mod:`bayesdrop.model.pg_inversion`),
-    30-60 ns a trial and ``cosh(z/2)^f`` trials on average; elsewhere (and for more than
-    16 distinct fractions) by :func:`pg_series`.
-
-* ``floor(h) > PG_DEVROYE_MAX``: the whole of ``PG(h, z)`` by :func:`pg_series`
-  (0.15-0.9 us a draw for every ``h``, against about 0.1 us per unit of ``h`` for
-  Devroye's).
+* ``h >= 1`` (after rounding ``h`` within ``1e-12`` of an integer): the whole of
+  ``PG(h, z)`` by :func:`pg_series`, 0.12-0.32 us a draw for every ``h`` -- as cheap as
+  one Devroye ``PG(1, z)`` draw, and cheaper than ``PG(1, z) + PG(h - 1, z)``.
 
 :func:`pg_series` draws from the series representation
-``PG(h, z) = (1 / (2 pi^2)) sum_k g_k / ((k - 1/2)^2 + a^2)``, ``g_k ~ Gamma(h)``,
-``a = z / (2 pi)``: the first ``K = 5 + ceil(11 a)`` terms are drawn exactly and the
-remainder is one gamma variable with the remainder's exact mean and variance. The mean
-and variance of that draw are therefore exact; its third and fourth cumulants differ from
-the exact ones by less than ``1e-6`` relative (checked for ``a`` from 0 to 100 and in the
-tests). Every cumulant of ``PG(h, z)`` and of the draw is ``h`` times that of shape 1, so
-this relative error does not depend on ``h``, while the standardised cumulants (skewness
-``~ h^{-1/2}``) shrink: the draw only gets closer to ``PG(h, z)`` as ``h`` grows. For
-``|z| >= 25`` (``K`` would exceed 50) it is the inverse Gaussian ``IG(h / (2z), h^2 / 4)``
--- its Laplace transform differs from the Polya-Gamma one by the factor
-``((1 + e^{-z}) / (1 + e^{-2 sqrt(z^2/4 + t/2)}))^h``, a relative error below ``1e-9`` in
-every cumulant there, for every ``h`` -- with its mean and variance again set to the
-exact ones.
+``PG(h, z) = sum_k c_k g_k``, ``c_k = 1 / (2 pi^2 ((k - 1/2)^2 + a^2))``,
+``g_k ~ Gamma(h)``, ``a = z / (2 pi)``: the first ``K = 3 + ceil(4 a)`` terms
+(:data:`PG_SERIES_HEAD`) are drawn exactly and the remainder
+``T = sum_{k > K} c_k g_k`` as a shifted gamma variable ``delta + theta Gamma(kappa)``
+with the remainder's exact first three cumulants ``kappa_j(T) = h (j-1)! S_j``,
+``S_j = sum_{k > K} c_k^j``::
+
+    theta = S_3 / S_2,   kappa = h S_2^3 / S_3^2,   delta = h (S_1 - S_2^2 / S_3) >= 0
+
+(``delta >= 0`` by Cauchy-Schwarz). ``S_1`` and ``S_2`` are the exact mean and variance
+less the head's; ``S_3`` is the midpoint Euler-Maclaurin sum of ``c^3`` from ``K``
+(:func:`_tail_cubes`). The draw's mean and variance are therefore exact; its third
+cumulant is within ``1e-7`` and its fourth and fifth within ``1e-6`` relative of the
+exact ones (checked for ``a`` from 0 to 4 in the tests, against the series summed to two
+million terms). Every cumulant of ``PG(h, z)`` and of the draw is ``h`` times that of
+shape 1, so this relative error does not depend on ``h``, while the standardised
+cumulants (skewness ``~ h^{-1/2}``) shrink: the draw only gets closer to ``PG(h, z)`` as
+``h`` grows. For ``|z| >= 25`` (``K`` would exceed 19) it is the inverse Gaussian
+``IG(h / (2z), h^2 / 4)`` -- its Laplace transform differs from the Polya-Gamma one by
+the factor ``((1 + e^{-z}) / (1 + e^{-2 sqrt(z^2/4 + t/2)}))^h``, a relative error below
+``1e-9`` in every cumulant there, for every ``h`` -- with its mean and variance again set
+to the exact ones.
 """
 
 from __future__ import annotations
@@ -65,10 +71,9 @@ import math
 
 import numba
 import numpy as np
-from polyagamma import random_polyagamma
 
 from .._validation import check_random_state
-from .pg_inversion import pg_tables, tilted_draw
+from .pg_inversion import PG_SERIES_HEAD, pg_tables, tilted_draw
 
 __all__ = ["inverse_gaussian", "gig_half", "polya_gamma", "polya_gamma_moments"]
 
@@ -163,10 +168,6 @@ def gig_half(b, random_state=None):
 
 #: ``|z|`` from which :func:`pg_series` draws an inverse Gaussian.
 PG_IG_SWITCH = 25.0
-#: shapes with ``floor(h)`` above this are drawn whole by :func:`pg_series` (Devroye's
-#: exact method costs one ``PG(1, z)`` draw, about 0.1 us, per unit of ``h``; the series
-#: 0.15-0.9 us whatever ``h``)
-PG_DEVROYE_MAX = 8
 
 
 @numba.njit(cache=True, nogil=True)
@@ -187,14 +188,66 @@ def _pg_exact_mean_var(h, z):
 
 
 @numba.njit(cache=True, nogil=True)
+def _tail_cubes(K, a):
+    """``S_3 = sum_{k > K} c_k^3``, ``c_k = 1 / (2 pi^2 ((k - 1/2)^2 + a^2))``, by the
+    midpoint Euler-Maclaurin formula ``int_K^inf f + f'(K) / 24 - 7 f'''(K) / 5760`` for
+    ``f(x) = (x^2 + a^2)^{-3}``. The integral is ``K^{-5} g(a / K)``, ``g(r) =
+    int_1^inf (u^2 + r^2)^{-3} du``: its power series for ``r <= 0.3``, else
+    ``(3 psi / 8 - sin(2 psi) / 4 + sin(4 psi) / 32) / r^5`` with ``psi = atan(r)``."""
+    r = a / K
+    if r <= 0.3:
+        r2 = r * r
+        g = 0.0
+        power = 1.0
+        for j in range(14):  # (j+1)(j+2)/2 (-r^2)^j / (5 + 2j): below 1e-14 from j = 14
+            g += 0.5 * (j + 1) * (j + 2) * power / (5.0 + 2.0 * j)
+            power *= -r2
+    else:
+        psi = math.atan(r)
+        g = (0.375 * psi - 0.25 * math.sin(2.0 * psi)
+             + 0.03125 * math.sin(4.0 * psi)) / r ** 5
+    q = K * K + a * a
+    f1 = -6.0 * K / q ** 4
+    f3 = 144.0 * K / q ** 5 - 480.0 * K ** 3 / q ** 6
+    two_pi2 = 2.0 * math.pi * math.pi
+    return (g / K ** 5 + f1 / 24.0 - 7.0 * f3 / 5760.0) / (two_pi2 * two_pi2 * two_pi2)
+
+
+@numba.njit(cache=True, nogil=True)
+def _series_plan(f, zi):
+    """``(K, a^2, delta, theta, kappa)`` of :func:`pg_series` for ``PG(f, zi)``,
+    ``zi < PG_IG_SWITCH``: the head's length and the remainder's shifted gamma
+    ``delta + theta Gamma(kappa)`` (``kappa = 0``: no remainder)."""
+    two_pi2 = 2.0 * math.pi * math.pi
+    mean, var = _pg_exact_mean_var(f, zi)
+    a = zi / (2.0 * math.pi)
+    a2 = a * a
+    n_terms = PG_SERIES_HEAD[0] + int(math.ceil(PG_SERIES_HEAD[1] * a))
+    m1 = 0.0
+    m2 = 0.0
+    for k in range(1, n_terms + 1):
+        kk = k - 0.5
+        c = 1.0 / (two_pi2 * (kk * kk + a2))
+        m1 += c
+        m2 += c * c
+    s1 = mean - f * m1  # h S_1, h S_2, h S_3
+    s2 = var - f * m2
+    s3 = f * _tail_cubes(float(n_terms), a)
+    if not (s1 > 0.0 and s2 > 0.0 and s3 > 0.0):
+        return n_terms, a2, 0.0, 0.0, 0.0
+    theta = s3 / s2
+    kappa = s2 / (theta * theta)
+    return n_terms, a2, max(s1 - kappa * theta, 0.0), theta, kappa
+
+
+@numba.njit(cache=True, nogil=True)
 def pg_series(f, z, rng):
     """One ``PG(f, z)`` draw for any shape ``f > 0`` from the series representation, in
     time bounded in ``f`` (see the module docstring: exact mean and variance, higher
     cumulants within ``1e-6`` relative)."""
-    two_pi2 = 2.0 * math.pi * math.pi
     zi = abs(z)
-    mean, var = _pg_exact_mean_var(f, zi)
     if zi >= PG_IG_SWITCH:
+        mean, var = _pg_exact_mean_var(f, zi)
         # IG(mean, shape) with shape = mean^3 / var; IG(mu, lam) = lam * IG(mu/lam, 1)
         lam = mean * mean * mean / var
         mu1 = mean / lam
@@ -205,23 +258,14 @@ def pg_series(f, z, rng):
         if rng.random() * (mu1 + small) <= mu1:
             return lam * small
         return lam * (mu1 / small) * mu1
-    a2 = (zi / (2.0 * math.pi)) ** 2
-    n_terms = 5 + int(math.ceil(11.0 * math.sqrt(a2)))
+    n_terms, a2, delta, theta, kappa = _series_plan(f, zi)
+    two_pi2 = 2.0 * math.pi * math.pi
     head = 0.0
-    m1 = 0.0
-    m2 = 0.0
     for k in range(1, n_terms + 1):
         kk = k - 0.5
-        c = 1.0 / (two_pi2 * (kk * kk + a2))
-        head += c * rng.standard_gamma(f)
-        m1 += c
-        m2 += c * c
-    # remainder: exact mean and variance, as Gamma(shape, scale)
-    tail_mean = mean - f * m1
-    tail_var = var - f * m2
-    if tail_mean > 0.0 and tail_var > 0.0:
-        scale = tail_var / tail_mean
-        head += scale * rng.standard_gamma(tail_mean / scale)
+        head += rng.standard_gamma(f) / (two_pi2 * (kk * kk + a2))
+    if kappa > 0.0:
+        head += delta + theta * rng.standard_gamma(kappa)
     return head
 
 
@@ -285,9 +329,10 @@ def _split_shape(h):
 def polya_gamma(h, z, random_state=None, out=None):
     """Draw ``lambda_i ~ PG(h_i, z_i)`` for shapes ``h > 0`` and tilts ``z``.
 
-    Exact in mean and variance for every real ``h > 0`` (see the module docstring for the
-    composition ``PG(floor(h)) + PG(h - floor(h))``, the series draw of large shapes and
-    their accuracy); the time per draw is bounded whatever ``h``.
+    Exact in mean and variance for every real ``h > 0``, the third to fifth cumulants
+    within ``1e-6`` relative (see the module docstring: the inversion table below
+    ``h = 1``, the series draw of the whole shape from ``h = 1`` on); the time per draw is
+    bounded whatever ``h``.
 
     Parameters
     ----------
@@ -329,22 +374,12 @@ def polya_gamma(h, z, random_state=None, out=None):
     res = np.empty_like(flat) if out is None else out.reshape(-1)
     hv = np.full(flat.shape[0], float(h)) if scalar else np.ascontiguousarray(h.reshape(-1))
     n, f = _split_shape(hv)
-    large = n > PG_DEVROYE_MAX  # drawn whole by the series: cost bounded in h
+    whole = n >= 1.0  # the series draw of the whole shape: time bounded in h
     res[:] = 0.0
-    small = ~large
-    if np.any(small):
-        whole = small & (n > 0)
-        if scalar and np.all(whole):
-            random_polyagamma(int(n[0]), flat, method="devroye", random_state=rng, out=res)
-        elif np.all(whole):
-            random_polyagamma(n, flat, method="devroye", random_state=rng, out=res)
-        elif np.any(whole):
-            res[whole] = random_polyagamma(n[whole], flat[whole], method="devroye",
-                                           random_state=rng)
-        frac = np.where(small, f, 0.0)
-        if np.any(frac > 0.0):
-            tables = pg_tables(frac, flat.shape[0]).arrays()
-            _pg_fraction_fill(frac, flat, rng, res, *tables)
-    if np.any(large):
-        _pg_series_fill(hv, flat, rng, res, large)
+    frac = np.where(whole, 0.0, f)
+    if np.any(frac > 0.0):
+        tables = pg_tables(frac, flat.shape[0]).arrays()
+        _pg_fraction_fill(frac, flat, rng, res, *tables)
+    if np.any(whole):
+        _pg_series_fill(hv, flat, rng, res, whole)
     return res.reshape(z.shape) if out is None else out

@@ -58,10 +58,14 @@ __all__ = [
 U_RESOLUTION = 1e-12
 #: probability above the table's last knot (drawn as an exponential tail)
 TAIL_MASS = 1e-13
+#: ``(K0, c)``: the series draw of :mod:`.augmentation` (``pg_series``) draws the first
+#: ``K0 + ceil(c a)`` terms of the series exactly, ``a = |z| / (2 pi)``, and one more
+#: gamma variate for the remainder
+PG_SERIES_HEAD = (3, 4.0)
 #: the tilted table draw is used while its expected number of trials ``cosh(z/2)^f`` is
-#: at most ``MAX_TRIALS`` or, below ``|z| = 25`` (where the series draw of
-#: :mod:`.augmentation` takes ``6 + 11 |z| / (2 pi)`` gamma variates of about 1.5 trials'
-#: cost each), at most 1.5 times that many
+#: at most ``MAX_TRIALS`` or, below ``|z| = 25`` (where the series draw takes
+#: ``K0 + 1 + c |z| / (2 pi)`` gamma variates of about 1.5 trials' cost each,
+#: :data:`PG_SERIES_HEAD`), at most 1.5 times that many
 MAX_TRIALS = 8.0
 #: the most distinct fractions a sampler tabulates (more: the series draw for all)
 MAX_TABLES = 16
@@ -216,15 +220,15 @@ def tilt_limit(f):
     """``|z|`` below which the tilted table draw of ``PG(f, z)`` is used.
 
     The expected number of trials is ``cosh(z/2)^f``. Below ``|z| = 25`` the table is
-    used while that is at most ``max(MAX_TRIALS, 1.5 (6 + 11 |z| / (2 pi)))`` (the
-    series draw takes ``6 + 11 |z| / (2 pi)`` gamma variates of about 1.5 trials' cost
+    used while that is at most ``max(MAX_TRIALS, 1.5 (4 + 4 |z| / (2 pi)))`` (the
+    series draw takes ``4 + 4 |z| / (2 pi)`` gamma variates of about 1.5 trials' cost
     each); from 25 on, where the inverse-Gaussian branch is cheap, while it is at most
     :data:`MAX_TRIALS`. Both conditions hold on an interval ``[0, limit)``.
 
     Examples
     --------
     >>> round(tilt_limit(0.2), 2), round(tilt_limit(0.9), 2)
-    (25.0, 9.16)
+    (25.0, 7.04)
     """
     from scipy.optimize import brentq
 
@@ -232,7 +236,8 @@ def tilt_limit(f):
         return f * _log_cosh_half(z) - math.log(limit(z))
 
     def series(z):
-        return max(MAX_TRIALS, 1.5 * (6.0 + 11.0 * z / (2.0 * math.pi)))
+        k0, c = PG_SERIES_HEAD
+        return max(MAX_TRIALS, 1.5 * (k0 + 1.0 + c * z / (2.0 * math.pi)))
 
     def fixed(z):
         return MAX_TRIALS

@@ -100,9 +100,8 @@ class LogisticLoss(Loss):
     ufuncs and do the rest with the same compiled kernel
     (:mod:`bayesdrop.model.losses._logistic_rows`; the same numbers to a few units in the
     last place). :meth:`draw_augmentation` draws with
-    :func:`bayesdrop.model.augmentation.polya_gamma` (the ``polyagamma`` library's exact
-    ``devroye`` method for the integer part of ``h``); the compiled sweeps with the
-    ``draw`` kernel, the same law.
+    :func:`bayesdrop.model.augmentation.polya_gamma`; the compiled sweeps with the
+    ``draw`` kernel, the same draws.
 
     Parameters
     ----------
