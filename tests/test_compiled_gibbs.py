@@ -1,4 +1,4 @@
-"""The compiled Gibbs sweep (samplers/_gibbs_dense.py): its exact Polya-Gamma sampler,
+"""The compiled Gibbs sweep (samplers/_gibbs_dense.py): its Polya-Gamma sampler,
 its agreement in distribution with the Python kernel, threads == sequence, lp == -J."""
 
 import numpy as np
@@ -41,7 +41,7 @@ def test_compiled_polya_gamma_has_exact_moments(h, z):
 
 
 @pytest.mark.parametrize("z", [0.0, 1.5, 6.0])
-def test_compiled_pg1_matches_polyagamma_devroye_in_law(z):
+def test_compiled_pg_of_shape_one_matches_polyagamma_devroye_in_law(z):
     n = 40_000
     ours = polya_gamma_compiled(np.ones(n), np.full(n, z), random_state=1)
     ref = random_polyagamma(1, np.full(n, z), method="devroye",
@@ -228,7 +228,7 @@ def test_intercept_line_move_mixes_the_intercept_faster():
     line move switched off by hand for the reference); and it is absent without an
     intercept or a Laplace approximation."""
     from bayesdrop._arviz import ess
-    from bayesdrop.samplers import compiled, driver
+    from bayesdrop.samplers import compiled, driver, schedule
 
     rng = np.random.default_rng(5)
     X = rng.normal(size=(200, 2)) + np.array([3.0, -2.0])
@@ -242,7 +242,7 @@ def test_intercept_line_move_mixes_the_intercept_faster():
     assert compiled.intercept_line(setup, None) is None
     no_b = Problem.create(X, y, LogisticLoss(1.0), "none", fit_intercept=False)
     assert compiled.intercept_line(compiled_setup(no_b),
-                                   compiled.laplace_proposal(no_b, theta_hat[:2])) is None
+                                   schedule.laplace_proposal(no_b, theta_hat[:2])) is None
     real = driver.intercept_line
     try:
         driver.intercept_line = lambda setup, laplace: None
@@ -406,7 +406,7 @@ def test_mh_schedule_is_the_documented_choice_and_carried_by_last_state(noise, e
     equal. 60 + 40 draws through ``last_state`` equal one run of 100. With dropout the
     Laplace proposal is kept here; at zero noise (no Laplace approximation: ``J`` is
     not twice differentiable) the refreshed one is the only one."""
-    from bayesdrop.samplers import LastState, compiled
+    from bayesdrop.samplers import LastState, compiled, schedule
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=60) + 2.0
@@ -440,7 +440,7 @@ def test_mh_schedule_is_the_documented_choice_and_carried_by_last_state(noise, e
                       if accept_refreshed >= accept_recorded
                       else (laplace_moves, accept_recorded))
     assert chosen is (refreshed_moves if expected == "refreshed" else laplace_moves)
-    gibbs, k = compiled.schedule(accept, gibbs_rho, *compiled.move_costs(setup))
+    gibbs, k = schedule.schedule(accept, gibbs_rho, *schedule.move_costs(setup))
     got = auto.last_state.moves[0]
     assert got.mh == k and got.gibbs == gibbs and auto.mh_moves.tolist() == [k]
     np.testing.assert_allclose(got.proposal[0], chosen.proposal[0], rtol=1e-12)
@@ -491,7 +491,7 @@ def test_mh_move_is_switched_off_after_tuning_when_it_hardly_accepts(threshold, 
     keeps its sweeps without the move (threshold forced to 0 / above 1 here): the kept
     sweeps make no proposals then, ``last_state`` carries the choice, and 60 + 40 draws
     through it still equal one run of 100."""
-    from bayesdrop.samplers import compiled
+    from bayesdrop.samplers import compiled, schedule
 
     monkeypatch.setattr(compiled, "MH_MIN_ACCEPT", threshold)
     problem = _problem(LogisticLoss(1.0), Dropout(0.3))
@@ -506,7 +506,7 @@ def test_mh_move_is_switched_off_after_tuning_when_it_hardly_accepts(threshold, 
     np.testing.assert_array_equal(np.concatenate([first.theta, rest.theta], axis=1),
                                   whole.theta)
     setup = compiled_setup(problem)
-    setup["proposal"] = compiled.laplace_proposal(problem, theta_hat)
+    setup["proposal"] = schedule.laplace_proposal(problem, theta_hat)
     setup["schedule"] = True  # mh="auto"
     from bayesdrop.samplers.chain import run_chain
 

@@ -16,6 +16,11 @@ from .noise import FeatureVariance, NoiseModel, make_noise
 __all__ = ["Design"]
 
 
+#: storage kinds of ``V`` in :meth:`Design.sweep_arrays` (``vkind`` of the compiled
+#: sweeps): zero, ``scale * M`` with ``M`` stored like ``X``, the constant ``scale``
+V_ZERO, V_LIKE_X, V_CONSTANT = 0, 1, 2
+
+
 class Design:
     """Mean design ``X``, noise variances ``V`` and intercept handling.
 
@@ -211,6 +216,48 @@ class Design:
             X = np.ascontiguousarray(self.X)
             return X, np.ones_like(X), V.scale
         return None
+
+    V_ZERO, V_LIKE_X, V_CONSTANT = V_ZERO, V_LIKE_X, V_CONSTANT
+
+    def sweep_arrays(self):
+        """The arrays of the compiled Gibbs sweeps, or None when ``V`` is stored otherwise.
+
+        ``dict(vkind, scale, ...)`` with ``vkind`` one of :attr:`V_ZERO`,
+        :attr:`V_LIKE_X` (``V = scale * M``) and :attr:`V_CONSTANT` (``V = scale``), and
+        for a dense ``X`` ``Xb = [X, 1]`` (C-ordered; without the column of ones when
+        there is no intercept) and ``M`` (a dense array; ``1 x 1`` when not
+        :attr:`V_LIKE_X`), for a CSR ``X`` its ``indptr``, ``indices``, ``xdata`` and
+        ``mdata`` (``M``'s values in ``X``'s pattern; ``X``'s own when not
+        :attr:`V_LIKE_X`), and ``X`` itself as ``csr`` (the sparse sweep's dual system is
+        set up from it).
+        """
+        V, X = self.variance, self.X
+        if V.is_zero:
+            vkind, scale = self.V_ZERO, 0.0
+        elif V.is_constant:
+            vkind, scale = self.V_CONSTANT, float(V.scale)
+        else:
+            vkind, scale = self.V_LIKE_X, float(V.scale)
+        if self.sparse:
+            mdata = X.data
+            if vkind == self.V_LIKE_X:
+                arrays = self.row_kernel_arrays()
+                if arrays is None or arrays[0] != "csr":
+                    return None
+                mdata = arrays[1][3]
+            return dict(vkind=vkind, scale=scale, csr=X, indptr=X.indptr, indices=X.indices,
+                        xdata=np.ascontiguousarray(X.data, dtype=np.float64),
+                        mdata=np.ascontiguousarray(mdata, dtype=np.float64))
+        n, D = X.shape
+        Xb = np.empty((n, self.n_params))
+        Xb[:, :D] = X
+        if self.fit_intercept:
+            Xb[:, D] = 1.0
+        M = np.zeros((1, 1))
+        if vkind == self.V_LIKE_X:
+            M = np.ascontiguousarray(V.matrix.toarray() if hasattr(V.matrix, "toarray")
+                                     else V.matrix, dtype=np.float64)
+        return dict(vkind=vkind, scale=scale, Xb=Xb, M=M)
 
     @property
     def every_row_noisy(self):

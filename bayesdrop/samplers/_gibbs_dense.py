@@ -34,6 +34,7 @@ import numba
 import numpy as np
 
 from .._blas import cholesky_lower, mirror_upper, syrk_rows, syrk_work
+from ..model.design import V_CONSTANT, V_LIKE_X
 from ..model.losses.kernels import draws_loop, means_loop, term
 
 __all__ = ["run_sweeps"]
@@ -56,12 +57,12 @@ def _scores(Xb, M, vkind, scale, D, theta, m, s):
         for j in range(p):
             mi += Xb[i, j] * theta[j]
         m[i] = mi
-        if vkind == 1:
+        if vkind == V_LIKE_X:
             si = 0.0
             for d in range(D):
                 si += M[i, d] * (theta[d] * theta[d])
             s[i] = scale * si
-        elif vkind == 2:
+        elif vkind == V_CONSTANT:
             s[i] = scale * w2
         else:
             s[i] = 0.0
@@ -159,14 +160,14 @@ def _line_move(lp, M, vkind, scale, D, y, sw, theta, m, s, line, u, c, a, rng,
         pen[0] += theta[d] * theta[d]
         pen[1] += theta[d] * line[d]
         pen[2] += line[d] * line[d]
-    if vkind == 1:
+    if vkind == V_LIKE_X:
         for i in range(n):
             acc = 0.0
             for d in range(D):
                 acc += M[i, d] * theta[d] * line[d]
             a[i] = scale * acc
     else:
-        a[:] = scale * pen[1] if vkind == 2 else 0.0
+        a[:] = scale * pen[1] if vkind == V_CONSTANT else 0.0
     b = theta[p - 1]
     b_new = b_hat + sd * rng.standard_normal()
     delta = b_new - b
@@ -294,13 +295,14 @@ def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
                 ti = t[i]
                 for a in range(p):
                     rhs[a] += Xb[i, a] * ti
-                if vkind == 1:
+                if vkind == V_LIKE_X:
                     ri = rho[i]
                     for d in range(D):
                         nd[d] += M[i, d] * ri
                 rho_sum += rho[i]
             for d in range(D):
-                extra = nd[d] if vkind == 1 else (rho_sum if vkind == 2 else 0.0)
+                extra = (nd[d] if vkind == V_LIKE_X
+                         else (rho_sum if vkind == V_CONSTANT else 0.0))
                 A[d, d] += 2.0 + scale * extra
             cholesky_lower(potrf, A)  # A positive definite; its lower triangle becomes L
             L = A

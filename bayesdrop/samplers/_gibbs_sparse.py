@@ -32,6 +32,7 @@ import math
 import numba
 import numpy as np
 
+from ..model.design import V_CONSTANT, V_LIKE_X
 from ..model.losses.kernels import draws_loop
 from ._gibbs_dense import _log_target, _store_augmentation
 
@@ -145,7 +146,7 @@ def scores_csr(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, th
     """``m = X w + b`` and ``s = V (w * w)`` in one pass over the stored entries."""
     b = theta[D] if fit_intercept else 0.0
     w2 = 0.0
-    if vkind == 2:
+    if vkind == V_CONSTANT:
         for d in range(D):
             w2 += theta[d] * theta[d]
     for i in range(indptr.shape[0] - 1):
@@ -154,10 +155,11 @@ def scores_csr(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, th
         for k in range(indptr[i], indptr[i + 1]):
             j = indices[k]
             acc += xdata[k] * theta[j]
-            if vkind == 1:
+            if vkind == V_LIKE_X:
                 acc_s += mdata[k] * theta[j] * theta[j]
         m[i] = acc
-        s[i] = scale * acc_s if vkind == 1 else (scale * w2 if vkind == 2 else 0.0)
+        s[i] = (scale * acc_s if vkind == V_LIKE_X
+                else (scale * w2 if vkind == V_CONSTANT else 0.0))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -432,11 +434,11 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
     beta = math.sqrt(1.0 - overrelax * overrelax)
     noise = wD[0]
     noise[:] = 0.0
-    if vkind == 1:
+    if vkind == V_LIKE_X:
         _rmatvec(indptr, indices, mdata, rho, noise)
         for d in range(D):
             noise[d] *= scale
-    elif vkind == 2:
+    elif vkind == V_CONSTANT:
         tot = 0.0
         for i in range(n):
             tot += rho[i]

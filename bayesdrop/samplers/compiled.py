@@ -1,7 +1,8 @@
 """The compiled chains: the arrays of the compiled sweeps for a problem
-(:func:`compiled_setup`), the exact MH moves' Laplace proposal and intercept line, and one
-chain kernel (:class:`CompiledKernel`: blocks of sweeps sized from the measured time per
-sweep, see :data:`BLOCK_SECONDS`)."""
+(:func:`compiled_setup`), the intercept's line move, and one chain kernel
+(:class:`CompiledKernel`: blocks of sweeps sized from the measured time per sweep, see
+:data:`BLOCK_SECONDS`; its MH moves' proposal and schedule are
+:mod:`bayesdrop.samplers.schedule`'s)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ import numpy as np
 import scipy.linalg as sla
 
 from .._threads import one_blas_thread
-
 from ..linalg import wls
+from ..model.design import V_CONSTANT, V_LIKE_X
 from .result import ChainRecord
+from .schedule import (MH_DF, MH_MIN_ACCEPT, PROPOSAL_INFLATE, SCHEDULE_MIN_SWEEPS, move_costs,
+                       schedule)
 
-__all__ = ["BLOCK_SECONDS", "MH_DF", "MH_MAX_MOVES", "MH_MIN_ACCEPT", "SCHEDULE_MIN_SWEEPS",
-           "PROPOSAL_INFLATE", "MH_ALONE_MIN_ACCEPT", "Moves", "schedule",
-           "compiled_setup", "move_costs", "mh_moves_per_sweep", "intercept_line",
-           "CompiledKernel", "laplace_proposal", "next_block"]
+__all__ = ["BLOCK_SECONDS", "CompiledKernel", "Moves", "compiled_setup", "intercept_line",
+           "next_block"]
 
 #: work (examples x parameters) of the first block of compiled sweeps (about 10-50 ms on
 #: one core); later blocks are sized from the measured time per sweep
@@ -68,24 +69,11 @@ def compiled_setup(problem, linalg="auto"):
         return None
     if not _compiled_loss(loss):
         return None
-    n, D, p = design.n_samples, design.n_features, design.n_params
-    Xb = np.empty((n, p))
-    Xb[:, :D] = design.X
-    if design.fit_intercept:
-        Xb[:, D] = 1.0
-    V = design.variance
-    M = np.zeros((1, 1))
-    if V.is_zero:
-        vkind, scale = 0, 0.0
-    elif V.is_constant:
-        vkind, scale = 2, V.scale
-    else:
-        vkind, scale = 1, V.scale
-        M = np.ascontiguousarray(V.matrix.toarray() if hasattr(V.matrix, "toarray")
-                                 else V.matrix, dtype=np.float64)
+    arrays = design.sweep_arrays()
+    n, D = design.n_samples, design.n_features
     sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights)
-    return dict(kind="dense", lp=loss.kernel_params, Xb=Xb, M=M,
-                vkind=vkind, scale=float(scale), D=D, fit_intercept=design.fit_intercept,
+    return dict(kind="dense", lp=loss.kernel_params, **arrays, D=D,
+                fit_intercept=design.fit_intercept,
                 y=np.ascontiguousarray(problem.y, dtype=np.float64), sw=sw,
                 n_aug=loss.n_augmentation, pg_tables=_draw_tables(loss, sw),
                 costs=(float(loss.draw_ns), float(loss.term_ns)))
@@ -115,25 +103,17 @@ def _csr_setup(problem, linalg):
         return None
     if not _compiled_loss(loss):
         return None
-    X, V = design.X, design.variance
-    arrays = design.row_kernel_arrays()
-    if V.is_zero:
-        vkind, scale, mdata = 0, 0.0, X.data
-    elif V.is_constant:
-        vkind, scale, mdata = 2, float(V.scale), X.data
-    elif arrays is not None and arrays[0] == "csr":
-        vkind, scale, mdata = 1, float(arrays[2]), arrays[1][3]
-    else:
+    arrays = design.sweep_arrays()
+    if arrays is None:
         return None
     n = design.n_samples
     sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights)
     from ._gibbs_sparse import dual_arrays, dual_blocks
 
-    return dict(kind="csr", blocks=dual_blocks(X), dual=dual_arrays(X), lp=loss.kernel_params,
-                indptr=X.indptr,
-                indices=X.indices, xdata=np.ascontiguousarray(X.data, dtype=np.float64),
-                mdata=np.ascontiguousarray(mdata, dtype=np.float64), vkind=vkind,
-                scale=scale, D=design.n_features, fit_intercept=design.fit_intercept,
+    X = arrays.pop("csr")
+    return dict(kind="csr", blocks=dual_blocks(X), dual=dual_arrays(X),
+                lp=loss.kernel_params, **arrays, D=design.n_features,
+                fit_intercept=design.fit_intercept,
                 n=n, p=design.n_params,
                 y=np.ascontiguousarray(problem.y, dtype=np.float64), sw=sw,
                 n_aug=loss.n_augmentation, pg_tables=_draw_tables(loss, sw))
@@ -162,6 +142,7 @@ def intercept_line(setup, laplace):
     >>> X = rng.normal(size=(50, 2)) + 3.0; y = np.sign(X[:, 0] - 3.0 + rng.normal(size=50))
     >>> problem = Problem.create(X, y, LogisticLoss(1.0), "none")
     >>> setup = compiled_setup(problem)
+    >>> from bayesdrop.samplers.schedule import laplace_proposal
     >>> laplace = laplace_proposal(problem, np.zeros(3))
     >>> line, u, c = intercept_line(setup, laplace)
     >>> H = laplace[1] @ laplace[1].T
@@ -182,173 +163,13 @@ def intercept_line(setup, laplace):
         return None
     v = col / col[p - 1]
     vw2 = v[:D] ** 2
-    if setup["vkind"] == 1:
+    if setup["vkind"] == V_LIKE_X:
         c = setup["scale"] * (setup["M"] @ vw2)
     else:
-        c = np.full(Xb.shape[0], setup["scale"] * vw2.sum() if setup["vkind"] == 2 else 0.0)
+        c = np.full(Xb.shape[0], setup["scale"] * vw2.sum()
+                    if setup["vkind"] == V_CONSTANT else 0.0)
     line = np.concatenate([v, [mu[p - 1], np.sqrt(col[p - 1])]])
     return line, np.ascontiguousarray(Xb @ v), np.ascontiguousarray(c)
-
-
-#: degrees of freedom of the t proposal of the independence MH move
-MH_DF = 30.0
-#: a chain whose MH move accepted less than this fraction of its tuning proposals runs its
-#: kept sweeps without it (the move then costs a score pass and two ``J`` evaluations per
-#: sweep for almost no moves; e.g. 0.4-0.8% on the digits hinge problem)
-MH_MIN_ACCEPT = 0.02
-#: most independence MH proposals per sweep the schedule chooses (:func:`mh_moves_per_sweep`)
-MH_MAX_MOVES = 32
-#: sweeps of the schedule's recorded tuning phase (3/10 of tuning, see
-#: :class:`CompiledKernel`) below which a chain does not schedule: tuning shorter than
-#: ``10 / 3`` of this keeps the Laplace proposal, one per sweep
-SCHEDULE_MIN_SWEEPS = 50
-#: the refreshed proposal's covariance: the recorded draws' covariance shrunk towards its
-#: diagonal by ``p / (T + p)`` (``T`` draws, ``p`` parameters) and scaled by this factor
-#: squared (an independence proposal should be somewhat wider than its target)
-PROPOSAL_INFLATE = 1.0
-#: the cost model of :func:`move_costs`: nanoseconds per multiply-add of the weighted Gram
-#: product (BLAS ``dsyrk``) and of the compiled loops over ``Xbar`` (scores, right-hand
-#: side), measured on a 2-core x86-64 machine; the per-example costs of the draws and
-#: terms are the loss's (:attr:`bayesdrop.model.losses.Loss.draw_ns`, ``term_ns``)
-_GRAM_NS = 0.1
-_LOOP_NS = 0.05
-
-
-def laplace_proposal(problem, theta_hat):
-    """``(mu, Lq)`` of the independence MH move: the mode and the Cholesky factor of the
-    Hessian of ``J`` there (the Laplace approximation of ``exp(-J)``), or None when ``J``
-    is not twice differentiable at the mode (the hinge and epsilon-insensitive losses at
-    zero noise) or the Hessian is not positive definite."""
-    from ..linalg.hessian import curvature, hessian_matrix
-    from ..solvers import newton
-
-    if theta_hat is None or not newton.applicable(problem):
-        return None
-    theta_hat = np.asarray(theta_hat, dtype=np.float64)
-    H = hessian_matrix(problem.design, curvature(problem, theta_hat)[2])
-    try:
-        Lq = np.linalg.cholesky(0.5 * (H + H.T))
-    except np.linalg.LinAlgError:
-        return None
-    return theta_hat.copy(), np.ascontiguousarray(Lq)
-
-
-def move_costs(setup):
-    """``(sweep, mh)``: the modelled cost, in nanoseconds, of one Gibbs sweep of the
-    compiled dense chain (with its intercept line move) and of one independence MH
-    proposal, for the schedule (:func:`mh_moves_per_sweep`).
-
-    With ``n`` examples, ``p`` parameters, ``D`` features (``D`` more multiply-adds per
-    example for per-entry noise variances), the loss's per-example costs ``c_draw`` and
-    ``c_term`` and the unit costs of a multiply-add ``g`` (Gram) and ``l`` (loops):
-
-    ``sweep = n (c_draw + 2 c_term + g p (p + 1) / 2 + l (3 p + 2 D_v)) + g p^3 / 6``,
-    ``mh = n (c_term + l (p + D_v)) + l p^2``, ``D_v = D`` or 0.
-
-    A model, not a measurement, so that the schedule -- and the draws -- depend only on
-    the data and the seed; it moves the choice only where the efficiency is flat.
-
-    Examples
-    --------
-    >>> from bayesdrop import Problem, LogisticLoss
-    >>> X = np.random.default_rng(0).normal(size=(500, 30)); y = np.sign(X[:, 0])
-    >>> sweep, mh = move_costs(compiled_setup(Problem.create(X, y, LogisticLoss(), "none")))
-    >>> bool(10 < sweep / mh < 30)
-    True
-    """
-    n, p = setup["Xb"].shape
-    Dv = setup["D"] if setup["vkind"] == 1 else 0
-    draw_ns, term_ns = setup["costs"]
-    sweep = n * (draw_ns + 2.0 * term_ns + _GRAM_NS * p * (p + 1) / 2.0
-                 + _LOOP_NS * (3 * p + 2 * Dv)) + _GRAM_NS * p ** 3 / 6.0
-    mh = n * (term_ns + _LOOP_NS * (p + Dv)) + _LOOP_NS * p * p
-    return float(sweep), float(mh)
-
-
-def mh_moves_per_sweep(accept, rho, sweep_cost, mh_cost, max_moves=None):
-    """The number ``k`` of independence MH proposals per Gibbs sweep that maximises the
-    modelled effective draws per unit cost (the schedule fixed at the end of tuning).
-
-    ``accept`` is the proposal's acceptance rate and ``rho`` the largest lag-1
-    autocorrelation over the parameters of the Gibbs sweep alone, both measured in
-    tuning. Each proposal replaces the state by a nearly independent one with
-    probability ``accept``, so ``k`` proposals give the lag-1 autocorrelation
-    ``rho_k = rho (1 - accept)^k``; an AR(1) chain of lag-1 autocorrelation ``rho_k``
-    has ``(1 - rho_k) / (1 + rho_k)`` effective draws per draw, at the cost
-    ``sweep_cost + k mh_cost`` (:func:`move_costs`). ``k`` is searched in
-    ``0 .. max_moves`` (default :data:`MH_MAX_MOVES`); 0 when the move accepted less
-    than :data:`MH_MIN_ACCEPT`. Every ``k`` leaves ``exp(-J)`` invariant: the choice
-    changes the speed, never the target.
-
-    Examples
-    --------
-    A slowly mixing Gibbs sweep and a cheap, often accepted proposal: several proposals;
-    a sweep already nearly independent: none; a proposal hardly ever accepted: none.
-
-    >>> mh_moves_per_sweep(0.36, 0.7, 25.0, 1.0)
-    7
-    >>> mh_moves_per_sweep(0.45, 0.01, 25.0, 1.0), mh_moves_per_sweep(0.01, 0.9, 25.0, 1.0)
-    (0, 0)
-    """
-    if not accept >= MH_MIN_ACCEPT:
-        return 0
-    max_moves = MH_MAX_MOVES if max_moves is None else max_moves
-    return int(np.argmax(_with_sweep(accept, rho, sweep_cost, mh_cost, max_moves)))
-
-
-def _ar1_draws(r):
-    """Effective draws per draw of an AR(1) chain of lag-1 autocorrelation ``r``."""
-    return (1.0 - r) / (1.0 + r)
-
-
-def _with_sweep(accept, rho, sweep_cost, mh_cost, max_moves):
-    """The modelled effective draws per unit cost of a sweep followed by ``k`` proposals,
-    for ``k`` from 0 to ``max_moves`` (index ``k``; the model of
-    :func:`mh_moves_per_sweep`)."""
-    rho = float(np.clip(rho, 0.0, 0.999)) if np.isfinite(rho) else 0.999
-    k = np.arange(0, max_moves + 1)
-    return _ar1_draws(rho * (1.0 - accept) ** k) / (sweep_cost + k * mh_cost)
-
-
-#: the least acceptance rate at which the schedule may drop the Gibbs sweep and run the
-#: independence moves alone: an independence sampler is only as good as its proposal's
-#: fit in the tails. Measured (4 chains, 1000 + 2000): the synthetic 10^4 x 50 logistic
-#: problem accepts 0.63 and alone gives ESS 5370/5041 in 10.7 s against 6968/7331 in
-#: 26.6 s with the sweep; the breast-cancer problems accept 0.29-0.48 and alone their
-#: tail ESS fell 4-15x (logistic q = 0: 404 against 6033). Below it the sweep stays.
-MH_ALONE_MIN_ACCEPT = 0.6
-
-
-def schedule(accept, rho, sweep_cost, mh_cost, max_moves=None):
-    """``(gibbs, k)``: whether iterations keep the Gibbs sweep, and how many independence
-    MH proposals each makes -- the most modelled effective draws per unit cost.
-
-    With the sweep, :func:`mh_moves_per_sweep`. Without it (only when ``accept >=``
-    :data:`MH_ALONE_MIN_ACCEPT`) an iteration is ``k >= 1`` independence moves, each
-    keeping the state with probability ``1 - accept``: lag-1 autocorrelation
-    ``(1 - accept)^k`` at the cost ``(k + 1) mh_cost`` (the kept iteration's augmentation
-    mean and ``lp`` cost about one more evaluation of ``J``) -- near-independent draws for
-    the price of a few evaluations of ``J`` where the posterior is close to the proposal (large
-    ``N``, smooth losses), instead of an ``O(N D^2)`` sweep.
-
-    Examples
-    --------
-    >>> schedule(0.63, 0.05, 17.0, 1.0)  # a proposal close to the posterior, a costly sweep
-    (False, 2)
-    >>> schedule(0.45, 0.05, 17.0, 1.0)  # accepted less often: the sweep stays
-    (True, 0)
-    >>> schedule(0.18, 0.29, 14.0, 1.0)  # a proposal accepted less often: keep the sweep
-    (True, 4)
-    """
-    max_moves = MH_MAX_MOVES if max_moves is None else max_moves
-    k = mh_moves_per_sweep(accept, rho, sweep_cost, mh_cost, max_moves)
-    value = _with_sweep(accept, rho, sweep_cost, mh_cost, max_moves)[k]
-    if accept >= MH_ALONE_MIN_ACCEPT:
-        j = np.arange(1, max_moves + 1)
-        alone = _ar1_draws((1.0 - accept) ** j) / ((j + 1) * mh_cost)
-        if alone.max() > value:
-            return False, int(j[np.argmax(alone)])
-    return True, k
 
 
 class Moves(NamedTuple):

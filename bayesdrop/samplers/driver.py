@@ -29,7 +29,8 @@ from .._validation import check_scalar, seed_sequence
 from ..linalg import wls
 from . import gibbs
 from .chain import run_chain
-from .compiled import CompiledKernel, compiled_setup, intercept_line, laplace_proposal
+from .compiled import CompiledKernel, compiled_setup, intercept_line
+from .schedule import laplace_proposal
 from .gibbs import OVERRELAX
 from .result import LastState, SamplerResult, assemble, generators_from_states
 from .runners import python_kernel, run_processes, run_threads
@@ -112,11 +113,11 @@ or LastState
         hinge at zero noise) for the rest of tuning; the kept sweeps use the better
         accepted of the two, as many times per sweep as maximises the modelled effective
         draws per unit of modelled cost
-        (:func:`bayesdrop.samplers.compiled.mh_moves_per_sweep`: 0 when it accepted less
+        (:func:`bayesdrop.samplers.schedule.mh_moves_per_sweep`: 0 when it accepted less
         than :data:`MH_MIN_ACCEPT`, 2%) -- or, where it accepted at least
-        :data:`~bayesdrop.samplers.compiled.MH_ALONE_MIN_ACCEPT` (60%) and that is
+        :data:`~bayesdrop.samplers.schedule.MH_ALONE_MIN_ACCEPT` (60%) and that is
         cheaper, iterations of independence moves alone, without the sweep
-        (:func:`bayesdrop.samplers.compiled.schedule`). Every choice depends on the data and the seed
+        (:func:`bayesdrop.samplers.schedule.schedule`). Every choice depends on the data and the seed
         only (a cost model, not a clock), and the kept draws come from one fixed exact
         kernel; ``last_state`` carries it. An integer: that many Laplace proposals per
         sweep, in tuning and kept sweeps alike; ``False``: none. Per chain

@@ -80,7 +80,7 @@ class Loss(ABC):
     weights = None
     #: modelled nanoseconds per example of the compiled ``draw`` and ``term`` kernels
     #: (measured on a 2-core x86-64 machine); only the sampler's schedule of moves reads
-    #: them (:func:`bayesdrop.samplers.compiled.move_costs`), never a result
+    #: them (:func:`bayesdrop.samplers.schedule.move_costs`), never a result
     draw_ns = 50.0
     term_ns = 5.0
 
