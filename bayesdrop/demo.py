@@ -35,9 +35,9 @@ DELETION_DRAWS = 250
 def _accuracy_under_deletion(clf, idata, X_test, y_test, random_state):
     """Per deletion fraction (the same deleted copies for every draw): the point
     estimate's accuracy, the posterior predictive's (the class of largest
-    :func:`~bayesdrop.posterior.posterior_predictive_proba`), and the 5%/50%/95%
+    :func:`~bayesdrop.predictive.posterior_predictive_proba`), and the 5%/50%/95%
     quantiles of the accuracy of single posterior draws."""
-    from .posterior import decision_draws, predictive_proba_of_scores
+    from .predictive import decision_draws, predictive_proba_of_scores
     from .studies.robustness import delete_features
 
     rows = []

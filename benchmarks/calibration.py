@@ -46,7 +46,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC, LinearSVR
 
 from bayesdrop import DropoutLogisticRegression, DropoutSVC, DropoutSVR
-from bayesdrop.posterior import posterior_predictive_proba
+from bayesdrop.predictive import posterior_predictive_proba
 from bayesdrop.studies import classification_metrics
 
 PROB = 0.9

@@ -187,8 +187,8 @@ def test_predictive_draws_have_the_predictive_probabilities(estimator, n_classes
     from scipy.special import expit
 
     from bayesdrop import DropoutLogisticRegression, DropoutSVC
-    from bayesdrop.posterior import (decision_draws, posterior_predictive_draws,
-                                     posterior_predictive_proba)
+    from bayesdrop.predictive import (decision_draws, posterior_predictive_draws,
+                                      posterior_predictive_proba)
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(120, 2))

@@ -18,7 +18,7 @@ from bayesdrop.studies.datasets import (
     make_mease_wyner,
     make_rare_features,
 )
-from bayesdrop.posterior import posterior_predictive_proba
+from bayesdrop.predictive import posterior_predictive_proba
 from bayesdrop.studies import (
     classification_metrics,
     delete_features,

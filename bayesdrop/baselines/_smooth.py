@@ -6,7 +6,7 @@ import numpy as np
 
 from .._validation import check_scalar
 from ..estimators._base import BinaryFit, OneVsRestClassifier
-from ..posterior import sigmoid_proba
+from ..predictive import sigmoid_proba
 from ..solvers.lbfgs import minimize_lbfgs
 
 

@@ -443,7 +443,7 @@ class OneVsRestClassifier(ClassifierMixin, LinearModel):
     def _proba(self, X, log=False):
         """``sigmoid_proba`` of the scores (its logarithm with ``log``): the logistic
         classifiers' ``predict_proba`` / ``predict_log_proba``, lazy on a dask ``X``."""
-        from ..posterior import sigmoid_proba
+        from ..predictive import sigmoid_proba
 
         check_is_fitted(self)
 

@@ -23,7 +23,8 @@ from .._validation import check_scalar
 from ..model.losses import HingeLoss, LogisticLoss
 from ..model.noise import make_noise
 from ..model.problem import Problem, drop_zero_weights
-from ..posterior import (maybe_log_likelihood, sample_problems, store_log_likelihood, vote_fractions)
+from ..posterior import maybe_log_likelihood, sample_problems, store_log_likelihood
+from ..predictive import vote_fractions
 from ..linalg.backend import RowBackend
 from ..solvers import check_solver, fit_problem, fit_rows
 from ._base import (BinaryFit, LinearModel, OneVsRestClassifier, class_index, column_vector,
@@ -319,7 +320,7 @@ class _DropoutLinearModel(LinearModel):
         """Posterior predictive draws of ``y`` at ``X``, added to a copy of ``idata``.
 
         One ``y`` per posterior draw and row (see
-        :func:`bayesdrop.posterior.posterior_predictive_draws` for the law), in the
+        :func:`bayesdrop.predictive.posterior_predictive_draws` for the law), in the
         group ``posterior_predictive`` with dims ``(chain, draw, example)`` -- what
         ``arviz.plot_ppc`` and ``arviz.loo_pit`` read. ``idata`` is not modified.
 
@@ -338,7 +339,7 @@ class _DropoutLinearModel(LinearModel):
         arviz.InferenceData
         """
         from .._arviz import with_posterior_predictive
-        from ..posterior import posterior_predictive_draws
+        from ..predictive import posterior_predictive_draws
 
         check_is_fitted(self)
         index = row_index(X)

@@ -135,7 +135,7 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
         rescales the predictive intervals to cover ``prob`` of new observations (split
         conformal; the model's own intervals cover ``prob`` only when ``C`` and the scale
         of ``y`` match the data's noise). See
-        :func:`bayesdrop.posterior.predictive_interval`.
+        :func:`bayesdrop.predictive.predictive_interval`.
 
         Returns
         -------
@@ -156,7 +156,7 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
         >>> mean.shape, interval.shape, bool(np.all(interval[:, 0] < interval[:, 1]))
         ((3,), (3, 2), True)
         """
-        from ..posterior import calibration_pair, predictive_interval
+        from ..predictive import calibration_pair, predictive_interval
 
         check_is_fitted(self)
         if calibrate is not None:

@@ -30,7 +30,7 @@ from sklearn.model_selection import ParameterGrid, train_test_split
 
 from .._validation import check_random_state, check_scalar
 from .datasets import flip_labels
-from ..posterior import posterior_predictive_proba
+from ..predictive import posterior_predictive_proba
 
 __all__ = [
     "grid",
@@ -440,7 +440,7 @@ def uncertainty_study(models, X_train, y_train, X_test, y_test, *, deletion=DELE
     and sampled once on the training data (labels flipped at rate ``label_noise``); then
     for each deletion level the test set is scored twice: with the IRLS point estimate
     (``predict_proba``; one-hot predictions for the SVMs) and with the posterior
-    predictive probabilities (:func:`bayesdrop.posterior.posterior_predictive_proba`).
+    predictive probabilities (:func:`bayesdrop.predictive.posterior_predictive_proba`).
 
     Returns
     -------
