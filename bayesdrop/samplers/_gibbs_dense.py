@@ -35,7 +35,7 @@ import numpy as np
 
 from .._blas import cholesky_lower, mirror_upper, syrk_rows, syrk_work
 from ..model.design import V_CONSTANT, V_LIKE_X
-from ..model.losses.kernels import draws_loop, means_loop, term
+from ..model.losses.kernels import draws_loop, means_loop, objective_from_scores, ridge
 
 __all__ = ["run_sweeps"]
 
@@ -86,18 +86,12 @@ def _store_augmentation(row, a1, a2, aug_sum, aug_out):
 
 @numba.njit(cache=True, nogil=True)
 def _log_target(lp, D, y, sw, theta, m, s, terms):
-    """``-J(theta)`` from the scores; each example's (weighted) term of ``J`` is also
-    written to ``terms`` unless it is empty."""
-    keep = terms.shape[0] > 0
-    total = 0.0
-    for d in range(D):
-        total += theta[d] * theta[d]
-    for i in range(m.shape[0]):
-        ti = sw[i] * term(lp, m[i], s[i], y[i], np.int64(0))[0]
-        if keep:
-            terms[i] = ti
-        total += ti
-    return -total
+    """``-J(theta)`` from the scores (:func:`bayesdrop.model.losses.kernels.objective_from_scores`);
+    each example's (weighted) term of ``J`` is also written to ``terms`` unless it is
+    empty."""
+    none = m[:0]
+    return -objective_from_scores(lp, y, sw, m, s, ridge(theta, D), terms, none, none, none,
+                                  0.0)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -120,17 +114,11 @@ def _log_proposal(theta, mu, Lq, nu, work):
 def _line_value(lp, y, sw, m, s, u, a, c, pen, delta, terms):
     """``J(theta + delta v)`` from the scores ``m_n + delta u_n`` and
     ``s_n + 2 delta a_n + delta^2 c_n`` and the penalty terms
-    ``pen = (||w||^2, w . v_w, ||v_w||^2)``; each example's term also to ``terms`` unless
-    it is empty."""
-    keep = terms.shape[0] > 0
-    value = pen[0] + 2.0 * delta * pen[1] + delta * delta * pen[2]
-    for i in range(m.shape[0]):
-        si = max(s[i] + delta * (2.0 * a[i] + delta * c[i]), 0.0)
-        ti = sw[i] * term(lp, m[i] + delta * u[i], si, y[i], np.int64(0))[0]
-        if keep:
-            terms[i] = ti
-        value += ti
-    return value
+    ``pen = (||w||^2, w . v_w, ||v_w||^2)``
+    (:func:`bayesdrop.model.losses.kernels.objective_from_scores`); each example's term
+    also to ``terms`` unless it is empty."""
+    penalty = pen[0] + 2.0 * delta * pen[1] + delta * delta * pen[2]
+    return objective_from_scores(lp, y, sw, m, s, penalty, terms, u, a, c, delta)
 
 
 @numba.njit(cache=True, nogil=True)

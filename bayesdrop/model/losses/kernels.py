@@ -47,7 +47,8 @@ from numba.extending import overload
 
 __all__ = ["ROOT_FLOOR", "LossKernels", "register", "kernels_of", "has_kernels", "require", "term",
            "term_and_value", "mean", "draw", "system", "root_terms", "terms_loop",
-           "terms_curvature", "means_loop", "draws_loop", "system_loop"]
+           "terms_curvature", "means_loop", "draws_loop", "system_loop", "ridge",
+           "objective_from_scores"]
 
 #: Floor on ``sqrt(E zeta^2)`` (hinge) and ``sqrt(E (Delta -+ eps)^2)``
 #: (epsilon-insensitive) in the IRLS weights and the derivatives (never in ``J``'s value).
@@ -261,6 +262,41 @@ def terms_loop(p, m, s, y, sw, derivs, value, d_m, d_s):
         if derivs > 0:
             d_m[i] = w * out[1]
             d_s[i] = w * out[2]
+
+
+@numba.njit(cache=True, nogil=True)
+def ridge(theta, D):
+    """``||w||^2 = sum_{d < D} theta_d^2``, the prior's term of ``J`` (the intercept,
+    ``theta_D``, is not penalised)."""
+    total = 0.0
+    for d in range(D):
+        total += theta[d] * theta[d]
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def objective_from_scores(p, y, sw, m, s, penalty, terms, u, a, c, delta):
+    """``J = penalty + sum_n sw_n term_n`` from the scores ``(m, s)`` -- ``J`` of the
+    compiled dense engines (Newton's loop, the Gibbs sweeps' ``lp`` and MH moves), in
+    one place. With ``delta != 0`` the scores are those of ``theta + delta v`` on a line,
+    ``m_n + delta u_n`` and ``max(s_n + delta (2 a_n + delta c_n), 0)`` (``u = Xbar v``,
+    ``a_n = V_n . (w v_w)``, ``c_n = V_n . v_w^2``; the caller's ``penalty`` is then
+    ``||w + delta v_w||^2``); with ``delta = 0``, ``u``, ``a`` and ``c`` are not read.
+    Each example's weighted term is also written to ``terms`` unless it is empty."""
+    keep = terms.shape[0] > 0
+    shifted = delta != 0.0
+    value = penalty
+    for i in range(m.shape[0]):
+        mi = m[i]
+        si = s[i]
+        if shifted:
+            mi = m[i] + delta * u[i]
+            si = max(s[i] + delta * (2.0 * a[i] + delta * c[i]), 0.0)
+        ti = sw[i] * term(p, mi, si, y[i], np.int64(0))[0]
+        if keep:
+            terms[i] = ti
+        value += ti
+    return value
 
 
 @numba.njit(cache=True, nogil=True)

@@ -25,7 +25,7 @@ from numba.extending import overload
 from ..._blas import cholesky_lower, padded, syrk_rows, syrk_work
 from ...linalg.kernels import dense_hessian_split
 from ...model._design_kernels import dense_rmatvec_pair, scaled_rows
-from ...model.losses.kernels import mean, term
+from ...model.losses.kernels import mean, objective_from_scores, ridge, term
 from . import loop
 
 __all__ = ["DenseSteps", "dense_steps", "irls_start", "newton_dense", "newton_loop_compiled",
@@ -39,14 +39,10 @@ _HESSIAN_ROWS = 2048
 @numba.njit(cache=True, nogil=True)
 def _objective(lp, X, M, scale, fi, y, sw, theta, m, s):
     """``J(theta)``; fills the scores ``m`` and ``s``."""
-    n, D = X.shape
+    D = X.shape[1]
     _scores(X, M, scale, fi, theta, m, s)
-    total = 0.0
-    for d in range(D):
-        total += theta[d] * theta[d]
-    for i in range(n):
-        total += sw[i] * term(lp, m[i], s[i], y[i], np.int64(0))[0]
-    return total
+    none = m[:0]
+    return objective_from_scores(lp, y, sw, m, s, ridge(theta, D), none, none, none, none, 0.0)
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
