@@ -1,12 +1,12 @@
-"""Compare posterior draws with the IRLS point estimate (MATH.md section 4).
+"""Compare posterior draws with the point estimate, the mode (MATH.md section 4).
 
-The Gibbs chain targets ``exp(-J(w, b))`` and IRLS returns ``argmin J``, so
+The Gibbs chain targets ``exp(-J(w, b))`` and the solvers return ``argmin J``, so
 
-* the IRLS estimate is the posterior **mode**: no draw may have a larger ``lp = -J``
-  than the IRLS estimate (:func:`check_mode`);
+* the point estimate is the posterior **mode**: no draw may have a larger ``lp = -J``
+  than the point estimate (:func:`check_mode`);
 * for a nearly Gaussian posterior the mode and the mean are close in units of the
-  posterior sd (the ``z`` column of :func:`compare_with_irls`);
-* the IRLS weights ``E[u_n | theta_irls]`` (the augmentation means at the point
+  posterior sd (the ``z`` column of :func:`compare_with_mode`);
+* the IRLS weights ``E[u_n | theta_mode]`` (the augmentation means at the point
   estimate) and the posterior means ``E[u_n | data]`` agree to first order
   (:func:`augmentation_comparison`, :func:`plot_weights`).
 """
@@ -18,15 +18,15 @@ import numpy as np
 from . import _arviz
 
 __all__ = [
-    "compare_with_irls",
+    "compare_with_mode",
     "check_mode",
     "augmentation_comparison",
-    "plot_posterior_vs_irls",
+    "plot_posterior_vs_mode",
     "plot_weights",
 ]
 
 
-def _irls_parameters(estimator, idata=None):
+def _mode_parameters(estimator, idata=None):
     """The mode as (coef (n_problems, D), intercept (n_problems,)): the group ``mode`` of
     ``idata`` (the mode on the sampled data) if present, else the fitted estimator's."""
     if idata is not None and "mode" in idata.groups():
@@ -41,7 +41,7 @@ def _irls_parameters(estimator, idata=None):
 
 
 def _check_match(idata, estimator):
-    coef, _ = _irls_parameters(estimator)
+    coef, _ = _mode_parameters(estimator)
     post = idata.posterior["coef"]
     n_problems = post.sizes.get("class", 1)
     if post.sizes["feature"] != coef.shape[1] or n_problems != coef.shape[0]:
@@ -51,8 +51,8 @@ def _check_match(idata, estimator):
         )
 
 
-def compare_with_irls(idata, estimator, hdi_prob=0.94):
-    """Per-coefficient table: IRLS estimate against the posterior.
+def compare_with_mode(idata, estimator, hdi_prob=0.94):
+    """Per-coefficient table: the point estimate against the posterior.
 
     Parameters
     ----------
@@ -65,9 +65,9 @@ def compare_with_irls(idata, estimator, hdi_prob=0.94):
     -------
     pandas.DataFrame
         Indexed like ``arviz.summary`` (``coef[x0]``, ``coef[1, x0]``, ``intercept``, ...),
-        with columns ``irls``, ``mean``, ``sd``, the HDI bounds, ``mcse_mean``,
+        with columns ``mode``, ``mean``, ``sd``, the HDI bounds, ``mcse_mean``,
         ``mcse_sd``, ``ess_bulk``, ``ess_tail``, ``r_hat`` and the standardised distance
-        ``z = (mean - irls) / sd``.
+        ``z = (mean - mode) / sd``.
 
     Examples
     --------
@@ -77,35 +77,36 @@ def compare_with_irls(idata, estimator, hdi_prob=0.94):
     >>> clf = DropoutLogisticRegression(noise_level=0.3)
     >>> idata = clf.sample_posterior(X, y, draws=100, tune=50, chains=2, random_state=0,
     ...                              progressbar=False, cores=1)
-    >>> table = compare_with_irls(idata, clf)
-    >>> len(table), {"irls", "mean", "sd", "ess_bulk", "r_hat"} <= set(table.columns)
+    >>> table = compare_with_mode(idata, clf)
+    >>> len(table), {"mode", "mean", "sd", "ess_bulk", "r_hat"} <= set(table.columns)
     (4, True)
     """
     _check_match(idata, estimator)
-    coef, intercept = _irls_parameters(estimator, idata)
+    coef, intercept = _mode_parameters(estimator, idata)
     var_names = ["coef"] + (["intercept"] if "intercept" in idata.posterior else [])
     table = _arviz.summary_stats(idata, var_names=var_names, hdi_prob=hdi_prob)
-    irls_values = list(coef.ravel())  # class-major, as ArviZ flattens (class, feature)
+    mode_values = list(coef.ravel())  # class-major, as ArviZ flattens (class, feature)
     if "intercept" in var_names:
-        irls_values += list(intercept)
-    table.insert(0, "irls", np.asarray(irls_values))
-    table["z"] = (table["mean"] - table["irls"]) / table["sd"]
+        mode_values += list(intercept)
+    table.insert(0, "mode", np.asarray(mode_values))
+    table["z"] = (table["mean"] - table["mode"]) / table["sd"]
     return table
 
 
 def check_mode(idata, estimator, rtol=1e-7):
-    """Check that the IRLS estimate is the posterior mode.
+    """Check that the point estimate (the minimiser of ``J`` that the solver found) is the
+    posterior mode.
 
-    ``lp_irls = -J`` at the mode (the group ``mode`` of ``idata``; without it the last
-    entry of the estimator's ``objective_``) must be at least the
-    largest ``lp`` of any draw, up to ``rtol * max(1, |lp_irls|)`` (the IRLS stopping
+    ``lp_mode = -J`` at the point estimate (the group ``mode`` of ``idata``; without it the
+    last entry of the estimator's ``objective_``) must be at least the
+    largest ``lp`` of any draw, up to ``rtol * max(1, |lp_mode|)`` (the solvers' stopping
     tolerance).
 
     Returns
     -------
     pandas.DataFrame
-        One row per binary problem: ``lp_irls``, ``lp_max_draws``, ``gap`` (``>= 0``
-        when no draw beats the IRLS estimate) and ``is_mode``.
+        One row per binary problem: ``lp_mode``, ``lp_max_draws``, ``gap`` (``>= 0``
+        when no draw beats the point estimate) and ``is_mode``.
 
     Examples
     --------
@@ -132,22 +133,23 @@ def check_mode(idata, estimator, rtol=1e-7):
         lp = lp[..., None]
     rows = []
     for k, hist in enumerate(history):
-        lp_irls = -float(hist[-1])
+        lp_mode = -float(hist[-1])
         lp_max = float(np.max(lp[..., k]))
-        gap = lp_irls - lp_max
-        rows.append({"lp_irls": lp_irls, "lp_max_draws": lp_max, "gap": gap,
-                     "is_mode": bool(gap >= -rtol * max(1.0, abs(lp_irls)))})
+        gap = lp_mode - lp_max
+        rows.append({"lp_mode": lp_mode, "lp_max_draws": lp_max, "gap": gap,
+                     "is_mode": bool(gap >= -rtol * max(1.0, abs(lp_mode)))})
     return pd.DataFrame(rows)
 
 
 def augmentation_comparison(idata, estimator, X, y):
-    """IRLS weights ``E[aug | theta_irls]`` against posterior means ``E[aug | data]``.
+    """IRLS weights at the mode, ``E[aug | theta_mode]``, against posterior means
+    ``E[aug | data]``.
 
     Returns
     -------
     pandas.DataFrame
         One row per example (and problem, and augmentation variable) with columns
-        ``problem``, ``variable``, ``example``, ``irls`` and ``posterior_mean`` (averaged
+        ``problem``, ``variable``, ``example``, ``mode`` and ``posterior_mean`` (averaged
         over chains).
 
     Examples
@@ -159,7 +161,7 @@ def augmentation_comparison(idata, estimator, X, y):
     >>> idata = clf.sample_posterior(X, y, draws=50, tune=20, chains=1, random_state=0,
     ...                              progressbar=False)
     >>> table = augmentation_comparison(idata, clf, X, y)
-    >>> len(table), {"irls", "posterior_mean"} <= set(table.columns)
+    >>> len(table), {"mode", "posterior_mean"} <= set(table.columns)
     (60, True)
     """
     import pandas as pd
@@ -167,7 +169,7 @@ def augmentation_comparison(idata, estimator, X, y):
     _check_match(idata, estimator)
     problems, thetas = estimator._problems(X, y)
     if "mode" in idata.groups():  # the mode on the sampled data
-        coef, intercept = _irls_parameters(estimator, idata)
+        coef, intercept = _mode_parameters(estimator, idata)
         thetas = [pr.design.pack(coef[k], intercept[k]) for k, pr in enumerate(problems)]
     group = idata["augmentation_mean"]
     frames = []
@@ -179,13 +181,13 @@ def augmentation_comparison(idata, estimator, X, y):
             post = post[:, k] if post.ndim == 3 else post
             frames.append(pd.DataFrame({
                 "problem": k, "variable": name, "example": np.arange(problem.y.shape[0]),
-                "irls": expected[j], "posterior_mean": post.mean(axis=0),
+                "mode": expected[j], "posterior_mean": post.mean(axis=0),
             }))
     return pd.concat(frames, ignore_index=True)
 
 
-def plot_posterior_vs_irls(idata, estimator, features=None, problem=0, max_plots=12):
-    """Posterior densities of coefficients with the IRLS estimate marked.
+def plot_posterior_vs_mode(idata, estimator, features=None, problem=0, max_plots=12):
+    """Posterior densities of coefficients with the point estimate marked.
 
     Parameters
     ----------
@@ -208,12 +210,12 @@ def plot_posterior_vs_irls(idata, estimator, features=None, problem=0, max_plots
     >>> idata = clf.sample_posterior(X, y, draws=50, tune=20, chains=1, random_state=0,
     ...                              progressbar=False)
     >>> import matplotlib; matplotlib.use("Agg")
-    >>> axes = plot_posterior_vs_irls(idata, clf)
+    >>> axes = plot_posterior_vs_mode(idata, clf)
     >>> np.asarray(axes).size >= 3
     True
     """
     _check_match(idata, estimator)
-    coef, _ = _irls_parameters(estimator, idata)
+    coef, _ = _mode_parameters(estimator, idata)
     names = list(idata.posterior["feature"].values)
     if features is None:
         features = names[:max_plots]
@@ -236,7 +238,8 @@ def plot_posterior_vs_irls(idata, estimator, features=None, problem=0, max_plots
 
 
 def plot_weights(idata, estimator, X, y, ax=None):
-    """Scatter of IRLS weights against posterior mean augmentation weights (log-log).
+    """Scatter of the IRLS weights at the mode against posterior mean augmentation weights
+    (log-log).
 
     Returns
     -------
@@ -261,11 +264,11 @@ def plot_weights(idata, estimator, X, y, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(4.5, 4.5))
     for name, part in table.groupby("variable"):
-        ax.loglog(part["irls"], part["posterior_mean"], ".", alpha=0.5, label=name)
-    lo = float(np.nanmin(table[["irls", "posterior_mean"]].values))
-    hi = float(np.nanmax(table[["irls", "posterior_mean"]].values))
+        ax.loglog(part["mode"], part["posterior_mean"], ".", alpha=0.5, label=name)
+    lo = float(np.nanmin(table[["mode", "posterior_mean"]].values))
+    hi = float(np.nanmax(table[["mode", "posterior_mean"]].values))
     ax.plot([lo, hi], [lo, hi], "k:", lw=1)
-    ax.set_xlabel("IRLS weight E[aug | theta_irls]")
+    ax.set_xlabel("IRLS weight at the mode, E[aug | theta_mode]")
     ax.set_ylabel("posterior mean E[aug | data]")
     ax.legend()
     return ax

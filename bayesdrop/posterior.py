@@ -57,12 +57,12 @@ def sample_problems(problems, thetas_hat, *, random_state=None, **kwargs):
 
 def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_level=None,
                      fit_intercept=True, sample_weight=None, draws=1000, tune=500, chains=4,
-                     thin=1, init="irls", random_state=None, progressbar=True, cores=None,
+                     thin=1, init="mode", random_state=None, progressbar=True, cores=None,
                      store_augmentation=False, linalg="auto", overrelax=-0.5,
                      feature_names=None, log_likelihood=True, **loss_params):
     """Sample ``exp(-J(w, b))`` for one binary or regression problem (functional API).
 
-    Fits the IRLS estimate first (for ``init`` and for the diagnostics), then runs the
+    Fits the point estimate (the mode) first (for ``init`` and for the diagnostics), then runs the
     Gibbs sampler (:func:`bayesdrop.samplers.sample`).
 
     Parameters
@@ -95,7 +95,8 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     -------
     idata : arviz.InferenceData
         See :func:`bayesdrop._arviz.to_inference_data`; ``posterior.attrs`` also holds
-        the IRLS estimate as ``irls_theta``.
+        the point estimate (the minimiser of ``J``, whichever solver found it) as
+        ``mode_theta`` and its ``J`` as ``mode_objective``.
 
     Examples
     --------
@@ -130,7 +131,7 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     (res,) = sample_problems([problem], [fit.theta], random_state=random_state, **options)
     ll = maybe_log_likelihood([problem], [res.theta], [res]) \
         if log_likelihood and not lazy else None
-    attrs.update(irls_theta=fit.theta, irls_objective=fit.objective[-1])
+    attrs.update(mode_theta=fit.theta, mode_objective=fit.objective[-1])
     idata = to_inference_data([res], loss=loss_obj, noise=noise_obj,
                               fit_intercept=fit_intercept, y=y_obs,
                               feature_names=feature_names, log_likelihood=ll, kept=kept,

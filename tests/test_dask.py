@@ -287,7 +287,7 @@ def test_functional_sample_posterior_on_the_cluster(client):
                              noise_level=0.3, draws=20, tune=5, chains=2, random_state=0,
                              progressbar=False)
     ref = DropoutSVC(noise_level=0.3, tol=1e-10).fit(X, labels)
-    np.testing.assert_allclose(idata.posterior.attrs["irls_theta"][:3], ref.coef_[0],
+    np.testing.assert_allclose(idata.posterior.attrs["mode_theta"][:3], ref.coef_[0],
                                rtol=1e-6, atol=1e-8)
     assert idata.posterior["coef"].shape == (2, 20, 3)
 

@@ -290,7 +290,7 @@ def test_bad_arguments(small_problem_data):
     ]:
         with pytest.raises(err, match=msg):
             sample(problem, **{"theta_hat": th, "progressbar": False, "cores": 1, **kw})
-    with pytest.raises(ValueError, match="needs the IRLS estimate"):
+    with pytest.raises(ValueError, match="needs the point estimate"):
         sample(problem, progressbar=False)
     sq = Problem.create(X, y, SquaredLoss(1.0), NoNoise(), True)
     with pytest.raises(ValueError, match="no augmentation"):

@@ -68,11 +68,11 @@ def test_multiclass_svc_dims_votes_and_diagnostics():
     votes = svc.predict_vote_fractions(X, idata)
     assert votes.shape == (150, 3) and np.allclose(votes.sum(axis=1), 1.0)
     assert np.mean(svc.classes_[votes.argmax(axis=1)] == svc.predict(X)) > 0.9
-    table = diagnostics.compare_with_irls(idata, svc)
-    assert table.shape[0] == 15 and {"irls", "mean", "sd", "ess_bulk", "ess_tail", "r_hat",
+    table = diagnostics.compare_with_mode(idata, svc)
+    assert table.shape[0] == 15 and {"mode", "mean", "sd", "ess_bulk", "ess_tail", "r_hat",
                                      "mcse_mean", "z"} <= set(table.columns)
-    assert table.loc["coef[2, x3]", "irls"] == pytest.approx(svc.coef_[2, 3])
-    assert table.loc["intercept[1]", "irls"] == pytest.approx(svc.intercept_[1])
+    assert table.loc["coef[2, x3]", "mode"] == pytest.approx(svc.coef_[2, 3])
+    assert table.loc["intercept[1]", "mode"] == pytest.approx(svc.intercept_[1])
     mode = diagnostics.check_mode(idata, svc)
     assert mode["is_mode"].all() and (mode["gap"] >= 0).all()
     weights = diagnostics.augmentation_comparison(idata, svc, X, y)
@@ -91,7 +91,7 @@ def test_svr_sparse_interval_and_plots(small_problem_data):
     mean, interval = reg.predict_interval(X, idata, prob=0.9)
     assert np.all(interval[:, 0] <= mean) and np.all(mean <= interval[:, 1])
     assert np.corrcoef(mean, reg.predict(X))[0, 1] > 0.99
-    axes = diagnostics.plot_posterior_vs_irls(idata, reg, features=["x0", "x3"])
+    axes = diagnostics.plot_posterior_vs_mode(idata, reg, features=["x0", "x3"])
     assert len(axes) == 2 and axes[0].lines  # the IRLS marker
     ax = diagnostics.plot_weights(idata, reg, X, y)
     assert ax.get_xscale() == "log"
@@ -106,11 +106,11 @@ def test_irls_is_mode_and_close_to_mean_for_logistic(cancer):
     idata = clf.sample_posterior(X, y, draws=400, tune=100, chains=2, random_state=1,
                                  progressbar=False, cores=1)
     assert diagnostics.check_mode(idata, clf)["is_mode"].all()
-    table = diagnostics.compare_with_irls(idata, clf)
+    table = diagnostics.compare_with_mode(idata, clf)
     # a nearly Gaussian posterior: mode and mean within half a posterior sd
     assert np.abs(table["z"]).max() < 0.5
     weights = diagnostics.augmentation_comparison(idata, clf, X, y)
-    rel = np.abs(weights["posterior_mean"] / weights["irls"] - 1)
+    rel = np.abs(weights["posterior_mean"] / weights["mode"] - 1)
     assert np.median(rel) < 0.1
 
 
@@ -119,14 +119,14 @@ def test_functional_entry_point_and_errors(small_problem_data):
     idata = sample_posterior(X, y, loss="hinge", C=1.0, noise="dropout", noise_level=0.2,
                              **KW)
     assert idata.posterior.attrs["loss"] == "hinge"
-    assert len(idata.posterior.attrs["irls_theta"]) == 6
+    assert len(idata.posterior.attrs["mode_theta"]) == 6
     idata = sample_posterior(sp.csr_matrix(X), yr, loss="epsilon_insensitive", epsilon=0.2,
                              **KW)
     assert idata.posterior["coef"].shape == (2, 150, 5)
     with pytest.raises(ValueError, match="loss must be one of"):
         sample_posterior(X, y, loss="probit")
     with pytest.raises(ValueError, match="does not match"):
-        diagnostics.compare_with_irls(idata, DropoutSVC().fit(X[:, :3], y))
+        diagnostics.compare_with_mode(idata, DropoutSVC().fit(X[:, :3], y))
     clf = DropoutSVC().fit(X, y)
     with pytest.raises(ValueError, match="labels not seen"):
         clf._problems(X, np.where(y > 0, 2.0, -1.0))
@@ -143,7 +143,7 @@ def test_sample_posterior_leaves_the_fitted_estimator_unchanged():
     import pickle
 
     from bayesdrop import DropoutLogisticRegression, Problem, LogisticLoss, Dropout
-    from bayesdrop.diagnostics import check_mode, compare_with_irls
+    from bayesdrop.diagnostics import check_mode, compare_with_mode
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3))
@@ -162,8 +162,8 @@ def test_sample_posterior_leaves_the_fitted_estimator_unchanged():
     theta = np.append(idata["mode"]["coef"].values, idata["mode"]["intercept"].values)
     assert float(idata["mode"]["lp"]) == pytest.approx(-problem.objective(theta), rel=1e-12)
     assert bool(check_mode(idata, clf)["is_mode"].all())
-    table = compare_with_irls(idata, clf)
-    np.testing.assert_allclose(table["irls"].values[:3], ref.coef_[0], rtol=1e-6)
+    table = compare_with_mode(idata, clf)
+    np.testing.assert_allclose(table["mode"].values[:3], ref.coef_[0], rtol=1e-6)
     # on the training data the mode is the fitted model
     idata_tr = clf.sample_posterior(Xtr, ytr, draws=20, tune=5, chains=1, random_state=0,
                                     progressbar=False, cores=1)

@@ -220,7 +220,7 @@ class _DropoutLinearModel(LinearModel):
         return problems, thetas
 
     def sample_posterior(self, X, y, *, sample_weight=None, draws=1000, tune=500, chains=4, thin=1,
-                         random_state=None, progressbar=True, init="irls", cores=None,
+                         random_state=None, progressbar=True, init="mode", cores=None,
                          store_augmentation=False, overrelax=-0.5, log_likelihood=True):
         """Sample the pseudo-posterior ``exp(-J(w, b))`` on ``(X, y)`` by Gibbs.
 
@@ -254,8 +254,8 @@ class _DropoutLinearModel(LinearModel):
         random_state : None, int, SeedSequence or numpy.random.Generator
         progressbar : bool, default=True
             Quiet anyway when the ``CI`` environment variable is set.
-        init : {"irls", "overdispersed"} or ndarray, default="irls"
-            Start at the IRLS estimate, or at it plus three times a draw from the Gaussian
+        init : {"mode", "overdispersed"} or ndarray, default="mode"
+            Start at the point estimate (the mode), or at it plus three times a draw from the Gaussian
             of the IRLS system (see :func:`bayesdrop.samplers.sample`).
         cores : int, optional
             Parallel chain processes (default ``min(chains, cpu_count)``; 1: in sequence).

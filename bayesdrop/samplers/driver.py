@@ -39,7 +39,7 @@ from .start import initial_points
 __all__ = ["LastState", "SamplerResult", "sample"]
 
 
-def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
+def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="mode",
            theta_hat=None, random_state=None, progressbar=True, cores=None,
            store_augmentation=False, store_log_likelihood=False, linalg="auto",
            cg_tol=1e-12, overrelax=OVERRELAX,
@@ -69,9 +69,9 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="irls",
     chains : int >= 1
     thin : int >= 1
         Keep every ``thin``-th sweep; a chain runs ``tune + draws * thin`` sweeps.
-    init : {"irls", "overdispersed"}, array of shape (n_params,) or (chains, n_params), \
+    init : {"mode", "overdispersed"}, array of shape (n_params,) or (chains, n_params), \
 or LastState
-        ``"irls"`` starts every chain at ``theta_hat``; ``"overdispersed"`` at
+        ``"mode"`` starts every chain at ``theta_hat``; ``"overdispersed"`` at
         ``theta_hat + 3 eta`` with ``eta ~ N(0, A^{-1})`` of the IRLS system. A
         :class:`LastState` (``result.last_state`` of an earlier call) continues those
         chains: each starts from its ``theta`` with its random generator as it was left

@@ -109,7 +109,7 @@ def chain_setup(rows, init, theta_hat, chains, random_state):
 
     Chain ``c`` uses child ``c`` of one SeedSequence: its Gaussian draws come from
     ``default_rng(child)``, its chunks' augmentation draws from the seed
-    ``child.generate_state(1)``. ``init``: ``"irls"`` (``theta_hat``), ``"overdispersed"``
+    ``child.generate_state(1)``. ``init``: ``"mode"`` (``theta_hat``), ``"overdispersed"``
     (``theta_hat + 3 eta``, ``eta ~ N(0, A^{-1})`` of the IRLS system there: one extra
     pass), an array, or the :class:`~bayesdrop.samplers.driver.LastState` of an earlier
     run on a row back-end (with its chunk seeds ``entropies`` and sweep counter ``sweep``;

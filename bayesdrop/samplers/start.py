@@ -15,18 +15,18 @@ def start_points(init, theta_hat, chains, p, perturbation):
     """The chains' starting points (shape (chains, p)) for ``init`` (the rules of
     :func:`sample`, shared by the in-memory and the row back-end runners).
 
-    ``"irls"``: ``theta_hat`` for every chain; ``"overdispersed"``:
+    ``"mode"``: ``theta_hat`` (the point estimate) for every chain; ``"overdispersed"``:
     ``theta_hat + 3 perturbation(c)`` for chain ``c`` (``perturbation(c)`` draws
     ``eta ~ N(0, A^{-1})`` of the IRLS system at ``theta_hat``); an array of shape
     ``(p,)`` or ``(chains, p)``: those points.
     """
     if isinstance(init, str):
-        if init not in ("irls", "overdispersed"):
-            raise ValueError(f"init must be 'irls', 'overdispersed' or an array, got {init!r}")
+        if init not in ("mode", "overdispersed"):
+            raise ValueError(f"init must be 'mode', 'overdispersed' or an array, got {init!r}")
         if theta_hat is None:
-            raise ValueError(f"init={init!r} needs the IRLS estimate (the mode) theta_hat")
+            raise ValueError(f"init={init!r} needs the point estimate (the mode) theta_hat")
         theta_hat = np.asarray(theta_hat, dtype=float)
-        if init == "irls":
+        if init == "mode":
             return np.tile(theta_hat, (chains, 1))
         return np.array([theta_hat + 3.0 * perturbation(c) for c in range(chains)])
     arr = np.asarray(init, dtype=float)
