@@ -151,8 +151,8 @@ def test_reused_factors_reach_the_classical_newton_optimum(loss, compiled, monke
     classic = newton.fit(problem, compiled=compiled)
     tight = newton.fit(problem, tol=1e-15, compiled=compiled, warn=False)
     assert fast.converged and classic.converged
-    assert classic.n_evals == classic.n_iter  # one Hessian per step
-    assert fast.n_evals < classic.n_evals and fast.n_evals < fast.n_iter
+    assert classic.n_solves == classic.n_iter  # one Hessian per step
+    assert fast.n_solves < classic.n_solves and fast.n_solves < fast.n_iter
     J = tight.objective[-1]
     assert fast.objective[-1] - J <= 1e-13 * J
     assert classic.objective[-1] - J <= 1e-13 * J
@@ -183,8 +183,8 @@ def test_expanded_far_steps_save_hessians_and_reach_the_same_optimum(loss, compi
     plain = newton.fit(problem, compiled=compiled)
     tight = newton.fit(problem, tol=1e-15, compiled=compiled, warn=False)
     assert expanded.converged and plain.converged
-    assert expanded.n_evals <= plain.n_evals
-    assert expanded.n_evals + expanded.n_iter < plain.n_evals + plain.n_iter
+    assert expanded.n_solves <= plain.n_solves
+    assert expanded.n_solves + expanded.n_iter < plain.n_solves + plain.n_iter
     J = tight.objective[-1]
     for res in (expanded, plain):
         assert res.objective[-1] - J <= 1e-13 * J
@@ -256,14 +256,14 @@ def test_the_subsample_start_hands_its_factor_to_the_steps_on_all_rows(loss, com
     """From the subsample's optimum, the subsample's last Cholesky factor (an estimate of
     ``H`` on all rows: every ``SUBSAMPLE_STEP``-th row weighted ``SUBSAMPLE_STEP``)
     directs chord steps on all rows: no Hessian of all the rows is computed
-    (``n_evals == 0``), and the optimum is the one of Newton from zero at a tight tol.
+    (``n_solves == 0``), and the optimum is the one of Newton from zero at a tight tol.
     The subsample itself runs compiled (1250 rows) or in the Python loop."""
     problem = _tall(loss)
     ref = newton.fit(problem, tol=1e-14, compiled=compiled)
-    assert ref.n_evals >= 1  # without the subsample start: Hessians of all rows
+    assert ref.n_solves >= 1  # without the subsample start: Hessians of all rows
     monkeypatch.setattr(newton, "SUBSAMPLE_MIN_ROWS", 20_000)
     res = newton.fit(problem, compiled=compiled)
-    assert res.converged and res.n_evals == 0
+    assert res.converged and res.n_solves == 0
     J = ref.objective[-1]
     assert abs(res.objective[-1] - J) <= 1e-12 * J
     assert np.all(np.diff(res.objective) <= 0.0)
@@ -280,7 +280,7 @@ def test_a_misleading_subsample_factor_is_replaced(loss, monkeypatch):
     ref = newton.fit(problem, tol=1e-14)
     monkeypatch.setattr(newton, "SUBSAMPLE_MIN_ROWS", 20_000)
     res = newton.fit(problem)
-    assert res.converged and res.n_evals >= 1
+    assert res.converged and res.n_solves >= 1
     J = ref.objective[-1]
     assert abs(res.objective[-1] - J) <= 1e-12 * J
     np.testing.assert_allclose(res.theta, ref.theta, rtol=1e-6, atol=1e-7)
@@ -363,8 +363,8 @@ def test_bfgs_updated_factors_save_hessians_on_a_large_design(loss, monkeypatch)
     tight = newton.fit(problem, tol=1e-15, warn=False)
     J = tight.objective[-1]
     assert qn.converged and plain.converged
-    assert qn.n_evals <= plain.n_evals
-    assert qn.n_evals < plain.n_evals or qn.n_iter < plain.n_iter
+    assert qn.n_solves <= plain.n_solves
+    assert qn.n_solves < plain.n_solves or qn.n_iter < plain.n_iter
     assert qn.objective[-1] - J <= 1e-13 * J
     assert np.all(np.diff(qn.objective) <= 1e-12 * J)
 

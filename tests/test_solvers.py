@@ -563,7 +563,7 @@ def test_subsample_start_reaches_the_same_optimum(kind, loss_name, noise, monkey
     """Newton from the optimum of every 8th example (weighted 8): the subsample's J is the
     weighted J of those rows, and the fit reaches the full fit's optimum (Newton and IRLS
     without the subsample start) with no more Hessians of the full data (fewer at 10^6
-    rows: benchmarks/results/solvers.txt; ``n_evals`` counts them, ``n_iter`` also the
+    rows: benchmarks/results/solvers.txt; ``n_solves`` counts them, ``n_iter`` also the
     steps that reuse a factor). The module's step (every 32nd row) leaves 11 rows for 8
     parameters here, a start too rough to save Hessians but still the same optimum; its
     saving is measured at 10^6 rows (benchmarks/results/solvers.txt)."""
@@ -584,7 +584,7 @@ def test_subsample_start_reaches_the_same_optimum(kind, loss_name, noise, monkey
     monkeypatch.setattr(newton, "SUBSAMPLE_STEP", 8)
     fast = newton.fit(problem, tol=1e-12)
     ref = irls.fit(problem, tol=1e-13, max_iter=5000)
-    assert fast.converged and fast.n_evals <= full.n_evals
+    assert fast.converged and fast.n_solves <= full.n_solves
     J = ref.objective[-1]
     for res in (fast, rough):
         assert res.converged and abs(res.objective[-1] - J) <= 1e-10 * J
@@ -710,3 +710,28 @@ def test_optimum_at_w_zero_is_found_exactly():
         assert np.all(rows.theta[:-1] == 0.0) == np.all(res.theta[:-1] == 0.0)
         hits += bool(np.all(res.theta[:-1] == 0.0))
     assert hits >= 1  # at least one class's optimum is the bare intercept
+
+
+def test_result_counts_mean_the_same_for_every_solver():
+    """``n_solves`` counts linear systems in the parameters (IRLS maps, Newton Hessians,
+    the polish's one system; SMO's steps none) and ``n_passes`` passes over the data of a
+    row back-end (0 in memory), whichever solver produced the result."""
+    from bayesdrop.solvers import dual
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(120, 4))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=120) > 0, 1.0, -1.0)
+    hinge = Problem.create(X, y, HingeLoss(1.0), Dropout(0.3))
+    res = irls.fit(hinge, accelerate=False, polish=False)
+    assert res.n_solves == res.n_iter and res.n_passes == 0
+    rows = InMemoryRows(hinge)
+    res = irls.fit_rows(rows, accelerate=False)
+    assert res.n_solves == res.n_iter and res.n_passes == rows.n_passes > res.n_iter
+    logistic = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
+    res = newton.fit(logistic)
+    assert 1 <= res.n_solves <= res.n_iter and res.n_passes == 0
+    rows = InMemoryRows(logistic)
+    res = newton.fit_rows(rows)
+    assert 1 <= res.n_solves <= res.n_iter and res.n_passes == rows.n_passes > 0
+    res = dual.fit(Problem.create(X, y, HingeLoss(1.0), NoNoise()))
+    assert res.solver == "dual" and res.n_solves == 1 and res.n_iter > 1

@@ -95,7 +95,7 @@ def fit_dask(estimator, X, y, sample_weight=None):
         D = r.n_features
         intercept = float(res.theta[D]) if r.fit_intercept else 0.0
         return BinaryFit(res.theta[:D].copy(), intercept, res.n_iter, res.converged,
-                         res.objective, {"solver_": res.solver, "n_passes_": res.n_evals})
+                         res.objective, {"solver_": res.solver, "n_passes_": res.n_passes})
 
     estimator.noise_ = noise
     estimator.loss_ = loss

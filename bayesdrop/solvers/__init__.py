@@ -154,7 +154,8 @@ def _escape_trap(values, first, second, third, bare, start):
     if k >= 2:
         best = best._replace(theta=points[k], objective=np.append(best.objective, J[k]))
     return best._replace(n_iter=first.n_iter + second.n_iter + third.n_iter,
-                         n_evals=first.n_evals + second.n_evals + third.n_evals,
+                         n_solves=first.n_solves + second.n_solves + third.n_solves,
+                         n_passes=first.n_passes + second.n_passes + third.n_passes,
                          time=time.perf_counter() - start, solver="newton+irls")
 
 
@@ -232,7 +233,8 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
         kinks = problem.loss.kinks(problem.y)
         bare = _bare_points(second.theta, fit_intercept, None if kinks is None else kinks[0])
         return _escape_trap(values, first, second, third, bare, start)
-    return second.after(first.objective, first.n_iter, first.n_evals, start, "newton+irls")
+    return second.after(first.objective, first.n_iter, first.n_solves, start, "newton+irls",
+                        first.n_passes)
 
 
 def fit_rows(rows, theta0=None, *, solver="auto", tol=1e-8, max_iter=1000, accelerate=True,
@@ -286,4 +288,5 @@ def fit_rows(rows, theta0=None, *, solver="auto", tol=1e-8, max_iter=1000, accel
         bare = _bare_points(second.theta, rows.fit_intercept,
                             None if kinks is None else kinks[0])
         return _escape_trap(values, first, second, third, bare, start)
-    return second.after(first.objective, first.n_iter, first.n_evals, start, "newton+irls")
+    return second.after(first.objective, first.n_iter, first.n_solves, start, "newton+irls",
+                        first.n_passes)

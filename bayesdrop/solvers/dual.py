@@ -419,8 +419,8 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO
             # SMO stalls (ill-conditioned data, e.g. redundant features) or its last
             # stage did not certify: the smoothing solver continues from its point
             res = smoothing.fit(problem, theta, tol=tol, max_iter=max_iter, warn=warn)
-            return res.after(history, it, it, start, "dual+" + res.solver)
+            return res.after(history, it, 0, start, "dual+" + res.solver)
         if last:
             break
     res = irls.fit(problem, theta, tol=tol, max_iter=max_iter, warn=warn)
-    return res.after(history, it, it, start, "dual+irls")
+    return res.after(history, it, 0, start, "dual+irls")

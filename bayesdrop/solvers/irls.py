@@ -390,7 +390,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, polis
     Returns
     -------
     SolverResult
-        ``n_evals`` counts IRLS maps (also available as ``n_maps``).
+        ``n_solves`` counts IRLS maps.
 
     Examples
     --------
@@ -486,7 +486,7 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, war
     Returns
     -------
     SolverResult
-        ``n_evals`` counts the passes over the data; ``grad_norm`` is NaN (``J`` may have
+        ``n_solves`` counts IRLS maps and ``n_passes`` the passes over the data; ``grad_norm`` is NaN (``J`` may have
         kinks at the result).
 
     Examples
@@ -509,6 +509,7 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, war
     if theta.shape != (rows.n_params,):
         raise ValueError(f"theta0 must have shape ({rows.n_params},), got {theta.shape}")
     maps = _RowMaps(rows)
+    n_maps = 0
     J = maps.J(theta)
     if not np.isfinite(J):
         raise FloatingPointError("J is not finite at the starting point")
@@ -517,7 +518,8 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, war
     param_tol = np.sqrt(tol)
     it = 0
     for it in range(1, max_iter + 1):
-        new, J_new, *_ = squarem(maps.F, maps.J, theta, accelerate)
+        new, J_new, n_new, *_ = squarem(maps.F, maps.J, theta, accelerate)
+        n_maps += n_new
         if not np.isfinite(J_new):
             raise FloatingPointError(f"IRLS produced a non-finite objective at iteration {it}")
         history.append(J_new)
@@ -533,5 +535,5 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, war
                       f"(tol={tol:g}); increase max_iter or tol", ConvergenceWarning,
                       stacklevel=2)
     return SolverResult(theta, np.asarray(history), it, converged, float("nan"),
-                        time.perf_counter() - start, "irls", getattr(rows, "n_passes", 0) - passes,
-                        "cholesky")
+                        time.perf_counter() - start, "irls", n_maps, "cholesky",
+                        n_passes=getattr(rows, "n_passes", 0) - passes)

@@ -23,14 +23,14 @@ def certify(problem, theta, history, it, start, on_kink=None):
     polished, J_p = active_set_polish(problem, theta, on_kink)
     if polished is None or J_p > history[-1] * (1.0 + 1e-12) + 1e-300:
         return None
-    return exact_result(problem, polished, history + [J_p], it, start, "dual", it)
+    return exact_result(problem, polished, history + [J_p], it, start, "dual", 1)
 
 
-def exact_result(problem, theta, history, n_iter, start, solver, n_evals):
+def exact_result(problem, theta, history, n_iter, start, solver, n_solves):
     """A converged :class:`SolverResult` at ``theta`` (an optimum certified by its caller)
     with the objective ``history`` ending at ``J(theta)``; ``start`` from
     ``time.perf_counter()``."""
     grad = problem.objective(theta, gradient=True)[1]
     return SolverResult(theta, np.array(history), n_iter, True,
                         float(np.max(np.abs(grad), initial=0.0)), time.perf_counter() - start,
-                        solver, n_evals, "cholesky")
+                        solver, n_solves, "cholesky")

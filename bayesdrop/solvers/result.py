@@ -30,14 +30,18 @@ class SolverResult(NamedTuple):
         Wall-clock seconds.
     solver : str
         Which optimiser produced it (``"irls"``, ``"newton"``, ...).
-    n_evals : int
-        Work units: IRLS maps, Newton Hessians (factorisations or CG solves), passes
-        over the data of a row back-end.
+    n_solves : int
+        Linear systems in the parameters solved: one per IRLS map, per Newton Hessian
+        (factorisation or CG solve; a reused factor is not counted again) and per
+        active-set polish; SMO's two-variable steps solve none (they are ``n_iter``).
     linalg : str
         The linear-algebra back-end used (``"cholesky"``, ``"cg"``, ...).
     stalled : bool
         Newton only: it stopped where its decrement was at the tolerance but the gradient
         was not small (a near-kink trap, not the optimum; ``converged`` is False).
+    n_passes : int
+        Passes over the data of a row back-end (each reads every row, or chunk, once);
+        0 for in-memory problems.
     """
 
     theta: np.ndarray
@@ -47,20 +51,18 @@ class SolverResult(NamedTuple):
     grad_norm: float
     time: float
     solver: str
-    n_evals: int
+    n_solves: int
     linalg: str
     stalled: bool = False
+    n_passes: int = 0
 
-    def after(self, history, n_iter, n_evals, start, solver):
+    def after(self, history, n_iter, n_solves, start, solver, n_passes=0):
         """This result as the continuation of an earlier run that produced ``history``
-        (ending at this run's starting point), ``n_iter`` iterations and ``n_evals`` work
-        units, started at ``start`` (``time.perf_counter()``); named ``solver``."""
+        (ending at this run's starting point), ``n_iter`` iterations, ``n_solves``
+        systems solved and ``n_passes`` passes, started at ``start``
+        (``time.perf_counter()``); named ``solver``."""
         return self._replace(
             objective=np.concatenate([np.asarray(history, dtype=float), self.objective[1:]]),
-            n_iter=n_iter + self.n_iter, n_evals=n_evals + self.n_evals,
-            time=time.perf_counter() - start, solver=solver)
-
-    @property
-    def n_maps(self):
-        """IRLS maps evaluated (``n_evals``; kept for the IRLS result's old name)."""
-        return self.n_evals
+            n_iter=n_iter + self.n_iter, n_solves=n_solves + self.n_solves,
+            n_passes=n_passes + self.n_passes, time=time.perf_counter() - start,
+            solver=solver)

@@ -301,7 +301,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True):
     -------
     SolverResult
         ``solver`` is ``"smoothing"`` (certified) or ``"smoothing+irls"``; ``n_iter``
-        counts Newton steps, ``n_evals`` the smoothed problems.
+        counts Newton steps, ``n_solves`` their systems (and the polish's).
 
     Examples
     --------
@@ -392,11 +392,11 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True):
         if mu * jump <= POLISH_FROM_MU:
             certified = certify(problem, theta, history, steps, start, zone)
             if certified is not None:
-                return certified._replace(solver="smoothing", n_evals=rounds)
+                return certified._replace(solver="smoothing", n_solves=steps + 1)
         if exact and mu * gap <= GAP_FACTOR * tol * max(abs(history[-1]), 1.0):
             # no polish certificate (a degenerate optimum: more examples on the margin
             # than parameters), but J(theta) - J* <= J(theta) - J_mu(theta) <= mu gap
-            return exact_result(problem, theta, history, steps, start, "smoothing", rounds)
+            return exact_result(problem, theta, history, steps, start, "smoothing", steps)
         mu *= MU_FACTOR
     res = irls.fit(problem, theta, tol=tol, max_iter=max_iter, warn=warn)
-    return res.after(history, steps, rounds, start, "smoothing+irls")
+    return res.after(history, steps, steps, start, "smoothing+irls")

@@ -271,7 +271,7 @@ def _run_compiled(args, irls_start):
     return newton_dense(*args)
 
 
-def _result(out, start, linalg, warn, max_iter, tol, n_evals=None):
+def _result(out, start, linalg, warn, max_iter, tol, n_passes=0):
     """The :class:`SolverResult` of :func:`loop.newton_loop`'s output ``out``."""
     theta, _, g, history, it, status, n_factors = out
     if status == loop.NONFINITE_START:
@@ -289,8 +289,7 @@ def _result(out, start, linalg, warn, max_iter, tol, n_evals=None):
                       f"(tol={tol:g})", ConvergenceWarning, stacklevel=3)
     return SolverResult(theta, np.asarray(history), int(it), converged,
                         float(np.max(np.abs(g), initial=0.0)), time.perf_counter() - start,
-                        "newton", n_factors if n_evals is None else n_evals, linalg,
-                        status == loop.STALLED)
+                        "newton", n_factors, linalg, status == loop.STALLED, n_passes)
 
 
 @with_single_blas_pool
@@ -307,7 +306,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         epsilon-insensitive losses one IRLS map from zero (at ``w = 0`` their terms sit on
         their kinks, where ``H`` is singular); from :data:`SUBSAMPLE_MIN_ROWS` examples on,
         the optimum of a subsample, whose last Cholesky factor also directs the first
-        steps on all the data (``n_iter`` and ``n_evals`` then count the steps and
+        steps on all the data (``n_iter`` and ``n_solves`` then count the steps and
         Hessians on all the data).
     tol : float > 0
         Stop after the step whose Newton decrement satisfies
@@ -337,7 +336,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     Returns
     -------
     SolverResult
-        ``n_iter`` counts the steps, ``n_evals`` the Hessians (Cholesky) or CG solves
+        ``n_iter`` counts the steps, ``n_solves`` the Hessians (Cholesky) or CG solves
         (0 when the subsample's factor sufficed).
 
     Examples
@@ -462,7 +461,7 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=100, warn=True):
     ``(D + 1) x (D + 1)`` matrix per chunk and the client solves. From
     :data:`SUBSAMPLE_MIN_ROWS` rows on it starts, like :func:`fit`, from the optimum of
     every :data:`ROWS_SUBSAMPLE_STEP`-th row of each block (``RowBackend.subsample``; those
-    passes read the same blocks and are counted in ``n_evals``).
+    passes read the same blocks and are counted in ``n_passes``).
 
     Parameters
     ----------
@@ -479,7 +478,7 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=100, warn=True):
     Returns
     -------
     SolverResult
-        ``n_evals`` counts the passes over the data.
+        ``n_solves`` counts the Hessians solved, ``n_passes`` the passes over the data.
 
     Examples
     --------
@@ -523,5 +522,5 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=100, warn=True):
             raise ValueError(f"theta0 must have shape ({p_dim},), got {theta.shape}")
     ev = steps.RowSteps(rows, RIDGE, ROW_TRIAL_STEPS, ROW_SHORT_STEPS)
     out = loop.newton_loop(ev, theta, _options(tol, max_iter, 0.0, expand=False), True)
-    n_passes = (rows.n_passes - passes) if hasattr(rows, "n_passes") else out[4]
-    return _result(out, start, "cholesky", warn, max_iter, tol, n_evals=n_passes)
+    n_passes = (rows.n_passes - passes) if hasattr(rows, "n_passes") else 0
+    return _result(out, start, "cholesky", warn, max_iter, tol, n_passes=n_passes)
