@@ -112,6 +112,15 @@ def test_compiled_path_does_not_apply_where_it_cannot():
     with pytest.raises(ValueError, match="compiled"):
         sample(Problem.create(X, y, HingeLoss(), "none"), theta_hat=np.zeros(3),
                compiled="yes", progressbar=False)
+    # compiled=True: the compiled sweep (the same draws as "auto" where it applies), or
+    # an error naming the argument where it does not (as Newton's compiled=True)
+    kw = dict(theta_hat=np.zeros(3), draws=20, tune=10, chains=1, random_state=4,
+              progressbar=False)
+    dense = Problem.create(X, y, HingeLoss(), Dropout(0.2))
+    np.testing.assert_array_equal(sample(dense, compiled=True, **kw).theta,
+                                  sample(dense, compiled="auto", **kw).theta)
+    with pytest.raises(ValueError, match="compiled=True"):
+        sample(dense, compiled=True, linalg="cg", **kw)
 
 
 @pytest.mark.parametrize("cores", [1, 2])

@@ -29,6 +29,7 @@ class ExplicitCorruptionClassifier(ClassifierMixin, BaseEstimator):
         Cloned before fitting; e.g. ``LogisticRegression()`` or ``LinearSVC()``.
     noise : str or NoiseModel, default="dropout"
     noise_level : float or None, default=None
+        As for :class:`bayesdrop.DropoutSVC` (``None``: 0.1).
     n_copies : int, default=16
         ``M``.
     scale_C : bool, default=True

@@ -186,7 +186,8 @@ class MCFLogisticRegression(SmoothBinaryClassifier):
     C : float, default=1.0
     noise : {"dropout", "gaussian", "multiplicative", "none"} or NoiseModel, default="dropout"
     noise_level : float or None, default=None
-        ``q`` for dropout (``None``: 0.5), ``sigma`` or ``a`` for the Gaussian noises.
+        ``q`` for dropout, ``sigma`` or ``a`` for the Gaussian noises (``None``: 0.1, as
+        for every estimator: ``bayesdrop.model.noise.DEFAULT_LEVEL``).
     fit_intercept : bool, default=True
     tol : float, default=1e-6
         Projected-gradient tolerance of L-BFGS-B on the objective divided by ``C n``

@@ -127,11 +127,12 @@ or LastState
         (:func:`intercept_line`: a fresh intercept from its marginal, the weights
         shifted along its regression line; exact MH, whatever ``mh``), whose acceptance
         rate is ``SamplerResult.intercept_accept``.
-    compiled : {"auto", False}, default="auto"
+    compiled : {"auto", True, False}, default="auto"
         ``"auto"``: the compiled sweep (chains in threads) wherever it applies (dense
         design, hinge / logistic / epsilon-insensitive loss, Cholesky back-end; see
         :func:`compiled_setup`), the Python kernel (chains in processes) elsewhere.
-        ``False``: always the Python kernel. Both sample the same distribution (the
+        ``True``: the compiled sweep, or a ValueError where it does not apply (as
+        Newton's ``compiled=True``). ``False``: always the Python kernel. Both sample the same distribution (the
         compiled Polya-Gamma draws use their own exact sampler, so the individual draws
         differ).
 
@@ -222,13 +223,17 @@ or LastState
                   store_log_likelihood=store_log_likelihood)
     for theta0 in inits:  # shape and finiteness, with the kernel's messages
         gibbs.init(problem, theta0)
-    if compiled not in ("auto", False):
-        raise ValueError(f"compiled must be 'auto' or False, got {compiled!r}")
+    if compiled not in ("auto", True, False) or not isinstance(compiled, (str, bool)):
+        raise ValueError(f"compiled must be 'auto', True or False, got {compiled!r}")
     if mh is not False and mh != "auto":
         if isinstance(mh, str) or isinstance(mh, bool):
             raise ValueError(f"mh must be 'auto', False or an integer >= 1, got {mh!r}")
         mh = check_scalar(mh, "mh", min_val=1, integer=True)
-    setup = compiled_setup(problem, linalg) if compiled == "auto" else None
+    setup = compiled_setup(problem, linalg) if compiled in ("auto", True) else None
+    if compiled is True and setup is None:
+        raise ValueError("compiled=True needs an in-memory linear design, a loss with an "
+                         "augmentation to draw (hinge, logistic, epsilon-insensitive) and "
+                         "the linalg the compiled sweeps use (see compiled_setup)")
     if setup is not None and setup["kind"] == "dense":
         laplace = laplace_proposal(problem, theta_hat)
         if mh is not False:
