@@ -19,7 +19,7 @@ from .model.losses import make_loss
 from .model.noise import make_noise
 from .model.problem import Problem
 from .samplers.driver import sample
-from .linalg.dask_backend import is_dask_array
+from .linalg.dask_backend import placement_of
 from .solvers import fit_problem, fit_rows
 
 __all__ = ["binary_targets", "maybe_log_likelihood", "pointwise_log_likelihood", "sample_posterior",
@@ -109,16 +109,11 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     """
     loss_obj = make_loss(loss, C=C, **loss_params)
     noise_obj = make_noise(noise, noise_level)
-    # where the data live is decided once, here: a Problem in memory, or the row back-end
-    # of a dask X (its examples stay on the cluster: no per-example groups)
-    if is_dask_array(X):
-        problem, y_obs, kept, attrs = _dask_problem(X, y, loss_obj, noise_obj,
-                                                    fit_intercept, sample_weight)
-        lazy = True
-    else:
-        problem, y_obs, kept, attrs = _memory_problem(X, y, loss_obj, noise_obj,
-                                                      fit_intercept, sample_weight)
-        lazy = False
+    # where the data live (placement_of): a Problem in memory, or the row back-end of a
+    # dask X (its examples stay on the cluster: no per-example groups)
+    lazy = placement_of(X) == "cluster"
+    problem, y_obs, kept, attrs = (_dask_problem if lazy else _memory_problem)(
+        X, y, loss_obj, noise_obj, fit_intercept, sample_weight)
     options = dict(draws=draws, tune=tune, chains=chains, thin=thin, init=init,
                    progressbar=progressbar, overrelax=overrelax)
     if lazy:

@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from .._progress import ProgressBar
 from .._validation import check_sample_weight, encode_labels, reject_dask
-from ..linalg.dask_backend import is_dask_array, map_rows
+from ._placement import placement
 
 __all__ = ["ACCEPT_SPARSE", "BinaryFit", "LinearModel", "OneVsRestClassifier",
            "set_classes", "class_index", "one_vs_rest_targets", "validate_arrays"]
@@ -354,14 +354,12 @@ class LinearModel(BaseEstimator):
 
     def _map(self, method, X, n_columns=None, dtype=np.float64):
         """``method(X)`` -- or, for a dask ``X``, ``method`` mapped lazily over its row
-        chunks (a dask array with ``n_columns`` columns, None: one dimension): the
-        prediction methods' one decision of where ``X`` lives. The estimator must be
+        chunks (a dask array with ``n_columns`` columns, None: one dimension; see
+        :mod:`._placement`). The estimator must be
         fitted (checked here, before the lazy map, so that an unfitted estimator raises
         at the call)."""
         check_is_fitted(self)
-        if is_dask_array(X):
-            return map_rows(method, X, n_columns, dtype)
-        return method(X)
+        return placement(X).map(method, X, n_columns, dtype)
 
     def _decision(self, X):
         """Scores ``X coef_^T + intercept_`` of shape (n_samples, n_problems)."""

@@ -29,8 +29,8 @@ from ..linalg.backend import RowBackend
 from ..solvers import check_solver, fit_problem, fit_rows
 from ._base import (BinaryFit, LinearModel, OneVsRestClassifier, class_index, column_vector,
                     warns_at_caller)
-from ..linalg.dask_backend import is_dask_array
 from ._dask import dask_problems, fit_dask
+from ._placement import placement
 
 __all__ = ["DropoutSVC", "DropoutLogisticRegression"]
 
@@ -189,18 +189,20 @@ class _DropoutLinearModel(LinearModel):
             del self.n_passes_
         return self.fit_problems(len(problems), fit_binary, problems[0].design.n_features)
 
-    def _sample_inputs(self, X, y, sample_weight=None):
-        """The fitted model's binary problems on ``(X, y)``, its estimates ``theta_hat``
-        there, and what the InferenceData keeps of the examples -- where the data live is
-        decided here, once: in-memory :class:`~bayesdrop.model.problem.Problem` objects,
-        or the row back-ends of a dask ``X`` (:func:`._dask.dask_problems`), which keep
-        their examples on the cluster."""
-        if is_dask_array(X):
-            problems = dask_problems(self, X, y, sample_weight)
-            coef, intercept = np.atleast_2d(self.coef_), np.atleast_1d(self.intercept_)
-            thetas = [np.append(coef[k], intercept[k])[: pr.n_params]
-                      for k, pr in enumerate(problems)]
-            return problems, thetas, {"y": None}
+    def _sample_inputs_on_cluster(self, X, y, sample_weight=None):
+        """The fitted model's binary problems on a dask ``(X, y)`` as row back-ends
+        (:func:`._dask.dask_problems`: the examples stay on the cluster), its estimates
+        ``theta_hat``, and what the InferenceData keeps of the examples (nothing)."""
+        problems = dask_problems(self, X, y, sample_weight)
+        coef, intercept = np.atleast_2d(self.coef_), np.atleast_1d(self.intercept_)
+        thetas = [np.append(coef[k], intercept[k])[: pr.n_params]
+                  for k, pr in enumerate(problems)]
+        return problems, thetas, {"y": None}
+
+    def _sample_inputs_in_memory(self, X, y, sample_weight=None):
+        """The fitted model's binary :class:`~bayesdrop.model.problem.Problem` objects on
+        ``(X, y)``, its estimates ``theta_hat`` there, and what the InferenceData keeps of
+        the examples."""
         y = column_vector(y, _num_samples(X))  # a column y: as fit, with its warning
         problems, thetas = self._problems(X, y, sample_weight)
         weights = self._example_weights(y, sample_weight, _num_samples(X))
@@ -285,7 +287,7 @@ class _DropoutLinearModel(LinearModel):
         """
         if not hasattr(self, "coef_"):
             self.fit(X, y, sample_weight=sample_weight)
-        problems, thetas, extras = self._sample_inputs(X, y, sample_weight)
+        problems, thetas, extras = placement(X).sample_inputs(self, X, y, sample_weight)
         lazy = isinstance(problems[0], RowBackend)  # examples on a cluster: no per-example groups
         modes = [self._mode(problem, theta) for problem, theta in zip(problems, thetas)]
         thetas = [res.theta for res in modes]
@@ -401,9 +403,13 @@ class _DropoutClassifier(OneVsRestClassifier, _DropoutLinearModel):
         -------
         self
         """
-        if is_dask_array(X):
-            return fit_dask(self, X, y, sample_weight)
+        return placement(X).fit(self, X, y, sample_weight)
+
+    def _fit_in_memory(self, X, y, sample_weight):
         return self._fit_problems(*self._prepared(X, y, sample_weight))
+
+    def _fit_on_cluster(self, X, y, sample_weight):
+        return fit_dask(self, X, y, sample_weight)
 
     def _prepared(self, X, y, sample_weight):
         """``(X, targets, noise, weights)``: the validated inputs of a fit; sets

@@ -8,10 +8,10 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import as_float_vector
-from ..linalg.dask_backend import is_dask_array
 from ..model.losses import EpsilonInsensitiveLoss
 from ._base import column_vector, validate_arrays, warns_at_caller
 from ._dask import fit_dask
+from ._placement import placement
 from .linear import _NOISE_DOC, _SOLVER_DOC, _DropoutLinearModel
 
 __all__ = ["DropoutSVR"]
@@ -91,10 +91,14 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
         -------
         self
         """
-        if is_dask_array(X):
-            fit_dask(self, X, y, sample_weight)
-            return self._single_problem()
+        return placement(X).fit(self, X, y, sample_weight)
+
+    def _fit_in_memory(self, X, y, sample_weight):
         return self._finish(self._fit_problems(*self._prepared(X, y, sample_weight)))
+
+    def _fit_on_cluster(self, X, y, sample_weight):
+        fit_dask(self, X, y, sample_weight)
+        return self._single_problem()
 
     def _prepared(self, X, y, sample_weight):
         """``(X, targets, noise, weights)``: the validated inputs of a fit (one target

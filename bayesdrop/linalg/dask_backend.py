@@ -28,7 +28,8 @@ import numpy as np
 from .._validation import encode_labels
 from .backend import RowBackend
 
-__all__ = ["DaskRows", "is_dask_array", "check_dask_design", "map_rows", "labels_of", "FAN_IN"]
+__all__ = ["DaskRows", "is_dask_array", "placement_of", "check_dask_design", "map_rows", "labels_of",
+           "FAN_IN"]
 
 #: chunks summed per task of the reduction tree
 FAN_IN = 8
@@ -44,6 +45,20 @@ def is_dask_array(X):
     """
     return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks") \
         and hasattr(X, "to_delayed")
+
+
+def placement_of(X):
+    """Where the examples of ``X`` live: ``"cluster"`` (the row chunks of a dask array)
+    or ``"memory"`` -- the one question the estimators and the functional sampling API
+    ask about their input (:mod:`bayesdrop.estimators._placement`,
+    :func:`bayesdrop.posterior.sample_posterior`), answered here.
+
+    Examples
+    --------
+    >>> placement_of(np.ones((2, 2)))
+    'memory'
+    """
+    return "cluster" if is_dask_array(X) else "memory"
 
 
 def _require_dask():
