@@ -21,11 +21,13 @@ kept) -> n``                                             ``k >= tune`` with
 rng) -> ChainRecord``                                    :class:`~.result.ChainRecord`
 =======================================================  =====================================
 
-:class:`bayesdrop.samplers.gibbs.SweepKernel` (the Python kernel) and
+:class:`bayesdrop.samplers.gibbs.SweepKernel` (the Python kernel),
 :class:`bayesdrop.samplers.compiled.CompiledKernel` (the compiled dense and sparse
-sweeps) implement it; how chains run -- in sequence, in threads or in processes
-(:mod:`.runners`) -- is chosen by the driver independently of the kernel. (A row
-back-end's kernel, :mod:`.rows`, advances every chain in each pass over the rows.)
+sweeps) and :class:`bayesdrop.samplers.rows.RowsKernel` (a row back-end's sweep, whose
+state is every chain's ``theta``: one pass over the rows serves all chains, and its
+``record`` returns their records) implement it; how chains run -- in sequence, in threads
+or in processes (:mod:`.runners`), or all in each pass on the cluster -- is chosen by the
+driver independently of the kernel.
 """
 
 from __future__ import annotations

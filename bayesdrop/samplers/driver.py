@@ -55,7 +55,8 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="mode",
     * other in-memory problems: the Python kernel (:mod:`bayesdrop.samplers.gibbs`), one
       chain per process;
     * a row back-end (:class:`bayesdrop.linalg.backend.RowBackend`, e.g. data on a dask
-      cluster): :func:`bayesdrop.samplers.rows.run_chains`, every chain in each pass over
+      cluster): :class:`bayesdrop.samplers.rows.RowsKernel` through the same
+      :func:`~bayesdrop.samplers.chain.run_chain`, every chain in each pass over
       the rows (their parallelism is the cluster's; ``cores``, ``compiled``, ``mh``,
       ``linalg`` do not apply, and the augmentation stays with its rows).
 
@@ -196,9 +197,9 @@ or LastState
         wall_start = time.perf_counter()
         with ProgressBar(chains * (tune + draws * thin), enabled=progressbar,
                          description=f"Gibbs (rows), {chains} chain(s)") as bar:
-            results, last_state = rows_kernel.run_chains(
-                rows, inits, rngs, entropies, first_sweep, tune=tune, draws=draws, thin=thin,
-                overrelax=overrelax, report=lambda k: bar.update(chains * k))
+            kernel = rows_kernel.RowsKernel(rows, rngs, entropies, first_sweep, overrelax)
+            results, last_state = run_chain(kernel, inits, None, tune=tune, draws=draws,
+                                            thin=thin, report=lambda k: bar.update(chains * k))
         return assemble(results, inits, chains, tune, thin, wall_start, False, last_state)
     if isinstance(init, LastState):  # continue: each chain from its theta and generator
         if init.entropies is not None:

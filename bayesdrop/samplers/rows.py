@@ -16,8 +16,6 @@ chunk, so the result has no ``augmentation_mean`` and no per-example groups.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import scipy.linalg as sla
 
@@ -27,8 +25,7 @@ from .result import ChainRecord, LastState, generators_from_states
 from .start import start_points
 from .gibbs import OVERRELAX
 
-__all__ = ["GibbsRowsState", "init", "step", "chain_setup",
-           "run_chains"]
+__all__ = ["GibbsRowsState", "RowsKernel", "init", "step", "chain_setup"]
 
 
 class GibbsRowsState:
@@ -139,54 +136,63 @@ def chain_setup(rows, init, theta_hat, chains, random_state):
     return start_points(init, theta_hat, chains, p, perturbation), rngs, entropies, 0
 
 
-def run_chains(rows, thetas, rngs, entropies, first_sweep, *, tune, draws, thin, overrelax,
-               report=None):
-    """All chains through ``tune + draws * thin`` sweeps, one pass per sweep (the row
-    back-end's runner of :func:`bayesdrop.samplers.sample`).
+class RowsKernel:
+    """Every chain of a row back-end as one chain of the chain-kernel protocol
+    (:mod:`.chain`, run by :func:`~.chain.run_chain`): its state is all chains' ``theta``
+    (n_chains, n_params), and each sweep is one pass over the rows for all of them, so a
+    sweep of ``C`` chains reads the data once.
 
-    ``report(k)`` is called after sweep ``k`` of every chain. Ctrl-C stops after the
-    current sweep and returns what was kept, flagged as interrupted.
-
-    Returns
-    -------
-    chains : list of driver chain records (``augmentation`` stays on the workers: None)
-    last : LastState
-        With the chunk seeds and the sweep counter.
+    ``rngs`` and ``entropies`` (from :func:`chain_setup`) are the chains' own generators
+    and chunk seeds; the generator :func:`~.chain.run_chain` passes is not used. ``J`` of
+    a kept draw arrives with the next pass; the last one's costs one more pass in
+    :meth:`record`, which returns ``(chain records, LastState)`` (the augmentation stays
+    on the workers: no ``augmentation_mean``).
     """
 
-    start = time.perf_counter()
-    state = init(rows, thetas)
-    state.sweep = first_sweep
-    n_chains, p = state.theta.shape
-    total = tune + draws * thin
-    kept = np.empty((n_chains, draws, p))
-    lp = np.empty((n_chains, draws))
-    n_kept, interrupted, tune_time = 0, False, None
-    pending = None  # index of the kept draw whose J arrives with the next pass
-    try:
-        for sweep in range(total):
-            state, values = step(rngs, rows, state, entropies, overrelax=overrelax)
-            if pending is not None:
-                lp[:, pending] = -values
-                pending = None
-            if sweep + 1 == tune:
-                tune_time = time.perf_counter() - start
-            done = sweep + 1 - tune
+    def __init__(self, rows, rngs, entropies, first_sweep, overrelax):
+        self.rows, self.rngs, self.entropies = rows, rngs, list(entropies)
+        self.first_sweep, self.overrelax = int(first_sweep), overrelax
+
+    def init(self, theta0, rng, draws):
+        state = init(self.rows, theta0)
+        state.sweep = self.first_sweep
+        n_chains, p = state.theta.shape
+        return {"state": state, "theta": np.empty((n_chains, draws, p)),
+                "lp": np.empty((n_chains, draws)), "pending": None}
+
+    def first_block(self):
+        return 1
+
+    def next_block(self, n, seconds):
+        return 1
+
+    def run(self, st, rng, n_sweeps, first_sweep, tune, thin, kept):
+        n_new = 0
+        for k in range(n_sweeps):
+            st["state"], values = step(self.rngs, self.rows, st["state"], self.entropies,
+                                       overrelax=self.overrelax)
+            if st["pending"] is not None:
+                st["lp"][:, st["pending"]] = -values
+                st["pending"] = None
+            done = first_sweep + k + 1 - tune
             if done > 0 and done % thin == 0:
-                kept[:, n_kept] = state.theta
-                pending = n_kept
-                n_kept += 1
-            if report is not None:
-                report(sweep + 1)
-    except KeyboardInterrupt:
-        interrupted = True
-    if pending is not None:
-        lp[:, pending] = -rows.objective(kept[:, pending])
-    wall = time.perf_counter() - start
-    if tune_time is None:
-        tune_time = 0.0 if tune == 0 else wall
-    rng_states = tuple(g.bit_generator.state for g in rngs)
-    chains = [ChainRecord(kept[c, :n_kept], lp[c, :n_kept], None, None, n_kept, tune_time,
-                     wall - tune_time, interrupted, None, state.theta[c].copy(), rng_states[c])
-              for c in range(n_chains)]
-    return chains, LastState(state.theta.copy(), rng_states, tuple(entropies), state.sweep)
+                st["theta"][:, kept + n_new] = st["state"].theta
+                st["pending"] = kept + n_new
+                n_new += 1
+        return n_new
+
+    def end_tuning(self, st):
+        pass
+
+    def record(self, st, kept, tune_time, draw_time, interrupted, rng):
+        if st["pending"] is not None:
+            st["lp"][:, st["pending"]] = -self.rows.objective(st["theta"][:, st["pending"]])
+            st["pending"] = None
+        state = st["state"]
+        rng_states = tuple(g.bit_generator.state for g in self.rngs)
+        chains = [ChainRecord(st["theta"][c, :kept], st["lp"][c, :kept], None, None, kept,
+                              tune_time, draw_time, interrupted, None,
+                              state.theta[c].copy(), rng_states[c])
+                  for c in range(state.theta.shape[0])]
+        return chains, LastState(state.theta.copy(), rng_states, tuple(self.entropies),
+                                 state.sweep)
