@@ -257,8 +257,8 @@ class _DropoutLinearModel(LinearModel):
         progressbar : bool, default=True
             Quiet anyway when the ``CI`` environment variable is set.
         init : {"mode", "overdispersed"} or ndarray, default="mode"
-            Start at the point estimate (the mode), or at it plus three times a draw from the Gaussian
-            of the IRLS system (see :func:`bayesdrop.samplers.sample`).
+            Start at the point estimate (the mode), or at it plus three times a draw from
+            the Gaussian of the IRLS system (see :func:`bayesdrop.samplers.sample`).
         cores : int, optional
             Parallel chain processes (default ``min(chains, cpu_count)``; 1: in sequence).
         store_augmentation : bool, default=False

@@ -28,8 +28,8 @@ import numpy as np
 from .._validation import encode_labels
 from .backend import RowBackend
 
-__all__ = ["DaskRows", "is_dask_array", "placement_of", "check_dask_design", "map_rows", "labels_of",
-           "FAN_IN"]
+__all__ = ["DaskRows", "is_dask_array", "placement_of", "check_dask_design", "map_rows",
+           "labels_of", "FAN_IN"]
 
 #: chunks summed per task of the reduction tree
 FAN_IN = 8

@@ -217,30 +217,28 @@ class Design:
             return X, np.ones_like(X), V.scale
         return None
 
-    V_ZERO, V_LIKE_X, V_CONSTANT = V_ZERO, V_LIKE_X, V_CONSTANT
-
     def sweep_arrays(self):
         """The arrays of the compiled Gibbs sweeps, or None when ``V`` is stored otherwise.
 
-        ``dict(vkind, scale, ...)`` with ``vkind`` one of :attr:`V_ZERO`,
-        :attr:`V_LIKE_X` (``V = scale * M``) and :attr:`V_CONSTANT` (``V = scale``), and
+        ``dict(vkind, scale, ...)`` with ``vkind`` one of ``V_ZERO``,
+        ``V_LIKE_X`` (``V = scale * M``) and ``V_CONSTANT`` (``V = scale``), and
         for a dense ``X`` ``Xb = [X, 1]`` (C-ordered; without the column of ones when
         there is no intercept) and ``M`` (a dense array; ``1 x 1`` when not
-        :attr:`V_LIKE_X`), for a CSR ``X`` its ``indptr``, ``indices``, ``xdata`` and
+        ``V_LIKE_X``), for a CSR ``X`` its ``indptr``, ``indices``, ``xdata`` and
         ``mdata`` (``M``'s values in ``X``'s pattern; ``X``'s own when not
-        :attr:`V_LIKE_X`), and ``X`` itself as ``csr`` (the sparse sweep's dual system is
+        ``V_LIKE_X``), and ``X`` itself as ``csr`` (the sparse sweep's dual system is
         set up from it).
         """
         V, X = self.variance, self.X
         if V.is_zero:
-            vkind, scale = self.V_ZERO, 0.0
+            vkind, scale = V_ZERO, 0.0
         elif V.is_constant:
-            vkind, scale = self.V_CONSTANT, float(V.scale)
+            vkind, scale = V_CONSTANT, float(V.scale)
         else:
-            vkind, scale = self.V_LIKE_X, float(V.scale)
+            vkind, scale = V_LIKE_X, float(V.scale)
         if self.sparse:
             mdata = X.data
-            if vkind == self.V_LIKE_X:
+            if vkind == V_LIKE_X:
                 arrays = self.row_kernel_arrays()
                 if arrays is None or arrays[0] != "csr":
                     return None
@@ -254,7 +252,7 @@ class Design:
         if self.fit_intercept:
             Xb[:, D] = 1.0
         M = np.zeros((1, 1))
-        if vkind == self.V_LIKE_X:
+        if vkind == V_LIKE_X:
             M = np.ascontiguousarray(V.matrix.toarray() if hasattr(V.matrix, "toarray")
                                      else V.matrix, dtype=np.float64)
         return dict(vkind=vkind, scale=scale, Xb=Xb, M=M)

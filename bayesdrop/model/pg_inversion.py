@@ -261,17 +261,17 @@ def tilted_draw(K, G, k, n_int, z, rng):
 class PGTables:
     """Inversion tables for the fractional parts of a set of Polya-Gamma shapes.
 
-    ``index[i]`` is the table of shape ``h[i]`` (``-1``: no fractional part, or more
-    than :data:`MAX_TABLES` distinct fractions -- then the series draw). ``knots`` stacks
+    ``index[i]`` is the table of shape ``h[i]`` (``-1``: a shape of 1 or more, or more
+    than :data:`MAX_TABLES` distinct shapes below 1 -- then the series draw). ``knots`` stacks
     the tables' ``(u, x, d)`` knots, one table per row (padded past ``u = 1``), ``guide``
     their guides, ``n_int`` their numbers of intervals and ``zmax`` their
     :func:`tilt_limit`, ready for the compiled sweeps.
 
     Examples
     --------
-    >>> tabs = PGTables.for_shapes(np.array([0.2, 0.2, 2.0, 1.5]))
+    >>> tabs = PGTables.for_shapes(np.array([0.2, 0.2, 2.0, 1.5, 0.5]))
     >>> tabs.index.tolist(), tabs.fractions.tolist()
-    ([0, 0, -1, 1], [0.2, 0.5])
+    ([0, 0, -1, -1, 1], [0.2, 0.5])
     """
 
     def __init__(self, fractions, index):
@@ -295,10 +295,12 @@ class PGTables:
 
     @classmethod
     def for_shapes(cls, h):
-        """Tables for the shapes ``h`` (array), one per distinct fractional part."""
+        """Tables for the shapes ``h`` (array), one per distinct shape below 1 (shapes
+        from 1 on, after rounding within ``1e-12`` of an integer, are drawn whole by the
+        series draw and get none)."""
         h = np.asarray(h, dtype=np.float64).ravel()
         frac = h - np.floor(h)
-        frac = np.where((frac < 1e-12) | (frac > 1.0 - 1e-12), 0.0, frac)
+        frac = np.where((frac < 1e-12) | (frac > 1.0 - 1e-12) | (h >= 1.0), 0.0, frac)
         distinct = np.unique(frac[frac > 0.0])
         if distinct.size == 0 or distinct.size > MAX_TABLES:
             return cls([], np.full(h.shape[0], -1))

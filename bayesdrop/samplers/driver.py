@@ -118,8 +118,8 @@ or LastState
         than :data:`MH_MIN_ACCEPT`, 2%) -- or, where it accepted at least
         :data:`~bayesdrop.samplers.schedule.MH_ALONE_MIN_ACCEPT` (60%) and that is
         cheaper, iterations of independence moves alone, without the sweep
-        (:func:`bayesdrop.samplers.schedule.schedule`). Every choice depends on the data and the seed
-        only (a cost model, not a clock), and the kept draws come from one fixed exact
+        (:func:`bayesdrop.samplers.schedule.schedule`). Every choice depends on the data and
+        the seed only (a cost model, not a clock), and the kept draws come from one fixed exact
         kernel; ``last_state`` carries it. An integer: that many Laplace proposals per
         sweep, in tuning and kept sweeps alike; ``False``: none. Per chain
         ``SamplerResult.mh_accept`` is the acceptance rate over all proposals and
@@ -133,9 +133,9 @@ or LastState
         design, hinge / logistic / epsilon-insensitive loss, Cholesky back-end; see
         :func:`compiled_setup`), the Python kernel (chains in processes) elsewhere.
         ``True``: the compiled sweep, or a ValueError where it does not apply (as
-        Newton's ``compiled=True``). ``False``: always the Python kernel. Both sample the same distribution (the
-        compiled Polya-Gamma draws use their own exact sampler, so the individual draws
-        differ).
+        Newton's ``compiled=True``). ``False``: always the Python kernel. Both sample the
+        same distribution; the individual draws differ (the kernels use the random
+        numbers in another order).
 
     Returns
     -------

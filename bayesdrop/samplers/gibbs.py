@@ -7,7 +7,8 @@ One sweep alternates the two exact conditional draws of the augmented model::
 
 The second line is the IRLS step with the expectations replaced by draws and the solve
 replaced by a Gaussian draw from the *same* system ``(A, r)``. The marginal of the chain in
-``theta = (w, b)`` is exactly ``exp(-J)``, whose mode is the point estimate (the minimiser of ``J``).
+``theta = (w, b)`` is exactly ``exp(-J)``, whose mode is the point estimate (the minimiser
+of ``J``).
 
 This module is the kernel, in the shape of BlackJAX: :func:`init` builds a
 :class:`GibbsState`, :func:`step` takes a :class:`numpy.random.Generator`, the problem and
