@@ -59,9 +59,10 @@ def _one_feature_logistic(C, noise, seed=0, n=25):
 
 
 @pytest.mark.parametrize("noise", [NoNoise(), Dropout(0.4)], ids=repr)
-@pytest.mark.parametrize("C", [25.3, 5000.3])  # h = 50.6 and 10000.6: the series draw
+@pytest.mark.parametrize("C", [1.3, 25.3, 5000.3])  # h = 2.6, 50.6, 10000.6: the series draw
 def test_large_C_posterior_matches_quadrature(C, noise):
-    """At large ``C`` (Polya-Gamma shapes far above 1: the series draw) both kernels still
+    """With Polya-Gamma shapes of 1 and more (the series draw, from a shape of a few
+    units to ten thousand) both kernels still
     sample ``exp(-J)``: mean and sd of ``w`` within 4 MCSE of quadrature on a grid of
     +-12 Laplace standard deviations."""
     problem = _one_feature_logistic(C, noise)
