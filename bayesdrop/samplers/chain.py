@@ -36,7 +36,27 @@ import time
 
 import numpy as np
 
-__all__ = ["run_chain"]
+__all__ = ["OneSweepBlocks", "is_kept", "run_chain"]
+
+
+def is_kept(sweep, tune, thin):
+    """Whether sweep ``sweep`` (counted from 0) is kept: ``sweep >= tune`` and
+    ``(sweep - tune + 1) % thin == 0``, the rule of every kernel's ``run``."""
+    return sweep >= tune and (sweep - tune + 1) % thin == 0
+
+
+class OneSweepBlocks:
+    """``first_block`` / ``next_block`` / ``end_tuning`` of a kernel that runs one sweep
+    per block and fixes nothing at the end of tuning (the Python and row kernels)."""
+
+    def first_block(self):
+        return 1
+
+    def next_block(self, n, seconds):
+        return 1
+
+    def end_tuning(self, state):
+        pass
 
 
 def run_chain(kernel, theta0, seed, *, tune, draws, thin, report=None, stop=None):

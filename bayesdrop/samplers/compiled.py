@@ -69,13 +69,7 @@ def compiled_setup(problem, linalg="auto"):
         return None
     if not _compiled_loss(loss):
         return None
-    arrays = design.sweep_arrays()
-    n, D = design.n_samples, design.n_features
-    sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights)
-    return dict(kind="dense", lp=loss.kernel_params, **arrays, D=D,
-                fit_intercept=design.fit_intercept,
-                y=np.ascontiguousarray(problem.y, dtype=np.float64), sw=sw,
-                n_aug=loss.n_augmentation, pg_tables=_draw_tables(loss, sw),
+    return dict(kind="dense", **design.sweep_arrays(), **_model_arrays(problem),
                 costs=(float(loss.draw_ns), float(loss.term_ns)))
 
 
@@ -88,10 +82,17 @@ def _compiled_loss(loss):
     return has_kernels(loss, "draw") and loss.n_augmentation > 0
 
 
-def _draw_tables(loss, sw):
-    """The loss's draw tables (:meth:`bayesdrop.model.losses.Loss.draw_tables`) for
-    examples of weights ``sw``."""
-    return loss.draw_tables(loss.C * sw)
+def _model_arrays(problem):
+    """What the dense and sparse sweeps both take besides the design's arrays: the loss's
+    kernel parameters, its draw tables (:meth:`bayesdrop.model.losses.Loss.draw_tables`)
+    for the examples' weights, the targets and the intercept flag."""
+    design, loss = problem.design, problem.loss
+    sw = (np.ones(design.n_samples) if loss.weights is None
+          else np.ascontiguousarray(loss.weights))
+    return dict(lp=loss.kernel_params, D=design.n_features,
+                fit_intercept=design.fit_intercept,
+                y=np.ascontiguousarray(problem.y, dtype=np.float64), sw=sw,
+                n_aug=loss.n_augmentation, pg_tables=loss.draw_tables(loss.C * sw))
 
 
 def _csr_setup(problem, linalg):
@@ -106,17 +107,11 @@ def _csr_setup(problem, linalg):
     arrays = design.sweep_arrays()
     if arrays is None:
         return None
-    n = design.n_samples
-    sw = np.ones(n) if loss.weights is None else np.ascontiguousarray(loss.weights)
     from ._gibbs_sparse import dual_arrays, dual_blocks
 
     X = arrays.pop("csr")
-    return dict(kind="csr", blocks=dual_blocks(X), dual=dual_arrays(X),
-                lp=loss.kernel_params, **arrays, D=design.n_features,
-                fit_intercept=design.fit_intercept,
-                n=n, p=design.n_params,
-                y=np.ascontiguousarray(problem.y, dtype=np.float64), sw=sw,
-                n_aug=loss.n_augmentation, pg_tables=_draw_tables(loss, sw))
+    return dict(kind="csr", blocks=dual_blocks(X), dual=dual_arrays(X), **arrays,
+                **_model_arrays(problem), n=design.n_samples, p=design.n_params)
 
 
 def intercept_line(setup, laplace):

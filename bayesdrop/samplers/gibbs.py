@@ -25,6 +25,7 @@ import numpy as np
 
 from ..linalg import wls
 from ..model.objective import penalised
+from .chain import OneSweepBlocks, is_kept
 from .result import ChainRecord
 
 __all__ = ["GibbsState", "GibbsInfo", "OVERRELAX", "SweepKernel", "init", "step", "log_density"]
@@ -152,7 +153,7 @@ class _SweepState:
         self.aug_sum, self.aug_out = aug_sum, aug_out
 
 
-class SweepKernel:
+class SweepKernel(OneSweepBlocks):
     """The chain kernel (:mod:`bayesdrop.samplers.chain`) of :func:`step`: one sweep per
     block, so that ``stop``, progress and Ctrl-C act after every sweep. It does not keep
     the pointwise terms (callers compute them afterwards,
@@ -180,12 +181,6 @@ class SweepKernel:
                            np.empty(draws), np.zeros((n_aug, n)),
                            np.empty((draws, n_aug, n)) if self.store_augmentation else None)
 
-    def first_block(self):
-        return 1
-
-    def next_block(self, n, seconds):
-        return 1
-
     def run(self, state, rng, n_sweeps, first_sweep, tune, thin, kept):
         new = 0
         for k in range(n_sweeps):
@@ -194,7 +189,7 @@ class SweepKernel:
                                      cg_tol=self.cg_tol, overrelax=self.overrelax)
             for move in self.moves:
                 state.gibbs = move(rng, self.problem, state.gibbs)
-            if sweep >= tune and (sweep - tune + 1) % thin == 0:
+            if is_kept(sweep, tune, thin):
                 row = kept + new
                 state.theta_out[row] = state.gibbs.theta
                 state.lp_out[row] = log_density(self.problem, state.gibbs)
@@ -204,9 +199,6 @@ class SweepKernel:
                         state.aug_out[row, j] = a
                 new += 1
         return new
-
-    def end_tuning(self, state):
-        pass
 
     def record(self, state, kept, tune_time, draw_time, interrupted, rng):
         return ChainRecord(state.theta_out[:kept], state.lp_out[:kept],

@@ -21,6 +21,7 @@ import scipy.linalg as sla
 
 from .._validation import seed_sequence
 from ..linalg.woodbury import cholesky_factor
+from .chain import OneSweepBlocks, is_kept
 from .result import ChainRecord, LastState, generators_from_states
 from .start import start_points
 from .gibbs import OVERRELAX
@@ -136,7 +137,7 @@ def chain_setup(rows, init, theta_hat, chains, random_state):
     return start_points(init, theta_hat, chains, p, perturbation), rngs, entropies, 0
 
 
-class RowsKernel:
+class RowsKernel(OneSweepBlocks):
     """Every chain of a row back-end as one chain of the chain-kernel protocol
     (:mod:`.chain`, run by :func:`~.chain.run_chain`): its state is all chains' ``theta``
     (n_chains, n_params), and each sweep is one pass over the rows for all of them, so a
@@ -160,12 +161,6 @@ class RowsKernel:
         return {"state": state, "theta": np.empty((n_chains, draws, p)),
                 "lp": np.empty((n_chains, draws)), "pending": None}
 
-    def first_block(self):
-        return 1
-
-    def next_block(self, n, seconds):
-        return 1
-
     def run(self, st, rng, n_sweeps, first_sweep, tune, thin, kept):
         n_new = 0
         for k in range(n_sweeps):
@@ -174,15 +169,11 @@ class RowsKernel:
             if st["pending"] is not None:
                 st["lp"][:, st["pending"]] = -values
                 st["pending"] = None
-            done = first_sweep + k + 1 - tune
-            if done > 0 and done % thin == 0:
+            if is_kept(first_sweep + k, tune, thin):
                 st["theta"][:, kept + n_new] = st["state"].theta
                 st["pending"] = kept + n_new
                 n_new += 1
         return n_new
-
-    def end_tuning(self, st):
-        pass
 
     def record(self, st, kept, tune_time, draw_time, interrupted, rng):
         if st["pending"] is not None:
