@@ -57,7 +57,7 @@ for mod_name, mod in list(sys.modules.items()):
         continue
     for attr, obj in vars(mod).items():
         if isinstance(obj, numba.core.registry.CPUDispatcher):
-            t = sum(c.metadata.get("timers", {}).get("compiler_lock", 0.0)
+            t = sum((c.metadata or {}).get("timers", {}).get("compiler_lock", 0.0)
                     for c in obj.overloads.values())
             if t:
                 per[f"{obj.py_func.__module__}.{obj.__name__}/{len(obj.overloads)}"] = t

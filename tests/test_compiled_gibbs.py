@@ -277,13 +277,9 @@ def _dense_draw(design, rho, t, theta, alpha, z1, z2, z3):
 
 
 def _sparse_noise_arrays(design):
-    V, X = design.variance, design.X
-    if V.is_zero:
-        return 0, 0.0, X.data
-    if V.is_constant:
-        return 2, V.scale, X.data
-    kind, arrays, scale = design.row_kernel_arrays()
-    return 1, scale, arrays[3]
+    """``(vkind, scale, mdata, indptr, indices)`` of the compiled sparse sweep."""
+    a = design.sweep_arrays()
+    return a["vkind"], a["scale"], a["mdata"], a["indptr"], a["indices"]
 
 
 @pytest.mark.parametrize("blocky", [False, True])
@@ -306,7 +302,7 @@ def test_sparse_dual_draw_is_the_exact_gaussian_step(noise, fit_intercept, block
         X = X + sp.random(n, D, density=0.01, format="csr", random_state=2) * 0.1
         X = sp.csr_matrix(X)
     design = Design(X, noise, fit_intercept)
-    vkind, scale, mdata = _sparse_noise_arrays(design)
+    vkind, scale, mdata, ip, ix = _sparse_noise_arrays(design)
     rho, t = rng.uniform(0.05, 3.0, n), rng.normal(size=n)
     theta = rng.normal(size=design.n_params)
     z1, z2, z3 = rng.normal(size=D), rng.normal(size=n), rng.normal(size=D)
@@ -315,13 +311,13 @@ def test_sparse_dual_draw_is_the_exact_gaussian_step(noise, fit_intercept, block
     blocks = dual_blocks(X)
     assert (np.diff(blocks[0]).max() > 1) == blocky
     dual = dual_arrays(X)  # columns renumbered by frequency inside the dual solve
-    iters = dual_draw(X.indptr, X.indices, X.data, mdata, vkind, scale, D, fit_intercept,
+    iters = dual_draw(ip, ix, X.data, mdata, vkind, scale, D, fit_intercept,
                       dual, rho, t, theta, alpha, z1, z2, z3, 1e-12, out, blocks,
                       dual_work(D, blocks))
     assert iters > 0
     if blocky:
         jacobi = np.empty(design.n_params)
-        iters_jacobi = dual_draw(X.indptr, X.indices, X.data, mdata, vkind, scale, D,
+        iters_jacobi = dual_draw(ip, ix, X.data, mdata, vkind, scale, D,
                                  fit_intercept, dual, rho, t, theta, alpha, z1, z2, z3,
                                  1e-12, jacobi, singleton_blocks(n),
                                  dual_work(D, singleton_blocks(n)))
@@ -330,7 +326,7 @@ def test_sparse_dual_draw_is_the_exact_gaussian_step(noise, fit_intercept, block
     ref = _dense_draw(design, rho, t, theta, alpha, z1, z2, z3)
     np.testing.assert_allclose(out, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
     m, s = np.empty(n), np.empty(n)
-    scores_csr(X.indptr, X.indices, X.data, mdata, vkind, scale, D, fit_intercept, theta,
+    scores_csr(ip, ix, X.data, mdata, vkind, scale, D, fit_intercept, theta,
                m, s)
     m_ref, s_ref = design.scores(theta)
     np.testing.assert_allclose(m, m_ref, rtol=1e-12, atol=1e-12)
@@ -662,7 +658,7 @@ def test_dual_draw_on_binary_features_skips_the_values_and_draws_the_same(fit_in
     X = sp.random(n, D, density=0.15, format="csr", random_state=3)
     X.data[:] = 1.0
     design = Design(X, Dropout(0.4), fit_intercept)
-    vkind, scale, mdata = _sparse_noise_arrays(design)
+    vkind, scale, mdata, ip, ix = _sparse_noise_arrays(design)
     rho, t = rng.uniform(0.05, 3.0, n), rng.normal(size=n)
     theta = rng.normal(size=design.n_params)
     z1, z2, z3 = rng.normal(size=D), rng.normal(size=n), rng.normal(size=D)
@@ -672,7 +668,7 @@ def test_dual_draw_on_binary_features_skips_the_values_and_draws_the_same(fit_in
     outs = []
     for d in (dual, dual_arrays(X, detect_unit=False)):
         out = np.empty(design.n_params)
-        dual_draw(X.indptr, X.indices, X.data, mdata, vkind, scale, D, fit_intercept, d,
+        dual_draw(ip, ix, X.data, mdata, vkind, scale, D, fit_intercept, d,
                   rho, t, theta, -0.5, z1, z2, z3, 1e-12, out, blocks, dual_work(D, blocks))
         outs.append(out)
     np.testing.assert_array_equal(outs[0], outs[1])

@@ -224,7 +224,8 @@ class Design:
         ``V_LIKE_X`` (``V = scale * M``) and ``V_CONSTANT`` (``V = scale``), and
         for a dense ``X`` ``Xb = [X, 1]`` (C-ordered; without the column of ones when
         there is no intercept) and ``M`` (a dense array; ``1 x 1`` when not
-        ``V_LIKE_X``), for a CSR ``X`` its ``indptr``, ``indices``, ``xdata`` and
+        ``V_LIKE_X``), for a CSR ``X`` its ``indptr``, ``indices`` (as int64, whatever
+        scipy chose: one compiled signature), ``xdata`` and
         ``mdata`` (``M``'s values in ``X``'s pattern; ``X``'s own when not
         ``V_LIKE_X``), and ``X`` itself as ``csr`` (the sparse sweep's dual system is
         set up from it).
@@ -243,7 +244,8 @@ class Design:
                 if arrays is None or arrays[0] != "csr":
                     return None
                 mdata = arrays[1][3]
-            return dict(vkind=vkind, scale=scale, csr=X, indptr=X.indptr, indices=X.indices,
+            return dict(vkind=vkind, scale=scale, csr=X,
+                        indptr=X.indptr.astype(np.int64), indices=X.indices.astype(np.int64),
                         xdata=np.ascontiguousarray(X.data, dtype=np.float64),
                         mdata=np.ascontiguousarray(mdata, dtype=np.float64))
         n, D = X.shape

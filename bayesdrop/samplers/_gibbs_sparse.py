@@ -224,18 +224,9 @@ def _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q
     cidx, cdata``: a gather from the small ``P``), then ``Q = P / rho + X tmp`` by rows
     (each sum by :func:`_pair_sums`; :func:`dual_arrays` numbers the columns by
     decreasing frequency, so the gathers from ``tmp`` mostly hit the cache).
-    ``cdata=None``: every stored value is 1 (binary features; :func:`dual_arrays`), the
-    sums then skip the values (on newsgroups a quarter of the product's time); numba
-    compiles only the variant of the data's type (the other branch is pruned)."""
-    if cdata is None:  # binary features: the same sums without the values (all 1)
-        _dual_sums(indptr, indices, None, cptr, cidx, None, kdiag, inv_rho, P, Q, tmp)
-    else:
-        _dual_sums(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q, tmp)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _dual_sums(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q, tmp):
-    """The two passes of :func:`_dual_apply2` (``xdata = cdata = None``: unit values)."""
+    ``xdata = cdata = None``: every stored value is 1 (binary features;
+    :func:`dual_arrays`), the sums then skip the values (on newsgroups a quarter of the
+    product's time); numba compiles one variant per problem, by the values' type."""
     for j in range(cptr.shape[0] - 1):
         s0, s1 = _pair_sums(cidx, cdata, cptr[j], cptr[j + 1], P, 0.0, 0.0)
         tmp[j, 0] = kdiag[j] * s0
@@ -246,16 +237,18 @@ def _dual_sums(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q, 
 
 
 def dual_arrays(X, detect_unit=True):
-    """``(cptr, cidx, cdata, pindices, cperm)``: the dual solve's copies of CSR ``X`` with
-    the columns numbered by decreasing number of stored entries (``cperm[new] = old``):
-    the CSC arrays of the renumbered ``X`` and the CSR column indices renumbered;
-    ``cdata`` is None where every stored value is 1 (with ``detect_unit``).
+    """``(cptr, cidx, cdata, rdata, pindices, cperm)``: the dual solve's copies of CSR
+    ``X`` with the columns numbered by decreasing number of stored entries
+    (``cperm[new] = old``): the CSC arrays of the renumbered ``X``, the CSR values and the
+    CSR column indices renumbered; ``cdata`` and ``rdata`` are None where every stored
+    value is 1 (with ``detect_unit``): the product :func:`_dual_apply2` is then compiled
+    without loading values.
 
     Examples
     --------
     >>> import scipy.sparse as sp
     >>> X = sp.csr_matrix(np.array([[0.0, 1.0, 2.0], [0.0, 3.0, 0.0]]))
-    >>> cptr, cidx, cdata, pindices, cperm = dual_arrays(X)
+    >>> cptr, cidx, cdata, rdata, pindices, cperm = dual_arrays(X)
     >>> cperm.tolist(), pindices.tolist(), cdata is None
     ([1, 2, 0], [0, 1, 0], False)
     """
@@ -270,7 +263,8 @@ def dual_arrays(X, detect_unit=True):
     unit = detect_unit and bool(np.all(X.data == 1.0))
     return (Xc.indptr.astype(np.int64), Xc.indices.astype(np.int64),
             None if unit else np.ascontiguousarray(Xc.data, dtype=np.float64),
-            rank[X.indices], cperm)
+            None if unit else np.ascontiguousarray(X.data, dtype=np.float64),
+            rank[X.indices].astype(np.int64), cperm)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -355,11 +349,13 @@ def _block_apply(bptr, brows, boff, fac, R, Z, col, tmp):
 
 
 @numba.njit(cache=True, nogil=True)
-def _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, tol, X_out,
-                 blocks, scatter, tmp, fac):
+def _dual_solve2(indptr, indices, xdata, rdata, cptr, cidx, cdata, kdiag, inv_rho, B, tol,
+                 X_out, blocks, scatter, tmp, fac):
     """Solve ``S X_out[:, c] = B[:, c]`` for both columns (``n x 2``) by CG preconditioned
     with the exact diagonal blocks of ``S`` over ``blocks = (bptr, brows, boff)`` (rows of
-    near-duplicate documents together, :func:`dual_blocks`; singletons: Jacobi); returns
+    near-duplicate documents together, :func:`dual_blocks`; singletons: Jacobi; their
+    factors from the values ``xdata``, the products from ``rdata``, None for unit
+    values: :func:`dual_arrays`); returns
     the iterations used (``-1`` if not converged within ``4 n + 100``). ``scatter``,
     ``tmp`` and ``fac``: work arrays of :func:`dual_work` (no allocation of ``D``-sized
     arrays per draw: large allocations are fresh pages, and their page faults serialise
@@ -389,7 +385,7 @@ def _dual_solve2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, B, t
         stop[c] = tol * math.sqrt(nb)
         done[c] = nb == 0.0
     for it in range(1, 4 * n + 101):
-        _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, Pd, Q, tmp)
+        _dual_apply2(indptr, indices, rdata, cptr, cidx, cdata, kdiag, inv_rho, Pd, Q, tmp)
         for c in range(2):
             if done[c]:
                 continue
@@ -428,7 +424,7 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
     ``out`` and returns the CG iterations (``-1``: not converged). ``dual``: the arrays of
     :func:`dual_arrays`; ``blocks``: those of :func:`dual_blocks`; ``work``: the work
     arrays of :func:`dual_work`."""
-    cptr, cidx, cdata, pindices, cperm = dual
+    cptr, cidx, cdata, rdata, pindices, cperm = dual
     wD, tmp, fac = work[0], work[1], work[2]
     n = indptr.shape[0] - 1
     beta = math.sqrt(1.0 - overrelax * overrelax)
@@ -473,8 +469,8 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
     kperm = wD[4]  # K in the dual solve's column numbering
     for d in range(D):
         kperm[d] = kdiag[cperm[d]]
-    iters = _dual_solve2(indptr, pindices, xdata, cptr, cidx, cdata, kperm, inv_rho, B,
-                         tol, sol, blocks, wD[5], tmp, fac)
+    iters = _dual_solve2(indptr, pindices, xdata, rdata, cptr, cidx, cdata, kperm, inv_rho,
+                         B, tol, sol, blocks, wD[5], tmp, fac)
     mu = np.empty(n)
     for i in range(n):
         mu[i] = sol[i, 0]
