@@ -123,6 +123,48 @@ def test_compiled_path_does_not_apply_where_it_cannot():
         sample(dense, compiled=True, linalg="cg", **kw)
 
 
+def test_tall_sparse_designs_sample_the_primal_system_at_a_cost_bounded_in_C(monkeypatch):
+    """With at least as many examples as features the dual system's matrix
+    ``diag(1/rho) + X K X^T`` has ``N - D`` eigenvalues that shrink as ``1/C`` without
+    noise (the weights ``rho`` grow with ``C``): its CG iterations per draw grow as
+    ``sqrt(C)``. Such designs go to the primal system (the Python kernel's CG
+    back-end), whose iterations stay bounded from ``C = 1`` to ``C = 10^6``;
+    ``compiled=True`` says that the compiled sweep does not apply. On the old rule the
+    compiled dual sweep took them (the first assertion fails)."""
+    import scipy.sparse as sp
+
+    from bayesdrop import Design
+    from bayesdrop.linalg import wls
+
+    monkeypatch.setattr(wls, "MAX_CHOLESKY_PARAMS", 2)
+    rng = np.random.default_rng(0)
+    n, D = 300, 40
+    X = sp.random(n, D, density=0.2, format="csr", random_state=1)
+    y = np.where(X @ rng.normal(size=D) + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+    problem = Problem.create(X, y, LogisticLoss(1.0), "none")
+    assert compiled_setup(problem) is None and compiled_setup(problem, "woodbury") is None
+    with pytest.raises(ValueError, match="compiled=True"):
+        sample(problem, theta_hat=np.zeros(D + 1), compiled=True, progressbar=False)
+    design = Design(X, "none")
+    vkind, scale, mdata, ip, ix = _sparse_noise_arrays(design)
+    blocks = singleton_blocks(n)
+    u, t = rng.uniform(0.05, 0.25, n), rng.normal(size=n)
+    z1, z2, z3 = rng.normal(size=D), rng.normal(size=n), rng.normal(size=D)
+    primal, dual = [], []
+    for C in (1.0, 1e6):
+        rho = C * u  # Polya-Gamma weights scale with C
+        _, info = wls.sample(design, rho, C * t, np.random.default_rng(1), linalg="cg")
+        assert info["cg_converged"]
+        primal.append(info["cg_iterations"])
+        dual.append(dual_draw(ip, ix, X.data, mdata, vkind, scale, D, True,
+                              dual_arrays(X), rho, C * t, np.zeros(D + 1), 0.0, z1, z2, z3,
+                              1e-11, np.empty(D + 1), blocks, dual_work(D, blocks)))
+    assert primal[1] < 2 * primal[0]
+    assert dual[1] > 5 * dual[0] or dual[1] < 0  # what the old rule paid (or failed)
+    wide = Problem.create(sp.csr_matrix(X.T), y[:D], LogisticLoss(1.0), "none")
+    assert compiled_setup(wide)["kind"] == "csr"
+
+
 @pytest.mark.parametrize("cores", [1, 2])
 def test_interrupt_keeps_the_compiled_draws_so_far(monkeypatch, cores):
     from bayesdrop import _progress
@@ -360,16 +402,24 @@ SPARSE_CASES = [(LogisticLoss(1.0), Dropout(0.5), False), (HingeLoss(1.0), Dropo
 @pytest.mark.parametrize("loss,noise,weights", SPARSE_CASES, ids=lambda v: str(v)[:20])
 def test_compiled_sparse_sweep_samples_the_python_kernels_distribution(loss, noise, weights,
                                                                        monkeypatch):
-    """The CSR sweep (dual CG draw) against the Python kernel's Woodbury / CG draw; the
-    Cholesky limit is lowered so that a small sparse problem takes the sparse path."""
+    """The CSR sweep (dual CG draw) against the Python kernel's Woodbury draw; the
+    Cholesky limit is lowered so that a small sparse problem (fewer examples than
+    features: the dual system's regime) takes the sparse path."""
     import scipy.sparse as sp
 
     from bayesdrop.linalg import wls
 
     monkeypatch.setattr(wls, "MAX_CHOLESKY_PARAMS", 2)
-    problem = _problem(loss, noise, weights)
-    X = sp.csr_matrix(problem.design.X)
-    problem = Problem.create(X, problem.y, problem.loss, noise)  # weights are in the loss
+    rng = np.random.default_rng(3)
+    n, D = 16, 24
+    X = sp.random(n, D, density=0.3, format="csr", random_state=4)
+    score = X @ rng.normal(size=D)
+    if isinstance(loss, EpsilonInsensitiveLoss):
+        y = score + 0.3 * rng.normal(size=n)
+    else:
+        y = np.where(score + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    sw = rng.integers(1, 3, size=n).astype(float) if weights else None
+    problem = Problem.create(X, y, loss, noise, sample_weight=sw)
     setup = compiled_setup(problem)
     assert setup is not None and setup["kind"] == "csr"
     theta_hat = fit_problem(problem, linalg="cg").theta
