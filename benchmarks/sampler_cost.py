@@ -6,7 +6,11 @@ The logistic loss's Polya-Gamma shapes are ``h = 2 C w_n``; the hinge's inverse-
 means ``1 / (C |zeta|)``. Besides the ends, ``C = 0.45`` (``h = 0.9``: the largest
 fraction drawn from the inversion table, with the most tilting trials) and ``C = 4``
 (``h = 8``, where Devroye's exact method, one ``PG(1)`` draw per unit of ``h``, would cost
-the most before the series took over at ``h = 9``). For each problem and ``C``: one chain in one thread (BLAS on one
+the most before the series took over at ``h = 9``). Problems: breast cancer (dense,
+compiled sweep), a random 2000 x 5000 CSR design (fewer examples than features: the
+compiled sweep's dual system) and a random 6000 x 2500 one (more examples than features:
+the primal system, solved by the Python kernel's CG back-end; also without noise, where
+the dual system's iterations would grow as ``sqrt(C)``). For each problem and ``C``: one chain in one thread (BLAS on one
 thread too), from the mode, after one untimed run of the same problem (it compiles): 30
 tuning + 300 kept sweeps on the dense problem, 5 + 20 on the sparse one (its sweeps at
 large C take seconds); the time per sweep is the whole chain's wall-clock time over its
@@ -48,6 +52,10 @@ def problems():
     Xs = sp.random(2000, 5000, density=0.005, format="csr", random_state=1)
     ys = np.where(Xs @ rng.normal(size=5000) + 0.1 * rng.normal(size=2000) > 0, 1.0, -1.0)
     yield "random 2000x5000 CSR", Xs, ys, (5, 20)
+    # more examples than features: the primal system (the Python kernel's CG back-end)
+    Xt = sp.random(6000, 2500, density=0.004, format="csr", random_state=1)
+    yt = np.where(Xt @ rng.normal(size=2500) + 0.3 * rng.normal(size=6000) > 0, 1.0, -1.0)
+    yield "random 6000x2500 CSR (tall)", Xt, yt, (5, 20)
 
 
 def sweep_seconds(problem, sweeps, warm):
@@ -86,13 +94,18 @@ def main():
     print("\n".join(lines), flush=True)
     with threadpool_limits(1):
         for name, X, y, sweeps in problems():
-            for make in (lambda c: LogisticLoss(c), lambda c: HingeLoss(c)):
+            cases = [(lambda c: LogisticLoss(c), Dropout(0.3), "dropout 0.3"),
+                     (lambda c: HingeLoss(c), Dropout(0.3), "dropout 0.3")]
+            if "tall" in name:
+                cases = [(lambda c: LogisticLoss(c), Dropout(0.3), "dropout 0.3"),
+                         (lambda c: LogisticLoss(c), "none", "no noise")]
+            for make, noise, label in cases:
                 times = []
                 for C in CS:
                     loss = make(C)
-                    times.append(sweep_seconds(Problem.create(X, y, loss, Dropout(0.3)),
+                    times.append(sweep_seconds(Problem.create(X, y, loss, noise),
                                                sweeps, warm=C == CS[0]))
-                lines.append(f"| {name} | {loss.name}, dropout 0.3 | "
+                lines.append(f"| {name} | {loss.name}, {label} | "
                              + " | ".join(f"{1e3 * t:.3f}" for t in times)
                              + f" | {max(times) / min(times):.2f} |")
                 print(lines[-1], flush=True)

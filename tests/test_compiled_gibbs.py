@@ -60,6 +60,22 @@ def _problem(loss, noise, weights=False, n=40):
     return Problem.create(X, y, loss, noise, sample_weight=sw)
 
 
+def _wide_sparse_problem(loss, noise, weights=False, n=16, D=24):
+    """A small CSR problem with fewer examples than features (the compiled sparse
+    sweep's regime once ``MAX_CHOLESKY_PARAMS`` is lowered below ``D``)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(3)
+    X = sp.random(n, D, density=0.3, format="csr", random_state=4)
+    score = X @ rng.normal(size=D)
+    if isinstance(loss, EpsilonInsensitiveLoss):
+        y = score + 0.3 * rng.normal(size=n)
+    else:
+        y = np.where(score + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    sw = rng.integers(1, 3, size=n).astype(float) if weights else None
+    return Problem.create(X, y, loss, noise, sample_weight=sw)
+
+
 CASES = [(HingeLoss(1.0), Dropout(0.3), False), (LogisticLoss(0.5), Dropout(0.3), True),
          (LogisticLoss(1.3), "none", False), (EpsilonInsensitiveLoss(1.0, 0.2), Dropout(0.2), False),
          (HingeLoss(0.7, margin=0.5), "gaussian", True)]
@@ -405,21 +421,11 @@ def test_compiled_sparse_sweep_samples_the_python_kernels_distribution(loss, noi
     """The CSR sweep (dual CG draw) against the Python kernel's Woodbury draw; the
     Cholesky limit is lowered so that a small sparse problem (fewer examples than
     features: the dual system's regime) takes the sparse path."""
-    import scipy.sparse as sp
 
     from bayesdrop.linalg import wls
 
     monkeypatch.setattr(wls, "MAX_CHOLESKY_PARAMS", 2)
-    rng = np.random.default_rng(3)
-    n, D = 16, 24
-    X = sp.random(n, D, density=0.3, format="csr", random_state=4)
-    score = X @ rng.normal(size=D)
-    if isinstance(loss, EpsilonInsensitiveLoss):
-        y = score + 0.3 * rng.normal(size=n)
-    else:
-        y = np.where(score + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
-    sw = rng.integers(1, 3, size=n).astype(float) if weights else None
-    problem = Problem.create(X, y, loss, noise, sample_weight=sw)
+    problem = _wide_sparse_problem(loss, noise, weights)
     setup = compiled_setup(problem)
     assert setup is not None and setup["kind"] == "csr"
     theta_hat = fit_problem(problem, linalg="cg").theta
@@ -668,7 +674,6 @@ def test_sweep_keeps_the_pointwise_log_likelihood_of_its_draws(loss, noise, weig
     without the MH move, and CSR) equal ``pointwise_log_likelihood`` of the same draws
     (computed afresh by the loss objects) to rounding; their sum plus ``||w||^2`` is
     ``-lp``. The Python kernel keeps none."""
-    import scipy.sparse as sp
 
     from bayesdrop.linalg import wls
     from bayesdrop.posterior import pointwise_log_likelihood
@@ -676,8 +681,7 @@ def test_sweep_keeps_the_pointwise_log_likelihood_of_its_draws(loss, noise, weig
     problem = _problem(loss, noise, weights)
     if sparse:
         monkeypatch.setattr(wls, "MAX_CHOLESKY_PARAMS", 2)
-        problem = Problem.create(sp.csr_matrix(problem.design.X), problem.y, problem.loss,
-                                 noise)
+        problem = _wide_sparse_problem(loss, noise, weights)
     theta_hat = fit_problem(problem).theta
     for mh in (("auto", False) if not sparse else ("auto",)):
         res = sample(problem, draws=40, tune=10, chains=2, theta_hat=theta_hat,
