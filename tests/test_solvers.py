@@ -712,6 +712,116 @@ def test_optimum_at_w_zero_is_found_exactly():
     assert hits >= 1  # at least one class's optimum is the bare intercept
 
 
+def _bare_cases():
+    """Small problems whose best bare model has examples on a kink: hinge (with a margin,
+    weights), epsilon-insensitive, dropout and constant noise, and two tiny ones where a
+    single example's element matters."""
+    cases = [(HingeLoss(0.3), Dropout(0.5), False, 120, 4),
+             (HingeLoss(1.0, margin=0.5), "gaussian", True, 120, 4),
+             (HingeLoss(0.2), Dropout(0.3), True, 120, 4),
+             (EpsilonInsensitiveLoss(0.5, 0.3), Dropout(0.4), False, 120, 4),
+             (HingeLoss(0.5), Dropout(0.3), False, 7, 2),
+             (HingeLoss(0.5), "gaussian", True, 7, 2)]
+    for seed, (loss, noise, weighted, n, D) in enumerate(cases):
+        rng = np.random.default_rng(seed)
+        X = rng.normal(size=(n, D))
+        if loss.binary:
+            y = np.where(X[:, 0] + rng.normal(size=n) > 1.2, 1.0, -1.0)
+        else:  # two target values 0.6 apart: their kinks meet at 0.3
+            y = np.where(0.3 * X[:, 0] + rng.normal(size=n) > 0.2, 0.6, 0.0)
+        sw = rng.integers(1, 4, n).astype(float) if weighted else None
+        problem = Problem.create(X, y, loss, noise, sample_weight=sw)
+        kinks = np.unique(loss.kinks(problem.y)[0])
+        b = kinks[np.argmin([problem.objective(np.r_[np.zeros(D), k]) for k in kinks])]
+        yield problem, np.r_[np.zeros(D), b], rng
+
+
+def test_bare_subgradient_is_a_subgradient_of_J_at_the_bare_model():
+    """The element ``g`` that :func:`bayesdrop.solvers.bare.bare_subgradient` builds from a
+    point near the bare model -- IRLS's fifth iterate, a point 1e-2 away and one 1 away,
+    where its examples' elements leave the unit ball and are scaled back -- is a
+    subgradient of ``F = J - ||w||^2`` there: ``g_b = 0`` to rounding and
+    ``F'(bare; d) >= g . d`` for every direction, with the directional derivative taken
+    from ``J`` alone (a forward difference at ``t = 1e-6``; exact to ``O(t)``: the kink
+    examples' terms are homogeneous about the bare point, the others linear there) and
+    the worst unit direction sought by SLSQP from 6 random starts."""
+    from scipy.optimize import minimize
+
+    from bayesdrop.solvers.bare import bare_subgradient
+
+    for problem, bare, rng in _bare_cases():
+        D = problem.design.n_features
+        J0, t = problem.objective(bare), 1e-6
+
+        def excess(d, g):  # F'(bare; d) - g . d
+            return (problem.objective(bare + t * d) - t * t * (d[:D] @ d[:D]) - J0) / t \
+                - g @ d
+
+        for near in (irls.fit(problem, max_iter=5, warn=False).theta,
+                     bare + 1e-2 * rng.normal(size=D + 1), bare + rng.normal(size=D + 1)):
+            g = bare_subgradient(problem, bare, near)
+            assert g is not None and abs(g[-1]) <= 1e-12 * (J0 + 1.0)
+            worst = min(minimize(excess, d0 / np.linalg.norm(d0), args=(g,), method="SLSQP",
+                                 constraints=[{"type": "ineq",
+                                               "fun": lambda d: 1.0 - d @ d}]).fun
+                        for d0 in rng.normal(size=(6, D + 1)))
+            assert worst >= -1e-5 * (np.abs(g).max() + 1.0)
+
+
+def test_bare_gap_bounds_the_distance_to_the_optimum():
+    """``bare_gap``'s bound is at least ``J(bare) - J*`` (``J*`` of IRLS at tol 1e-14, an
+    independent run) on problems where ``w = 0`` is optimal and where it is not (signal
+    of 1 to 2, C = 0.1 to 1: gaps 0.08 to 40), from IRLS's optimum and from points
+    1e-3 and 0.3 away; and where ``w = 0`` is the optimum it certifies it from IRLS's
+    last iterate (bound below 1e-8 of ``J``)."""
+    from bayesdrop.solvers.bare import bare_gap
+
+    n, D = 150, 4
+    certified = 0
+    for C in (0.1, 0.3, 1.0):
+        for signal in (0.5, 1.0, 2.0):
+            for noise in (Dropout(0.5), "gaussian"):
+                rng = np.random.default_rng(1)
+                X = rng.normal(size=(n, D))
+                y = np.where(signal * X[:, 0] + rng.normal(size=n) > 1.2, 1.0, -1.0)
+                problem = Problem.create(X, y, HingeLoss(C), noise)
+                ref = irls.fit(problem, tol=1e-14, max_iter=50000, warn=False)
+                bare = np.r_[np.zeros(D), -1.0]
+                J_bare = problem.objective(bare)
+                gap = J_bare - problem.objective(ref.theta)
+                for near in (ref.theta, bare + 1e-3 * rng.normal(size=D + 1),
+                             bare + 0.3 * rng.normal(size=D + 1)):
+                    bound, maps = bare_gap(problem, bare, near, maps=4)
+                    assert bound >= gap - 1e-9 * J_bare and 1 <= maps <= 4
+                bound, _ = bare_gap(problem, bare, ref.theta, maps=16, target=1e-8 * J_bare)
+                certified += bound <= 1e-8 * J_bare
+                if bound <= 1e-8 * J_bare:
+                    assert np.linalg.norm(ref.theta[:-1]) < 1e-6  # IRLS agrees: w = 0
+    assert certified >= 3
+
+
+def test_bare_optimum_is_certified_without_a_second_irls_run(monkeypatch):
+    """Digits 8-vs-rest, hinge, dropout 0.2, C = 0.1 (the optimum is ``w = 0``): after
+    Newton stalls and IRLS from there nears ``w = 0``, the duality-gap bound certifies the
+    bare model, and ``solver="auto"`` returns it exactly (``w = 0``, converged) without
+    the run of IRLS from the start that it needs when the bound is not tried (180 of its
+    219 solves)."""
+    from sklearn.datasets import load_digits
+
+    import bayesdrop.solvers as solvers
+
+    X, labels = load_digits(return_X_y=True)
+    problem = Problem.create(X, np.where(labels == 8, 1.0, -1.0), HingeLoss(0.1),
+                             Dropout(0.2))
+    res = fit_problem(problem, warn=False)
+    assert res.solver == "newton+irls" and res.converged
+    assert np.all(res.theta[:-1] == 0.0) and res.theta[-1] == -1.0
+    monkeypatch.setattr(solvers, "BARE_MAPS", 0)
+    old = fit_problem(problem, warn=False)
+    np.testing.assert_array_equal(old.theta, res.theta)
+    assert res.n_solves < old.n_solves / 2
+
+
 def test_result_counts_mean_the_same_for_every_solver():
     """``n_solves`` counts linear systems in the parameters (IRLS maps, Newton Hessians,
     the polish's one system; SMO's steps none) and ``n_passes`` passes over the data of a
