@@ -19,8 +19,8 @@ point, ``d_m x_bar_n`` (its ``s``-derivative multiplies ``w = 0``). An example o
 (``m = P_n`` at the bare point, with slopes ``mid_n -+ half_n`` of its term on either
 side) has the term ``mid_n m + half_n ||(m - P_n, D_n w)||`` plus terms smooth there; the
 subdifferential of its root part at the bare point is ``{(half_n u_0, half_n D_n u_w) :
-u_0^2 + ||u_w||^2 <= 1}`` (in ``m`` and ``w``). The ``u_n`` come from one IRLS-like map
-from ``near`` (:func:`bare_gap`): the minimiser ``theta'`` of ``||w||^2`` plus the
+u_0^2 + ||u_w||^2 <= 1}`` (in ``m`` and ``w``). The ``u_n`` come from IRLS-like maps
+from ``near`` (:func:`bare_gap`), each the minimiser ``theta'`` of ``||w||^2`` plus the
 off-kink examples' terms linearised at the bare point plus the kink examples' quadratic
 majorisers ``mid_n m + half_n ((m - P_n)^2 + s_n) / (2 r_n)``, ``r_n`` their roots at
 ``near`` (floored at ``ROOT_FLOOR`` as IRLS's weights are) -- one weighted
@@ -44,13 +44,14 @@ __all__ = ["SHRINKS", "bare_gap", "bare_subgradient"]
 #: factors ``lambda`` of the kink examples' ``u_w`` tried to make room for ``g_b = 0``
 SHRINKS = (1.0, 1.0 - 1e-6, 1.0 - 1e-3, 0.99, 0.9, 0.5, 0.0)
 
+
 def bare_gap(problem, bare, near, linalg="auto", maps=1, target=0.0):
     """Upper bound on ``J(bare) - min J`` for a bare model ``bare = (0, b)``, from a point
     ``near`` close to it (IRLS's last iterate; see the module docstring): the least bound
     over at most ``maps`` maps from ``near``, each from the last (stopping once one is at
     most ``target``, or when the bound's last rate of decrease would not bring it there
-    within ``maps``); ``inf`` where none is found (a loss without kinks, a non-diagonal noise
-    covariance, no example on a kink, an example on two kinks at once, no feasible
+    within ``maps``); ``inf`` where none is found (a loss without kinks, a non-diagonal
+    noise covariance, no example on a kink, an example on two kinks at once, no feasible
     intercept). Returns ``(bound, maps used)``; each map is one weighted least-squares
     solve.
 
