@@ -48,24 +48,58 @@ def test_normal_equations_match_definition(noise, sparse, fit_intercept):
         assert np.allclose(theta, ref, rtol=1e-8, atol=1e-10)
 
 
-def test_auto_uses_matrix_free_cg_for_large_sparse_design(monkeypatch):
-    """D = 30000 sparse: 'auto' must not build a D x D matrix."""
-    X = sparse_counts(n=300, d=30_000, density=0.002, seed=2)
-    design = Design(X, Dropout(0.5))
-    monkeypatch.setattr(wls, "MAX_WOODBURY_SAMPLES", 100)
-    assert wls.choose_linalg(design) == "cg"
-
+def test_auto_is_matrix_free_for_large_sparse_designs(monkeypatch):
+    """D = 30000 sparse with more examples than the dual factor takes (lowered to 100):
+    'auto' solves the dual system by conjugate gradients, forming neither a D x D nor an
+    N x N matrix; a tall design (N >= D > MAX_CHOLESKY_PARAMS) goes to the primal
+    conjugate gradients, again without a dense matrix. Both to the requested residual."""
     def forbidden(*args, **kwargs):
         raise AssertionError("a dense normal matrix was formed")
 
+    monkeypatch.setattr(wls, "MAX_WOODBURY_SAMPLES", 100)
     monkeypatch.setattr(Design, "gram", forbidden)
+    monkeypatch.setattr(Design, "row_gram", forbidden)
     rng = np.random.default_rng(1)
-    rho, t = rng.random(300) + 0.1, rng.normal(size=300)
-    theta, info = wls.solve(design, rho, t)
-    assert info["cg_converged"]
-    op, _ = wls.normal_operator(design, rho)
-    r = wls.normal_rhs(design, t)
-    assert np.linalg.norm(op @ theta - r) <= 1e-8 * np.linalg.norm(r)
+    for n, d, expected in ((300, 30_000, "woodbury"), (3000, 2500, "cg")):
+        design = Design(sparse_counts(n=n, d=d, density=0.002, seed=2), Dropout(0.5))
+        assert wls.choose_linalg(design) == expected
+        rho, t = 10.0 ** rng.uniform(-3, 6, size=n), rng.normal(size=n)  # ill-conditioned
+        theta, info = wls.solve(design, rho, t, cg_tol=1e-12)
+        assert info["linalg"] == expected and info["cg_converged"]
+        op, _ = wls.normal_operator(design, rho)
+        r = wls.normal_rhs(design, t)
+        assert np.linalg.norm(op @ theta - r) <= 1e-8 * np.linalg.norm(r)
+
+
+def test_dual_conjugate_gradients_stay_bounded_as_the_weights_grow(monkeypatch):
+    """Wide data without noise (300 x 2500 CSR): as the weights grow with C the primal
+    matrix keeps D - N eigenvalues at 2 against the others' growth, and its CG iterations
+    grow (here about sqrt(C)); the dual system's stay bounded from C = 1 to 10^6, which is
+    why 'auto' takes the dual system (matrix-free beyond MAX_WOODBURY_SAMPLES) wherever
+    N < D. The Gaussian draw by the dual CG equals the exact Woodbury draw with the same
+    normals."""
+    from bayesdrop.linalg.woodbury import DualCG
+
+    X = sparse_counts(n=300, d=2500, density=0.01, seed=3)
+    design = Design(X, "none")
+    rng = np.random.default_rng(0)
+    u, t = rng.uniform(0.05, 0.25, 300), rng.normal(size=300)
+    dual, primal = [], []
+    for C in (1.0, 1e6):
+        rho = C * u
+        solver = DualCG(design, rho, tol=1e-10)
+        solver.solve(wls.normal_rhs(design, C * t))
+        assert solver.converged
+        dual.append(solver.iterations)
+        primal.append(wls.solve(design, rho, C * t, linalg="cg")[1]["cg_iterations"])
+    assert dual[1] < 2 * dual[0] and primal[1] > 5 * primal[0]
+    monkeypatch.setattr(wls, "MAX_WOODBURY_SAMPLES", 100)
+    a, info = wls.sample(design, u, t, np.random.default_rng(5), linalg="woodbury",
+                         cg_tol=1e-13)
+    monkeypatch.setattr(wls, "MAX_WOODBURY_SAMPLES", 6000)
+    b, _ = wls.sample(design, u, t, np.random.default_rng(5), linalg="woodbury")
+    assert "cg_iterations" in info
+    np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10 * np.abs(b).max())
 
 
 def test_auto_uses_woodbury_when_features_outnumber_examples(monkeypatch):

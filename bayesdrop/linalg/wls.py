@@ -25,12 +25,18 @@ Two linear-algebra back-ends:
     iteration) and a Jacobi preconditioner; never forms a ``D x D`` matrix.
 
 ``"woodbury"``
-    exact dual solve for ``D > N`` through the ``N x N`` matrix
-    ``S = diag(1/rho) + X K X^T``, ``K = diag(1 / (2 + V^T rho))`` (see
-    :class:`bayesdrop.linalg.woodbury.WoodburyFactor`); cost ``O(N^2 D + N^3)`` dense, less for sparse ``X``.
+    the dual solve for ``D > N`` through the ``N x N`` matrix
+    ``S = diag(1/rho) + X K X^T``, ``K = diag(1 / (2 + V^T rho))``: factored exactly up to
+    :data:`MAX_WOODBURY_SAMPLES` examples (:class:`bayesdrop.linalg.woodbury.WoodburyFactor`;
+    cost ``O(N^2 D + N^3)`` dense, less for sparse ``X``), beyond that solved matrix-free
+    by conjugate gradients (:class:`bayesdrop.linalg.woodbury.DualCG`, ``O(nnz)`` per
+    iteration).
 
-``"auto"`` picks Cholesky up to :data:`MAX_CHOLESKY_PARAMS` parameters; beyond that
-Woodbury when ``N <= MAX_WOODBURY_SAMPLES`` and ``N < D``, conjugate gradients otherwise.
+``"auto"`` picks Cholesky up to :data:`MAX_CHOLESKY_PARAMS` parameters; beyond that the
+dual (Woodbury) system when ``N < D`` and the primal conjugate gradients otherwise -- each
+the system whose conditioning stays bounded as the weights grow with ``C``: where
+``N < D`` the primal matrix keeps ``D - N`` eigenvalues at 2 against the others' growth,
+where ``N >= D`` the dual one keeps ``N - D`` of them at ``1 / rho``.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from scipy.linalg.lapack import dpotrf as _potrf
 from scipy.linalg.lapack import dtrtrs as _trtrs
 import scipy.sparse.linalg as spla
 
-from .woodbury import WoodburyFactor, cholesky_factor
+from .woodbury import DualCG, WoodburyFactor, cholesky_factor
 
 __all__ = [
     "MAX_CHOLESKY_PARAMS",
@@ -52,6 +58,7 @@ __all__ = [
     "normal_operator",
     "cholesky_factor",
     "WoodburyFactor",
+    "DualCG",
     "solve",
     "perturbation",
     "sample",
@@ -60,14 +67,16 @@ __all__ = [
 #: Largest number of parameters for which ``linalg="auto"`` forms ``A`` densely.
 MAX_CHOLESKY_PARAMS = 2000
 
-#: Largest number of examples for which ``linalg="auto"`` uses the dual (Woodbury) solve.
+#: Largest number of examples for which the dual (Woodbury) solve factors its ``N x N``
+#: matrix (``8 N^2`` bytes: 288 MB at 6000); beyond, conjugate gradients solve it.
 MAX_WOODBURY_SAMPLES = 6000
 
 LINALG = ("auto", "cholesky", "woodbury", "cg")
 
 
 def choose_linalg(design, linalg="auto"):
-    """Resolve ``linalg="auto"`` to ``"cholesky"`` or ``"cg"`` for this design.
+    """Resolve ``linalg="auto"`` to ``"cholesky"``, ``"woodbury"`` or ``"cg"`` for this
+    design (see the module docstring).
 
     Examples
     --------
@@ -90,7 +99,7 @@ def choose_linalg(design, linalg="auto"):
         return "cholesky"
     if design.n_params <= MAX_CHOLESKY_PARAMS:
         return "cholesky"
-    if design.n_samples <= MAX_WOODBURY_SAMPLES and design.n_samples < design.n_features:
+    if design.n_samples < design.n_features:
         return "woodbury"
     return "cg"
 
@@ -235,8 +244,19 @@ def solve(design, rho, t, *, linalg="auto", x0=None, cg_tol=1e-10, cg_maxiter=No
         theta = sla.cho_solve((L, True), r, check_finite=False)
         return theta, {"linalg": "cholesky"}
     if linalg == "woodbury":
-        return WoodburyFactor(design, rho).solve(r), {"linalg": "woodbury"}
+        return _dual_solve(design, rho, r, cg_tol, cg_maxiter)
     return _cg_solve(design, rho, r, x0, cg_tol, cg_maxiter)
+
+
+def _dual_solve(design, rho, r, cg_tol, cg_maxiter):
+    """``A^{-1} r`` by the dual system: the exact factor up to
+    :data:`MAX_WOODBURY_SAMPLES` examples, conjugate gradients beyond."""
+    if design.n_samples <= MAX_WOODBURY_SAMPLES:
+        return WoodburyFactor(design, rho).solve(r), {"linalg": "woodbury"}
+    dual = DualCG(design, rho, cg_tol, cg_maxiter)
+    theta = dual.solve(r)
+    return theta, {"linalg": "woodbury", "cg_iterations": dual.iterations,
+                   "cg_converged": dual.converged}
 
 
 def perturbation(design, rho, rng):
@@ -351,5 +371,5 @@ def _draw(design, rho, r, rng, linalg, x0, cg_tol, cg_maxiter, scale):
         return theta, {"linalg": "cholesky"}
     r = r + scale * perturbation(design, rho, rng)
     if linalg == "woodbury":
-        return WoodburyFactor(design, rho).solve(r), {"linalg": "woodbury"}
+        return _dual_solve(design, rho, r, cg_tol, cg_maxiter)
     return _cg_solve(design, rho, r, x0, cg_tol, cg_maxiter)
