@@ -122,12 +122,16 @@ def test_unknown_solver():
         wls.choose_linalg(Design(np.eye(3)), "qr")
 
 
-@pytest.mark.parametrize("solver", ["cholesky", "woodbury", "cg"])
+@pytest.mark.parametrize("solver", ["cholesky", "woodbury", "woodbury-cg", "cg"])
 @pytest.mark.parametrize("noise", [NoNoise(), Dropout(0.4)], ids=repr)
-def test_gaussian_draw_has_mean_inv_A_r_and_covariance_inv_A(solver, noise):
+def test_gaussian_draw_has_mean_inv_A_r_and_covariance_inv_A(solver, noise, monkeypatch):
     """wls.sample: theta ~ N(A^{-1} r, A^{-1}) for every back-end (sparse, D > N so the
-    Woodbury dual is valid). Each mean within 4 SE; each covariance entry within 4 SE
-    of a sample covariance, sqrt((S_ii S_jj + S_ij^2) / n)."""
+    Woodbury dual is valid; "woodbury-cg": the dual system by conjugate gradients, as
+    beyond MAX_WOODBURY_SAMPLES examples). Each mean within 4 SE; each covariance entry
+    within 4 SE of a sample covariance, sqrt((S_ii S_jj + S_ij^2) / n)."""
+    if solver == "woodbury-cg":
+        monkeypatch.setattr(wls, "MAX_WOODBURY_SAMPLES", 0)
+        solver = "woodbury"
     Xd = sparse_counts(n=6, d=9, density=0.5, seed=3).toarray()
     design = Design(sp.csr_matrix(Xd), noise, True)
     rng = np.random.default_rng(7)
@@ -155,10 +159,14 @@ def test_perturbation_covariance_is_A():
     assert np.all(np.abs(np.cov(eta.T) - A) <= 4.5 * se)
 
 
-@pytest.mark.parametrize("solver", ["cholesky", "woodbury"])
-def test_overrelaxed_draw_preserves_gaussian_with_lag_covariance_alpha_sigma(solver):
+@pytest.mark.parametrize("solver", ["cholesky", "woodbury", "woodbury-cg"])
+def test_overrelaxed_draw_preserves_gaussian_with_lag_covariance_alpha_sigma(solver,
+                                                                             monkeypatch):
     """theta ~ N(mu, S) in, theta' = alpha theta + (1-alpha) mu + sqrt(1-alpha^2) xi out:
     theta' ~ N(mu, S) and Cov(theta', theta) = alpha S (4 standard errors)."""
+    if solver == "woodbury-cg":  # the dual system by conjugate gradients
+        monkeypatch.setattr(wls, "MAX_WOODBURY_SAMPLES", 0)
+        solver = "woodbury"
     Xd = sparse_counts(n=6, d=9, density=0.5, seed=3).toarray()
     design = Design(Xd, Dropout(0.2), True)
     rng = np.random.default_rng(11)
