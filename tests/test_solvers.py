@@ -800,19 +800,21 @@ def test_bare_gap_bounds_the_distance_to_the_optimum():
     assert certified >= 3
 
 
-def test_bare_optimum_is_certified_without_a_second_irls_run(monkeypatch):
+@pytest.mark.parametrize("sparse", [False, True])
+def test_bare_optimum_is_certified_without_a_second_irls_run(monkeypatch, sparse):
     """Digits 8-vs-rest, hinge, dropout 0.2, C = 0.1 (the optimum is ``w = 0``): after
     Newton stalls and IRLS from there nears ``w = 0``, the duality-gap bound certifies the
     bare model, and ``solver="auto"`` returns it exactly (``w = 0``, converged) without
     the run of IRLS from the start that it needs when the bound is not tried (180 of its
-    219 solves)."""
+    219 solves dense, 231 as CSR, where Newton and IRLS end elsewhere and the bound needs
+    about 25 maps)."""
     from sklearn.datasets import load_digits
 
     import bayesdrop.solvers as solvers
 
     X, labels = load_digits(return_X_y=True)
-    problem = Problem.create(X, np.where(labels == 8, 1.0, -1.0), HingeLoss(0.1),
-                             Dropout(0.2))
+    problem = Problem.create(sp.csr_matrix(X) if sparse else X,
+                             np.where(labels == 8, 1.0, -1.0), HingeLoss(0.1), Dropout(0.2))
     res = fit_problem(problem, warn=False)
     assert res.solver == "newton+irls" and res.converged
     assert np.all(res.theta[:-1] == 0.0) and res.theta[-1] == -1.0
