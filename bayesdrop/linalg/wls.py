@@ -14,7 +14,7 @@ IRLS solves ``A theta = r`` (:func:`solve`); the Gibbs sampler draws
 perturb-then-solve, ``theta = A^{-1} (r + eta)`` with ``eta ~ N(0, A)`` built from the
 pieces of ``A`` (:func:`perturbation`).
 
-Two linear-algebra back-ends:
+Three linear-algebra back-ends:
 
 ``"cholesky"``
     forms the dense ``(D+1) x (D+1)`` matrix (cost ``O(N D^2)`` dense, ``O(nnz D)``
