@@ -26,7 +26,7 @@ import numpy as np
 
 from ..linalg.wls import LINALG
 from . import dual, irls, newton, smoothing
-from .bare import bare_gap
+from .bare import bare_gap, bare_gap_rows
 from .result import SolverResult
 
 __all__ = ["SOLVERS", "SolverResult", "check_solver", "choose_solver", "fit_problem",
@@ -310,11 +310,20 @@ def fit_rows(rows, theta0=None, *, solver="auto", tol=1e-8, max_iter=1000, accel
     if _trapped(values, second.theta, rows.fit_intercept):
         # the trap of fit_problem, handled the same way; the bare models at the kinks of
         # +-1 targets for a classification loss (the targets stay with the rows)
-        third = irls.fit_rows(rows, None, tol=tol, max_iter=max_iter,
-                              accelerate=accelerate, warn=False)
         kinks = rows.loss.kinks(np.array([-1.0, 1.0])) if rows.loss.binary else None
         bare = _bare_points(second.theta, rows.fit_intercept,
                             None if kinks is None else kinks[0])
+        J = np.asarray(values(bare), dtype=float)
+        target = tol * max(abs(float(J.min())), 1.0)
+        bound, passes = bare_gap_rows(rows, bare[int(np.argmin(J))], second.theta,
+                                      maps=BARE_MAPS, target=target)
+        second = second._replace(n_passes=second.n_passes + passes,
+                                 n_solves=second.n_solves + max(passes - 1, 0))
+        if bound <= target:  # w = 0 is the optimum: no third run
+            return _escape_trap(values, first, second, None, [bare[int(np.argmin(J))]],
+                                start)
+        third = irls.fit_rows(rows, None, tol=tol, max_iter=max_iter,
+                              accelerate=accelerate, warn=False)
         return _escape_trap(values, first, second, third, bare, start)
     return second.after(first.objective, first.n_iter, first.n_solves, start, "newton+irls",
                         first.n_passes)

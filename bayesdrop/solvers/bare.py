@@ -39,7 +39,7 @@ import numpy as np
 from ..linalg import wls
 from ..model.losses.kernels import ROOT_FLOOR
 
-__all__ = ["SHRINKS", "bare_gap", "bare_subgradient"]
+__all__ = ["SHRINKS", "bare_gap", "bare_gap_rows", "bare_pass", "bare_subgradient"]
 
 #: factors ``lambda`` of the kink examples' ``u_w`` tried to make room for ``g_b = 0``
 SHRINKS = (1.0, 1.0 - 1e-6, 1.0 - 1e-3, 0.99, 0.9, 0.5, 0.0)
@@ -77,14 +77,19 @@ def bare_gap(problem, bare, near, linalg="auto", maps=1, target=0.0):
     for k in range(1, maps + 1):
         step, bound, _ = _map_bound(problem.design, *setup, step, linalg)
         best = min(best, bound)
-        if best <= target:
-            break
-        # give up when the bound's last rate of decrease would not reach the target
-        rate = bound / last if last > 0 else 0.0
-        if k >= 2 and (not rate < 1.0 or best * rate ** (maps - k) > target):
+        if _done(best, bound, last, k, maps, target):
             break
         last = bound
     return best, k
+
+
+def _done(best, bound, last, k, maps, target):
+    """Whether the maps stop after the ``k``-th: the bound reached ``target``, or its
+    last rate of decrease ``bound / last`` would not bring it there within ``maps``."""
+    if best <= target:
+        return True
+    rate = bound / last if last > 0 else 0.0
+    return k >= 2 and (not rate < 1.0 or best * rate ** (maps - k) > target)
 
 
 def bare_subgradient(problem, bare, near, linalg="auto"):
@@ -98,11 +103,11 @@ def bare_subgradient(problem, bare, near, linalg="auto"):
     return _map_bound(problem.design, *setup, step, linalg)[2]
 
 
-def _kink_examples(problem, bare):
+def _kink_examples(problem, bare, allow_none=False):
     """``(d_m, rows, mid, half)``: every example's derivative ``d_m`` at the bare point,
     the examples on a kink there and the mid and half range of their slopes; None for a
-    loss without kinks, a non-diagonal noise covariance, no example on a kink or one on
-    two kinks at once."""
+    loss without kinks, a non-diagonal noise covariance, no example on a kink (unless
+    ``allow_none``: a block of rows) or one on two kinks at once."""
     design, loss, y = problem.design, problem.loss, problem.y
     kinks = loss.kinks(y)
     if kinks is None or not design.diagonal_noise:
@@ -111,7 +116,7 @@ def _kink_examples(problem, bare):
     b = float(bare[-1]) if design.fit_intercept else 0.0
     on = positions == b
     rows = np.flatnonzero(on.any(axis=1))
-    if rows.size == 0 or np.any(on.sum(axis=1) > 1):
+    if (rows.size == 0 and not allow_none) or np.any(on.sum(axis=1) > 1):
         return None
     j = np.argmax(on[rows], axis=1)
     left, right = slopes[rows, j], slopes[rows, j + 1]
@@ -174,3 +179,124 @@ def _shift_into(values, lo, hi, target):
         if c - a <= 1e-16 * max(abs(a), abs(c), 1.0):
             break
     return np.clip(values + 0.5 * (a + c), lo, hi)
+
+
+# --------------------------------------------------------------- row back-ends (dask)
+def bare_gap_rows(rows, bare, near, maps=1, target=0.0):
+    """:func:`bare_gap` through a row back-end (:mod:`bayesdrop.linalg.backend`): one
+    pass per map (:func:`bare_pass` checks the last map's point and builds the next map's
+    system together), plus one. Elements outside the unit ball are scaled onto it, their
+    ``u_w`` kept (``lambda = 1`` only); ``g_b`` is zeroed by moving the kink examples'
+    slopes a common fraction of the way to an end of their ranges (one sum per end, so
+    no bisection over the rows). Returns ``(bound, passes)``; ``inf`` where
+    :func:`bare_gap` finds none or the slopes cannot zero ``g_b``.
+
+    Examples
+    --------
+    The in-memory bound's certificate, one pass per map (uniform features, labels without
+    signal):
+
+    >>> from bayesdrop import Problem, HingeLoss, Dropout
+    >>> from bayesdrop.linalg.backend import InMemoryRows
+    >>> from bayesdrop.solvers import irls
+    >>> rng = np.random.default_rng(3)
+    >>> problem = Problem.create(rng.random((300, 4)),
+    ...                          np.where(rng.random(300) < 0.2, 1.0, -1.0),
+    ...                          HingeLoss(0.3), Dropout(0.4))
+    >>> near = irls.fit(problem, max_iter=30, warn=False).theta
+    >>> bare = np.r_[np.zeros(4), -1.0]
+    >>> rows = InMemoryRows(problem)
+    >>> [bool(bound < 1e-15) for bound, _ in (bare_gap_rows(rows, bare, near, maps=10),
+    ...                                       bare_gap(problem, bare, near, maps=10))]
+    [True, True]
+    """
+    if maps < 1 or rows.loss.kinks(np.array([-1.0, 1.0]) if rows.loss.binary
+                                   else np.zeros(1)) is None:
+        return np.inf, 0
+    b = float(bare[-1]) if rows.fit_intercept else 0.0
+    D = rows.n_features
+    step = np.asarray(near, dtype=float) - np.asarray(bare, dtype=float)
+    before = None
+    best, last, passes = np.inf, np.inf, 0
+    for k in range(maps + 1):
+        stats = rows.reduce(bare_pass, b, before, step)
+        passes += 1
+        if stats is None or stats[6] > 0 or stats[7] == 0:  # no kink examples, or two
+            return np.inf, passes
+        out, g, up, down, s_up, s_down, _, _, A, r = stats
+        if before is not None:
+            bound = np.inf
+            g = np.array(g, dtype=float)
+            if g[-1] > 0 and s_down >= g[-1]:
+                g = g - (g[-1] / s_down) * np.asarray(down)
+            elif g[-1] <= 0 and s_up >= -g[-1]:
+                g = g + (-g[-1] / max(s_up, 1e-300)) * np.asarray(up)
+            else:
+                g = None
+            if g is not None:
+                bound = 0.25 * float(g[:D] @ g[:D])
+            best = min(best, bound)
+            if _done(best, bound, last, k, maps, target):
+                break
+            last = bound
+        if k == maps:
+            break
+        A = np.array(A, dtype=float)
+        A[np.diag_indices_from(A)] += 2.0 * rows.penalty_mask()
+        before, step = step, np.linalg.solve(A, np.asarray(r, dtype=float))
+    return best, passes
+
+
+def bare_pass(problem, block, b, before, step):
+    """The rows' share of one pass of :func:`bare_gap_rows` about the bare intercept
+    ``b``: for the point ``bare + step`` of a map from ``bare + before`` (when
+    ``before`` is not None) the count of kink examples whose element left the unit ball
+    (scaled back onto it), the subgradient's sum ``Xbar^T d + (V^T coef) * w``, the sums ``Xbar^T (hi -
+    d)``, ``Xbar^T (d - lo)`` and ``sum (hi - d)``, ``sum (d - lo)`` over the kink
+    examples (``g_b``'s correction), the count of examples on two kinks and of those on
+    one; and the next map's system from ``bare + step`` (``A`` without ``2 I'``, ``r``).
+    Everything is relative to the bare point, as in :func:`bare_gap`."""
+    design = problem.design
+    p, D, n = design.n_params, design.n_features, design.n_samples
+    zeros = (0, np.zeros(p), np.zeros(p), np.zeros(p), 0.0, 0.0, 0, 0,
+             np.zeros((p, p)), np.zeros(p))
+    if n == 0:
+        return zeros
+    bare = np.zeros(p)
+    if design.fit_intercept:
+        bare[-1] = b
+    kinks = problem.loss.kinks(problem.y)
+    if kinks is not None and np.any((kinks[0] == b).sum(axis=1) > 1):
+        return zeros[:6] + (1, 0) + zeros[8:]
+    setup = _kink_examples(problem, bare, allow_none=True)
+    if setup is None:
+        return None
+    d_m, rows, mid, half = setup
+    m0, s0 = design.scores(step)
+    r = np.maximum(np.sqrt(m0[rows] ** 2 + s0[rows]), ROOT_FLOOR)
+    out, g, up, down, s_up, s_down = 0, np.zeros(p), np.zeros(p), np.zeros(p), 0.0, 0.0
+    if before is not None:
+        mb, sb = design.scores(before)
+        rb = np.maximum(np.sqrt(mb[rows] ** 2 + sb[rows]), ROOT_FLOOR)
+        u0, uw2 = m0[rows] / rb, s0[rows] / (rb * rb)
+        norm = np.sqrt(u0 * u0 + uw2)
+        out = int(np.sum(norm > 1.0))
+        shrink = np.where(norm > 1.0, 1.0 / np.maximum(norm, 1e-300), 1.0)
+        u0, uw2 = u0 * shrink, uw2 * shrink * shrink
+        slack = np.sqrt(np.maximum(1.0 - uw2, 0.0))
+        d = d_m.copy()
+        d[rows] = mid + half * np.clip(u0, -slack, slack)
+        coef = np.zeros(n)
+        coef[rows] = half * shrink / rb
+        g = design.rmatvec(d)
+        g[:D] += step[:D] * design.noise_diagonal(coef)[:D]
+        gap_up, gap_down = np.zeros(n), np.zeros(n)
+        gap_up[rows] = mid + half * slack - d[rows]
+        gap_down[rows] = d[rows] - (mid - half * slack)
+        up, down = design.rmatvec(gap_up), design.rmatvec(gap_down)
+        s_up, s_down = float(gap_up.sum()), float(gap_down.sum())
+    rho, t = np.zeros(n), -d_m
+    rho[rows] = half / r
+    t[rows] = -mid
+    return (out, g, up, down, s_up, s_down, 0, int(rows.size),
+            wls.normal_matrix(design, rho, penalty=False), wls.normal_rhs(design, t))
