@@ -47,6 +47,7 @@ from scipy.linalg.lapack import dpotrf as _potrf
 from scipy.linalg.lapack import dtrtrs as _trtrs
 import scipy.sparse.linalg as spla
 
+from .cg import jacobi_cg
 from .woodbury import DualCG, WoodburyFactor, cholesky_factor
 
 __all__ = [
@@ -188,17 +189,8 @@ def normal_operator(design, rho):
 def _cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
     """Preconditioned CG on ``A theta = r``."""
     op, diag = normal_operator(design, rho)
-    precond = spla.LinearOperator(op.shape, matvec=lambda z: np.ravel(z) / diag,
-                                  dtype=np.float64)
-    count = [0]
-
-    def callback(_):
-        count[0] += 1
-
-    maxiter = cg_maxiter if cg_maxiter is not None else 10 * design.n_params
-    theta, status = spla.cg(op, r, x0=x0, rtol=cg_tol, atol=0.0, M=precond,
-                            maxiter=maxiter, callback=callback)
-    return theta, {"linalg": "cg", "cg_iterations": count[0], "cg_converged": status == 0}
+    theta, iterations, converged = jacobi_cg(op, diag, r, x0, cg_tol, cg_maxiter)
+    return theta, {"linalg": "cg", "cg_iterations": iterations, "cg_converged": converged}
 
 
 def solve(design, rho, t, *, linalg="auto", x0=None, cg_tol=1e-10, cg_maxiter=None):

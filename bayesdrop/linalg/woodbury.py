@@ -11,6 +11,8 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse.linalg as spla
 
+from .cg import jacobi_cg
+
 __all__ = ["DualCG", "WoodburyFactor", "cholesky_factor"]
 
 
@@ -169,8 +171,7 @@ class DualCG(_DualSystem):
             return inv_rho * v + np.asarray(X @ (k * np.asarray(X.T @ v).ravel())).ravel()
 
         self._op = spla.LinearOperator((n, n), matvec=matvec, dtype=float)
-        self._precond = spla.LinearOperator((n, n), matvec=lambda v: np.ravel(v) / diag,
-                                            dtype=float)
+        self._diag = diag
         self.tol = float(tol)
         self.maxiter = 10 * n if maxiter is None else int(maxiter)
         self.iterations = 0
@@ -178,13 +179,8 @@ class DualCG(_DualSystem):
         self._intercept()
 
     def _solve_dual(self, v):
-        count = [0]
-
-        def callback(_):
-            count[0] += 1
-
-        x, status = spla.cg(self._op, v, rtol=self.tol, atol=0.0, M=self._precond,
-                            maxiter=self.maxiter, callback=callback)
-        self.iterations += count[0]
-        self.converged = self.converged and status == 0
+        x, iterations, converged = jacobi_cg(self._op, self._diag, v, tol=self.tol,
+                                             maxiter=self.maxiter)
+        self.iterations += iterations
+        self.converged = self.converged and converged
         return x

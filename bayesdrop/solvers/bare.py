@@ -35,6 +35,7 @@ inside ``+- sqrt(1 - lambda^2 ||u_w||^2)``, their ``u_w`` shrunk by a common ``l
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize import brentq
 
 from ..linalg import wls
 from ..model.losses.kernels import ROOT_FLOOR
@@ -130,19 +131,9 @@ def _map_bound(design, d_m, rows, mid, half, step, linalg):
     ``(step', bound, g)``. Everything is relative to the bare point (``m - P_n`` is the
     step's own score), so that the tiny ``w`` near it is not lost against ``b``."""
     n, D = design.n_samples, design.n_features
-    m0, s0 = design.scores(step)  # m - P on the kink examples
-    r = np.maximum(np.sqrt(m0[rows] ** 2 + s0[rows]), ROOT_FLOOR)
-    # the map: weights half / r on the kink examples, the others' terms linear
-    rho, t = np.zeros(n), -d_m
-    rho[rows] = half / r
-    t[rows] = -mid
-    step = wls.solve(design, rho, t, linalg=linalg)[0]
-    m1, s1 = design.scores(step)
-    u0 = m1[rows] / r
-    uw2 = s1[rows] / (r * r)  # ||u_w||^2
-    norm = np.sqrt(u0 * u0 + uw2)
-    shrink = np.where(norm > 1.0, 1.0 / np.maximum(norm, 1e-300), 1.0)
-    u0, uw2 = u0 * shrink, uw2 * shrink * shrink
+    r = _roots(design, rows, step)
+    step = wls.solve(design, *_map_weights(d_m, rows, mid, half, r), linalg=linalg)[0]
+    u0, uw2, shrink = _elements(design, rows, step, r)
     coef = np.zeros(n)  # the w-part: sum_n half_n shrink_n (v_n * w') / r_n
     coef[rows] = half * shrink / r
     z = step[:D] * design.noise_diagonal(coef)[:D]
@@ -165,20 +156,48 @@ def _map_bound(design, d_m, rows, mid, half, step, linalg):
     return step, best, g_best
 
 
+def _roots(design, rows, step):
+    """The kink examples' roots ``r_n = sqrt((m - P_n)^2 + s_n)`` at ``bare + step``,
+    floored at ``ROOT_FLOOR`` as IRLS's weights are (``m - P_n`` is the step's own
+    score)."""
+    m, s = design.scores(step)
+    return np.maximum(np.sqrt(m[rows] ** 2 + s[rows]), ROOT_FLOOR)
+
+
+def _map_weights(d_m, rows, mid, half, r):
+    """``(rho, t)`` of a map: weights ``half / r`` on the kink examples (their roots'
+    majorisers about ``P_n``), the other examples' terms linear (weight 0, target
+    ``-d_m``)."""
+    rho, t = np.zeros(d_m.shape[0]), -d_m
+    rho[rows] = half / r
+    t[rows] = -mid
+    return rho, t
+
+
+def _elements(design, rows, step, r):
+    """The kink examples' elements at ``bare + step`` for roots ``r``: ``u_0``,
+    ``||u_w||^2`` and the factor that scaled them onto the unit ball (1 inside it)."""
+    m, s = design.scores(step)
+    u0, uw2 = m[rows] / r, s[rows] / (r * r)
+    norm = np.sqrt(u0 * u0 + uw2)
+    shrink = np.where(norm > 1.0, 1.0 / np.maximum(norm, 1e-300), 1.0)
+    return u0 * shrink, uw2 * shrink * shrink, shrink
+
+
 def _shift_into(values, lo, hi, target):
     """``clip(values + tau, lo, hi)`` with ``tau`` such that the sum is ``target``
-    (bisection on the monotone sum; ``lo.sum() <= target <= hi.sum()``)."""
-    a = float(np.min(lo - values))
-    c = float(np.max(hi - values))
-    for _ in range(200):
-        tau = 0.5 * (a + c)
-        if np.clip(values + tau, lo, hi).sum() < target:
-            a = tau
-        else:
-            c = tau
-        if c - a <= 1e-16 * max(abs(a), abs(c), 1.0):
-            break
-    return np.clip(values + 0.5 * (a + c), lo, hi)
+    (``lo.sum() <= target <= hi.sum()``; Brent's method on the monotone sum)."""
+    a, c = float(np.min(lo - values)), float(np.max(hi - values))
+
+    def excess(tau):
+        return float(np.clip(values + tau, lo, hi).sum()) - target
+
+    if excess(a) >= 0.0 or excess(c) <= 0.0:
+        tau = a if excess(a) >= 0.0 else c
+    else:
+        tau = brentq(excess, a, c, xtol=1e-16 * max(abs(a), abs(c), 1.0),
+                     rtol=4.0 * np.finfo(float).eps)
+    return np.clip(values + tau, lo, hi)
 
 
 # --------------------------------------------------------------- row back-ends (dask)
@@ -251,11 +270,11 @@ def bare_pass(problem, block, b, before, step):
     """The rows' share of one pass of :func:`bare_gap_rows` about the bare intercept
     ``b``: for the point ``bare + step`` of a map from ``bare + before`` (when
     ``before`` is not None) the count of kink examples whose element left the unit ball
-    (scaled back onto it), the subgradient's sum ``Xbar^T d + (V^T coef) * w``, the sums ``Xbar^T (hi -
-    d)``, ``Xbar^T (d - lo)`` and ``sum (hi - d)``, ``sum (d - lo)`` over the kink
-    examples (``g_b``'s correction), the count of examples on two kinks and of those on
-    one; and the next map's system from ``bare + step`` (``A`` without ``2 I'``, ``r``).
-    Everything is relative to the bare point, as in :func:`bare_gap`."""
+    (scaled back onto it), the subgradient's sum ``Xbar^T d + (V^T coef) * w``, the
+    sums ``Xbar^T (hi - d)``, ``Xbar^T (d - lo)`` and ``sum (hi - d)``, ``sum (d - lo)``
+    over the kink examples (``g_b``'s correction), the count of examples on two kinks
+    and of those on one; and the next map's system from ``bare + step`` (``A`` without
+    ``2 I'``, ``r``). Everything is relative to the bare point, as in :func:`bare_gap`."""
     design = problem.design
     p, D, n = design.n_params, design.n_features, design.n_samples
     zeros = (0, np.zeros(p), np.zeros(p), np.zeros(p), 0.0, 0.0, 0, 0,
@@ -272,17 +291,11 @@ def bare_pass(problem, block, b, before, step):
     if setup is None:
         return None
     d_m, rows, mid, half = setup
-    m0, s0 = design.scores(step)
-    r = np.maximum(np.sqrt(m0[rows] ** 2 + s0[rows]), ROOT_FLOOR)
     out, g, up, down, s_up, s_down = 0, np.zeros(p), np.zeros(p), np.zeros(p), 0.0, 0.0
     if before is not None:
-        mb, sb = design.scores(before)
-        rb = np.maximum(np.sqrt(mb[rows] ** 2 + sb[rows]), ROOT_FLOOR)
-        u0, uw2 = m0[rows] / rb, s0[rows] / (rb * rb)
-        norm = np.sqrt(u0 * u0 + uw2)
-        out = int(np.sum(norm > 1.0))
-        shrink = np.where(norm > 1.0, 1.0 / np.maximum(norm, 1e-300), 1.0)
-        u0, uw2 = u0 * shrink, uw2 * shrink * shrink
+        rb = _roots(design, rows, before)
+        u0, uw2, shrink = _elements(design, rows, step, rb)
+        out = int(np.sum(shrink < 1.0))
         slack = np.sqrt(np.maximum(1.0 - uw2, 0.0))
         d = d_m.copy()
         d[rows] = mid + half * np.clip(u0, -slack, slack)
@@ -295,8 +308,6 @@ def bare_pass(problem, block, b, before, step):
         gap_down[rows] = d[rows] - (mid - half * slack)
         up, down = design.rmatvec(gap_up), design.rmatvec(gap_down)
         s_up, s_down = float(gap_up.sum()), float(gap_down.sum())
-    rho, t = np.zeros(n), -d_m
-    rho[rows] = half / r
-    t[rows] = -mid
+    rho, t = _map_weights(d_m, rows, mid, half, _roots(design, rows, step))
     return (out, g, up, down, s_up, s_down, 0, int(rows.size),
             wls.normal_matrix(design, rho, penalty=False), wls.normal_rhs(design, t))
