@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from contextlib import nullcontext
 
 __all__ = ["one_blas_thread", "single_blas_pool", "with_single_blas_pool"]
@@ -65,7 +66,36 @@ def single_blas_pool():
     (True, True)
     """
     selection = _secondary_pools()
-    return nullcontext() if selection is None else selection.limit(limits=1)
+    return nullcontext() if selection is None else _SingleBlasPool(selection)
+
+
+class _SingleBlasPool:
+    """The limit of :func:`single_blas_pool`, set by a thread's outermost block and lifted
+    when that block ends: nested blocks of the same thread -- every fit of a
+    regularisation path inside the path's block -- cost a counter, not a threadpoolctl
+    call each. (Each thread sets and lifts its own limit, as before: OpenBLAS ignored a
+    restore made from another thread than the one that set the limit.)"""
+
+    _local = threading.local()
+
+    def __init__(self, selection):
+        self._selection = selection
+
+    def __enter__(self):
+        local = self._local
+        depth = getattr(local, "depth", 0)
+        if depth == 0:
+            local.limit = self._selection.limit(limits=1)
+        local.depth = depth + 1
+        return self
+
+    def __exit__(self, *exc):
+        local = self._local
+        local.depth -= 1
+        if local.depth == 0:
+            limit, local.limit = local.limit, None
+            limit.restore_original_limits()
+        return False
 
 
 def with_single_blas_pool(func):

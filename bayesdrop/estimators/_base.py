@@ -367,7 +367,11 @@ class LinearModel(BaseEstimator):
         return self._map(self._decision_rows, X, np.atleast_2d(self.coef_).shape[0])
 
     def _decision_rows(self, X):
-        X = self._validate_X(X)
+        return self._decision_validated(self._validate_X(X))
+
+    def _decision_validated(self, X):
+        """:meth:`_decision_rows` of an ``X`` validated already (the held-out rows of a
+        cross-validation path, scored after every fit)."""
         return np.asarray(X @ np.atleast_2d(self.coef_).T) + self.intercept_
 
     def __sklearn_tags__(self):
@@ -429,8 +433,8 @@ class OneVsRestClassifier(ClassifierMixin, LinearModel):
         k = np.atleast_2d(self.coef_).shape[0]
         return self._map(self._decision_function_rows, X, None if k == 1 else k)
 
-    def _decision_function_rows(self, X):
-        scores = self._decision_rows(X)
+    def _decision_function_rows(self, X, validated=False):
+        scores = self._decision_validated(X) if validated else self._decision_rows(X)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict(self, X):
@@ -453,8 +457,8 @@ class OneVsRestClassifier(ClassifierMixin, LinearModel):
                 return np.log(p)
         return self._map(proba, X, self.classes_.shape[0])
 
-    def _predict_rows(self, X):
-        scores = self._decision_function_rows(X)
+    def _predict_rows(self, X, validated=False):
+        scores = self._decision_function_rows(X, validated)
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]

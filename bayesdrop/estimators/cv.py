@@ -10,13 +10,21 @@ would, and make the same choice (the same folds, scores and tie-breaking), for l
   loss;
 * the grid is walked as a snake -- ``C`` ascending at the first noise level, descending
   at the next, ... -- and every fit starts from the solution at the neighbouring grid
-  point (one parameter one grid step away), so that Newton needs few steps;
+  point (one parameter one grid step away), so that Newton needs few steps; at zero
+  noise the hinge and epsilon-insensitive fits follow the exact solution path from the
+  previous ``C``'s optimum instead (:mod:`bayesdrop.solvers.homotopy`: tens of events
+  where SMO takes thousands of steps and the smoothing solver tens of Newton steps);
+* the held-out rows are validated once per fold, and the BLAS limit of
+  :func:`bayesdrop._threads.single_blas_pool` is set once per fold, not per fit;
 * the folds run in parallel (``n_jobs``) in joblib's worker processes, as
   ``GridSearchCV``'s do (threads gained nothing: the zero-noise solvers of the hinge and
   epsilon-insensitive losses hold the GIL).
 
-Each fit still runs to the estimator's ``tol``, so the path's solutions are those of cold
-fits (within ``tol``), and so are its scores.
+Each fit still runs to the estimator's ``tol`` (the exact solvers: to their certificate),
+so the path's solutions are those of cold fits (within ``tol``), and so are its scores --
+except where the optimum is not unique: at tiny ``C`` the epsilon-insensitive ``J`` can be
+flat in the intercept over a stretch, and the path and a cold fit may return different
+points of it (the same ``J``; ``R^2`` differing by up to 5e-4 on diabetes at ``C`` = 2e-4).
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing
 
+from .._threads import single_blas_pool
 from .._validation import check_sample_weight
 from ..model.losses import EpsilonInsensitiveLoss, HingeLoss, LogisticLoss
 from ..model.noise import make_noise
@@ -71,7 +80,8 @@ def _grid(values, name, default):
 def _default_score(estimator, X, y, sample_weight=None):
     """``estimator.score(X, y)`` -- accuracy, or ``R^2`` for the regressor -- with the
     same arithmetic as scikit-learn's ``accuracy_score`` / ``r2_score`` but without their
-    input checks (about a millisecond a call; the path's fits take about as long).
+    input checks (about a millisecond a call; the path's fits take about as long), on an
+    ``X`` validated by the caller (the held-out rows, scored after every fit).
 
     Examples
     --------
@@ -82,7 +92,7 @@ def _default_score(estimator, X, y, sample_weight=None):
     >>> bool(_default_score(reg, X, y) == reg.score(X, y))
     True
     """
-    pred = estimator._predict_rows(X)
+    pred = estimator._predict_rows(X, validated=True)
     if is_classifier(estimator):
         return float(np.average(pred == y, weights=sample_weight))
     y = np.asarray(y, dtype=np.float64)
@@ -184,12 +194,13 @@ class _PathCV:
             score_kw = {"sample_weight": weights[test]} if weighted_scores else {}
             scores = np.empty((levels.size, Cs.size))
             c_order = np.argsort(Cs, kind="stable")
-            for i, j in enumerate(np.argsort(levels, kind="stable")):
-                est.noise_level = float(levels[j])
-                order = c_order if i % 2 == 0 else c_order[::-1]
-                for k, fitted in zip(order, est._fit_path(X_train, y_train, w_train,
-                                                          Cs[order])):
-                    scores[j, k] = scorer(fitted, X_test, y_test, **score_kw)
+            with single_blas_pool():  # once for the fold's fits, not per fit
+                for i, j in enumerate(np.argsort(levels, kind="stable")):
+                    est.noise_level = float(levels[j])
+                    order = c_order if i % 2 == 0 else c_order[::-1]
+                    for k, fitted in zip(order, est._fit_path(X_train, y_train, w_train,
+                                                              Cs[order])):
+                        scores[j, k] = scorer(fitted, X_test, y_test, **score_kw)
             return scores
 
         n_jobs = self.n_jobs if len(splits) > 1 else None

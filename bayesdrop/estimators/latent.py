@@ -142,8 +142,7 @@ class _DropoutLatentClassifier(_DropoutClassifier):
         X = self._validate_X(X)
         return np.hstack([self._hidden(X, k) for k in range(self.coef_.shape[0])])
 
-    def _decision_rows(self, X):
-        X = self._validate_X(X)
+    def _decision_validated(self, X):
         return np.column_stack([self._hidden(X, k) @ self.coef_[k] + self.intercept_[k]
                                 for k in range(self.coef_.shape[0])])
 

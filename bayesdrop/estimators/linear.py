@@ -154,14 +154,17 @@ class _DropoutLinearModel(LinearModel):
         X, targets, noise, weights = self._prepared(X, y, sample_weight)
         problems = None
         for C in Cs:
-            self.C = float(C)
+            previous, self.C = self.C, float(C)
             loss = self._make_loss()
             if problems is None:
                 problems = self._binary_problems(X, targets, noise, loss, weights)
-            else:  # the same design and targets; only C changes
+                scale = None
+            else:  # the same design and targets; only C changes: the previous optimum
+                # is this problem's at C times `scale` (the homotopy's start)
                 problems = [pr._replace(loss=loss.weighted(pr.loss.weights))
                             for pr in problems]
-            self._finish(self._fit_built(problems, noise, loss))
+                scale = previous / self.C
+            self._finish(self._fit_built(problems, noise, loss, scale))
             self.warm_start = True
             yield self
 
@@ -170,15 +173,18 @@ class _DropoutLinearModel(LinearModel):
         which unstacks its one problem)."""
         return fitted
 
-    def _fit_built(self, problems, noise, loss):
-        """Fit the built binary ``problems``; set the fitted attributes."""
+    def _fit_built(self, problems, noise, loss, theta0_scale=None):
+        """Fit the built binary ``problems``; set the fitted attributes. ``theta0_scale``:
+        the warm start is the optimum at ``C`` times it (see
+        :func:`~bayesdrop.solvers.fit_problem`)."""
 
         def fit_binary(k, _, start):
             design = problems[k].design
             theta0 = None if start is None else design.pack(*start)
             res = fit_problem(problems[k], theta0, solver=self._solver, linalg=self._linalg,
                               tol=self.tol, max_iter=self.max_iter,
-                              accelerate=self.accelerate)
+                              accelerate=self.accelerate,
+                              theta0_scale=None if start is None else theta0_scale)
             coef, intercept = design.split(res.theta)
             return BinaryFit(coef, intercept, res.n_iter, res.converged, res.objective,
                              {"solver_": res.solver})

@@ -173,8 +173,9 @@ class DropoutSVR(RegressorMixin, _DropoutLinearModel):
         """Predictions ``w.x + b`` (a lazy dask array for a dask ``X``)."""
         return self._map(self._predict_rows, X)
 
-    def _predict_rows(self, X):
-        X = self._validate_X(X)
+    def _predict_rows(self, X, validated=False):
+        if not validated:
+            X = self._validate_X(X)
         return np.asarray(X @ self.coef_).ravel() + self.intercept_
 
 

@@ -10,6 +10,9 @@
 * :mod:`.dual` -- the zero-noise hinge loss exactly: SMO on the dual with the
   intercept's equality constraint, then the certified active-set polish (up to 5000
   examples, any number of features);
+* :mod:`.homotopy` -- the same zero-noise losses along a path in ``C``: the exact
+  solution path followed event by event from a neighbouring ``C``'s optimum (the
+  cross-validation path of :mod:`bayesdrop.estimators.cv`);
 * :mod:`.alternating` -- the latent models' alternation of IRLS and L-BFGS;
 * :mod:`.lbfgs` -- L-BFGS-B with scikit-learn's tolerance scaling (smooth baselines).
 
@@ -25,7 +28,7 @@ import time
 import numpy as np
 
 from ..linalg.wls import LINALG
-from . import dual, irls, newton, smoothing
+from . import dual, homotopy, irls, newton, smoothing
 from .bare import bare_gap, bare_gap_rows
 from .result import SolverResult
 
@@ -184,7 +187,7 @@ def _certified_bare(problem, values, near, bare, tol, linalg):
 
 
 def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
-                max_iter=1000, accelerate=True, warn=True):
+                max_iter=1000, accelerate=True, warn=True, theta0_scale=None):
     """Minimise ``J`` of ``problem`` with the chosen optimiser and back-end.
 
     Parameters
@@ -201,6 +204,12 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
     accelerate : bool
         SQUAREM acceleration (IRLS only).
     warn : bool
+    theta0_scale : float, optional
+        ``theta0`` is the exact optimum of this problem with ``C`` multiplied by
+        ``theta0_scale`` (the previous point of a path over ``C``). With
+        ``solver="auto"``, the zero-noise hinge and epsilon-insensitive losses then
+        follow the solution path from there (:mod:`.homotopy`), and the chosen solver
+        runs only where that walk cannot finish.
 
     Returns
     -------
@@ -218,6 +227,11 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
     """
     solver, linalg = check_solver(solver, linalg)
     chosen = choose_solver(problem, solver, linalg)
+    if (solver == "auto" and chosen in ("dual", "smoothing") and theta0 is not None
+            and theta0_scale is not None and homotopy.applicable(problem)):
+        followed = homotopy.follow(problem, theta0, theta0_scale)
+        if followed is not None:
+            return followed
     if chosen == "irls":
         return irls.fit(problem, theta0, tol=tol, max_iter=max_iter, accelerate=accelerate,
                         linalg=linalg, warn=warn)
