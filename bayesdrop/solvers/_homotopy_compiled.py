@@ -96,8 +96,14 @@ def walk(X, fit_intercept, pos, slopes, on, kink, piece, theta0, t0, max_events)
     B0 = np.empty((p + 1, 2))
     w0 = np.empty(D)
     w1 = np.empty(D)
-    a = np.empty(n)
     c = np.empty(n)
+    # the scores where the walk stands, moved along each segment by its slope c
+    m = np.empty(n)
+    for i in range(n):
+        s = theta0[D] if fit_intercept else 0.0
+        for d in range(D):
+            s += X[i, d] * theta0[d]
+        m[i] = s
     t = t0
     direction = 1.0 if t0 < 1.0 else -1.0
     scale_s = 1.0
@@ -111,7 +117,7 @@ def walk(X, fit_intercept, pos, slopes, on, kink, piece, theta0, t0, max_events)
     b_now = theta0[D] if fit_intercept else 0.0  # the intercept where the walk stands
     while True:
         # the bordered system: [[G / 2, -1], [-1^T, 0]] [u; b] = [-p_E - t X_E f_w / 2; t f_b]
-        m = k + fi
+        size = k + fi
         for e in range(k):
             i = E[e]
             for e2 in range(k):
@@ -128,10 +134,10 @@ def walk(X, fit_intercept, pos, slopes, on, kink, piece, theta0, t0, max_events)
             K[k, k] = 0.0
             B[k, 0] = 0.0
             B[k, 1] = f_b
-        for r in range(m):
+        for r in range(size):
             B0[r, 0] = B[r, 0]
             B0[r, 1] = B[r, 1]
-            for r2 in range(m):
+            for r2 in range(size):
                 K0[r, r2] = K[r, r2]
         flat = fi == 1 and k == 0
         if flat:
@@ -142,16 +148,16 @@ def walk(X, fit_intercept, pos, slopes, on, kink, piece, theta0, t0, max_events)
                 return SINGULAR, events, theta
             B[0, 0] = b_now
             B[0, 1] = 0.0
-        elif m > 0:
-            if not _solve2(K, B, m):
+        elif size > 0:
+            if not _solve2(K, B, size):
                 return SINGULAR, events, theta
             big = 1.0
             res = 0.0
-            for r in range(m):
+            for r in range(size):
                 big = max(big, abs(B0[r, 0]), abs(B0[r, 1]))
                 r0 = -B0[r, 0]
                 r1 = -B0[r, 1]
-                for r2 in range(m):
+                for r2 in range(size):
                     r0 += K0[r, r2] * B[r2, 0]
                     r1 += K0[r, r2] * B[r2, 1]
                 res = max(res, abs(r0), abs(r1))
@@ -187,14 +193,11 @@ def walk(X, fit_intercept, pos, slopes, on, kink, piece, theta0, t0, max_events)
                     return BAD_START, 0, theta
         if t == 1.0:
             break
-        # the scores' affine parts, then the nearest event ahead (a step in t)
+        # the scores' slope in t, then the nearest event ahead (a step in t)
         for i in range(n):
-            s0 = b0
             s1 = b1
             for d in range(D):
-                s0 += X[i, d] * w0[d]
                 s1 += X[i, d] * w1[d]
-            a[i] = s0
             c[i] = s1
         best = abs(1.0 - t)
         who = -1
@@ -204,7 +207,7 @@ def walk(X, fit_intercept, pos, slopes, on, kink, piece, theta0, t0, max_events)
             if on[i]:
                 continue
             ci = c[i] * direction
-            mi = a[i] + t * c[i]
+            mi = m[i]
             pc = piece[i]
             if ci > 0.0 and pc < n_kinks:
                 st = (pos[i, pc] - mi) / ci
@@ -246,7 +249,10 @@ def walk(X, fit_intercept, pos, slopes, on, kink, piece, theta0, t0, max_events)
         events += 1
         if events > max_events:
             return TOO_MANY, events, theta
-        t = t + direction * best
+        step = direction * best
+        t = t + step
+        for i in range(n):
+            m[i] += step * c[i]
         last = who
         b_now = b0 + t * b1
         if kind == 1:  # reaches a kink: joins E
@@ -258,6 +264,7 @@ def walk(X, fit_intercept, pos, slopes, on, kink, piece, theta0, t0, max_events)
             f_b -= s
             kink[who] = piece[who] if c[who] * direction > 0.0 else piece[who] - 1
             on[who] = True
+            m[who] = pos[who, kink[who]]
             E[k] = who
             for e in range(k + 1):
                 s = 0.0

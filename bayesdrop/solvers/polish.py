@@ -14,14 +14,14 @@ from .result import SolverResult
 __all__ = ["certify", "exact_result"]
 
 
-def certify(problem, theta, history, it, start, on_kink=None):
+def certify(problem, theta, history, it, start, on_kink=None, rtol=1e-12):
     """The polished optimum from ``theta`` (and the start set ``on_kink``) as a result, if
     its KKT certificate holds (:func:`bayesdrop.solvers.irls.active_set_polish`) and it
-    does not raise ``J`` above ``history[-1]``; else None."""
+    does not raise ``J`` above ``history[-1]`` (by more than ``rtol`` of it); else None."""
     from .irls import active_set_polish
 
     polished, J_p = active_set_polish(problem, theta, on_kink)
-    if polished is None or J_p > history[-1] * (1.0 + 1e-12) + 1e-300:
+    if polished is None or J_p > history[-1] + rtol * abs(history[-1]) + 1e-300:
         return None
     return exact_result(problem, polished, history + [J_p], it, start, "dual", 1)
 
