@@ -6,8 +6,9 @@ on-disk cache (``cache=True``: next to the installed modules, or under
 runs a small fit and a small posterior sample for each chosen estimator and input kind,
 which compiles exactly the kernels those calls use, and compiles the whole Newton loop for
 small dense problems of the estimator's loss (which ``compiled="auto"`` runs only once
-it is compiled: :func:`bayesdrop.solvers.newton.fit`); later processes load them from
-the cache.
+it is compiled: :func:`bayesdrop.solvers.newton.fit`) and, for the SVMs, the event loop
+that the CV estimators' zero-noise path runs (:mod:`bayesdrop.solvers.homotopy`); later
+processes load them from the cache.
 """
 
 from __future__ import annotations
@@ -88,6 +89,10 @@ def warm(estimators=ESTIMATORS, kinds=KINDS, *, sample=True, file=None):
             est.fit(X, y)
             if kind == "dense":  # the compiled loop that later small dense fits use
                 _compile_newton(est, X, y)
+                if name != "DropoutLogisticRegression":  # the CV path's zero-noise walk
+                    path = type(est)(noise_level=0.0)._fit_path(X, y, None, [0.5, 2.0])
+                    for _ in path:
+                        pass
             rows.append((name, kind, "fit", time.perf_counter() - t0))
             print(f"{name:<26} {kind:<6} fit              {rows[-1][3]:7.1f} s", file=file,
                   flush=True)
