@@ -688,6 +688,49 @@ def test_newton_crawling_in_the_trap_stops_early():
     assert problem.objective(res.theta) <= problem.objective(ref.theta) * (1 + 1e-10)
 
 
+def test_newton_stops_once_no_better_than_the_bare_model():
+    """The same class with the best bare model's ``J`` given: Newton stops as a stall
+    after ``TRAP_STEPS`` steps (15 by the stagnation rule without it); ``fit_problem``
+    then certifies ``w = 0`` from IRLS's end point, whose own intercept is off the kink
+    (the bare model there is worse than IRLS's point: ``_trapped`` must look at the
+    kinks); a class whose optimum is not ``w = 0`` is unaffected."""
+    from sklearn.datasets import load_digits
+
+    from bayesdrop.solvers import _bare_points, _bare_value, _trapped
+    from bayesdrop.solvers.newton import loop
+
+    X, labels = load_digits(return_X_y=True)
+
+    def problem(k):
+        return Problem.create(X / 16.0, np.where(labels == k, 1.0, -1.0), HingeLoss(0.1),
+                              Dropout(0.2))
+
+    p8 = problem(8)
+    bare_J = _bare_value(p8, None)
+    early = newton.fit(p8, max_iter=40, warn=False, bare_J=bare_J)
+    late = newton.fit(p8, max_iter=40, warn=False)
+    assert early.stalled and early.n_iter == loop.TRAP_STEPS < late.n_iter
+    assert early.objective[-1] > bare_J
+    np.testing.assert_array_equal(early.theta, newton.fit(p8, max_iter=loop.TRAP_STEPS,
+                                                          warn=False).theta)
+    second = irls.fit(p8, early.theta, warn=False)
+
+    def values(thetas):
+        return [p8.objective(t) for t in thetas]
+
+    kinks = p8.loss.kinks(p8.y)[0]
+    assert not _trapped(values, second.theta, True)  # its own intercept only
+    assert _trapped(values, second.theta, True, kinks)
+    assert min(values(_bare_points(second.theta, True, kinks))) == bare_J
+    res = fit_problem(p8, warn=False)
+    assert res.converged and res.objective[-1] == bare_J
+    np.testing.assert_array_equal(res.theta[:-1], 0.0)
+    p0 = problem(0)
+    with_check = newton.fit(p0, warn=False, bare_J=_bare_value(p0, None))
+    assert with_check.converged and not with_check.stalled
+    np.testing.assert_array_equal(with_check.theta, newton.fit(p0, warn=False).theta)
+
+
 def test_optimum_at_w_zero_is_found_exactly():
     """Digits one-vs-rest with q = 0.5, C = 0.1: for some classes the optimum is the
     intercept alone (``w = 0``, ``J`` piecewise linear in ``b``), where Newton cannot

@@ -124,16 +124,14 @@ TRAP_RTOL = 1e-6
 BARE_MAPS = 32
 
 
-def _trapped(values, theta, fit_intercept):
-    """Whether ``theta`` is no better than its intercept alone (``w = 0``) to
-    :data:`TRAP_RTOL`: the trap of :func:`fit_problem`, or an optimum at ``w = 0``,
+def _trapped(values, theta, fit_intercept, kinks=None):
+    """Whether ``theta`` is no better than a bare model ``(0, b)`` to :data:`TRAP_RTOL` --
+    ``b`` its own intercept or a kink position of the loss (``kinks``; see
+    :func:`_bare_points`): the trap of :func:`fit_problem`, or an optimum at ``w = 0``,
     which IRLS from the start finds as well. ``values(thetas)`` gives ``J`` at each of a
     list of points (one pass over the rows for a row back-end)."""
-    bare = np.zeros_like(theta)
-    if fit_intercept:
-        bare[-1] = theta[-1]
-    J, J_bare = values([theta, bare])
-    return bool(J >= J_bare - TRAP_RTOL * max(abs(J), 1.0))
+    J, *J_bare = values([theta] + _bare_points(theta, fit_intercept, kinks))
+    return bool(J >= min(J_bare) - TRAP_RTOL * max(abs(J), 1.0))
 
 
 def _bare_points(theta, fit_intercept, kinks=None):
@@ -153,6 +151,28 @@ def _bare_points(theta, fit_intercept, kinks=None):
         point[-1] = b
         points.append(point)
     return points
+
+
+def _bare_value(problem, theta0):
+    """``J`` of the best bare model ``(0, b)`` at the kinks of a piecewise-linear loss
+    (and ``theta0``'s intercept), for Newton's early trap check
+    (:data:`.newton.loop.TRAP_STEPS`); None for a smooth loss (no trap: no kinks).
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, Dropout
+    >>> X = np.array([[1.0], [2.0], [3.0]]); y = np.array([1.0, 1.0, -1.0])
+    >>> problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.2))
+    >>> _bare_value(problem, None)  # b = 1: only the third example pays, 2 C (1 + 1)
+    4.0
+    """
+    kinks = problem.loss.kinks(problem.y)
+    if kinks is None:
+        return None
+    design = problem.design
+    theta = np.zeros(design.n_params) if theta0 is None else np.asarray(theta0, dtype=float)
+    points = _bare_points(theta, design.fit_intercept, kinks[0])
+    return float(min(problem.objective(point) for point in points))
 
 
 def _escape_trap(values, first, second, third, bare, start):
@@ -248,7 +268,8 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
     # acts like a group-lasso penalty on w)
     start = time.perf_counter()
     first = newton.fit(problem, theta0, tol=tol, max_iter=min(max_iter, AUTO_NEWTON_ITER),
-                       linalg=linalg, warn=warn and max_iter <= AUTO_NEWTON_ITER)
+                       linalg=linalg, warn=warn and max_iter <= AUTO_NEWTON_ITER,
+                       bare_J=_bare_value(problem, theta0))
     if first.converged or max_iter <= AUTO_NEWTON_ITER:
         return first
     second = irls.fit(problem, first.theta, tol=tol, max_iter=max_iter - first.n_iter,
@@ -258,7 +279,9 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
         return [problem.objective(t) for t in thetas]
 
     fit_intercept = problem.design.fit_intercept
-    if _trapped(values, second.theta, fit_intercept):
+    kinks = problem.loss.kinks(problem.y)
+    kinks = None if kinks is None else kinks[0]
+    if _trapped(values, second.theta, fit_intercept, kinks):
         # a near-kink trap or an optimum at w = 0: with w near 0 every score variance
         # vanishes and the examples on their kinks give Newton (and the IRLS map, whose
         # weights ~ 1 / sqrt(s_n) pin them there) a curvature ~ C / sqrt(s_n) -- tiny
@@ -266,8 +289,7 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
         # 2e-4 above J*). IRLS from the start does not enter the trap; w = 0 with the best
         # intercept is the optimum where there is no trap but the tip itself: the lowest
         # of the three
-        kinks = problem.loss.kinks(problem.y)
-        bare = _bare_points(second.theta, fit_intercept, None if kinks is None else kinks[0])
+        bare = _bare_points(second.theta, fit_intercept, kinks)
         certified, maps = _certified_bare(problem, values, second.theta, bare, tol, linalg)
         second = second._replace(n_solves=second.n_solves + maps)
         if certified is not None:  # w = 0 is the optimum: no third run
@@ -321,12 +343,13 @@ def fit_rows(rows, theta0=None, *, solver="auto", tol=1e-8, max_iter=1000, accel
     def values(thetas):  # one pass over the rows for all the points
         return rows.objective(np.stack(thetas))
 
-    if _trapped(values, second.theta, rows.fit_intercept):
-        # the trap of fit_problem, handled the same way; the bare models at the kinks of
-        # +-1 targets for a classification loss (the targets stay with the rows)
-        kinks = rows.loss.kinks(np.array([-1.0, 1.0])) if rows.loss.binary else None
-        bare = _bare_points(second.theta, rows.fit_intercept,
-                            None if kinks is None else kinks[0])
+    # the bare models at the kinks of +-1 targets for a classification loss (the targets
+    # stay with the rows)
+    kinks = rows.loss.kinks(np.array([-1.0, 1.0])) if rows.loss.binary else None
+    kinks = None if kinks is None else kinks[0]
+    if _trapped(values, second.theta, rows.fit_intercept, kinks):
+        # the trap of fit_problem, handled the same way
+        bare = _bare_points(second.theta, rows.fit_intercept, kinks)
         J = np.asarray(values(bare), dtype=float)
         target = tol * max(abs(float(J.min())), 1.0)
         bound, passes = bare_gap_rows(rows, bare[int(np.argmin(J))], second.theta,

@@ -54,6 +54,7 @@ evaluator and the start and pass this module's constants (read at call time).
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 
@@ -158,10 +159,11 @@ def _factor_options():
                                START_GRAM_ROWS_PER_PARAM)
 
 
-def _options(tol, max_iter, reuse, expand=True):
+def _options(tol, max_iter, reuse, expand=True, bare_J=None):
     return loop.NewtonOptions(float(tol), int(max_iter), ARMIJO, MIN_STEP, float(reuse),
                               CONTRACTION, CHORD_STOP, EXPAND_STEPS if expand else 0,
-                              EXPAND_RATIO, QN_MEMORY, CG_FORCING_FLOOR)
+                              EXPAND_RATIO, QN_MEMORY, CG_FORCING_FLOOR,
+                              math.inf if bare_J is None else float(bare_J))
 
 
 def _reuse_threshold(design):
@@ -294,7 +296,7 @@ def _result(out, start, linalg, warn, max_iter, tol, n_passes=0):
 
 @with_single_blas_pool
 def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=True,
-        cg_maxiter=None, compiled="auto"):
+        cg_maxiter=None, compiled="auto", bare_J=None):
     """Minimise ``J`` by Newton's method with a backtracking line search.
 
     Parameters
@@ -332,6 +334,10 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         compile`` puts it there) -- otherwise the same iteration runs in Python, which
         compiles next to nothing (a first fit in seconds rather than half a minute).
         The two agree to rounding (the same steps; sums in a different order).
+    bare_J : float, optional
+        ``J`` of the best bare model ``(0, b)``: from :data:`.loop.TRAP_STEPS` steps on,
+        an iterate still above it stops the run as a stall (``stalled=True``; see
+        :func:`bayesdrop.solvers.fit_problem`).
 
     Returns
     -------
@@ -354,11 +360,11 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     True
     """
     return _fit(problem, theta0, tol=tol, max_iter=max_iter, linalg=linalg, warn=warn,
-                cg_maxiter=cg_maxiter, compiled=compiled)
+                cg_maxiter=cg_maxiter, compiled=compiled, bare_J=bare_J)
 
 
 def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=True,
-         cg_maxiter=None, compiled="auto"):
+         cg_maxiter=None, compiled="auto", bare_J=None):
     tol = check_scalar(tol, "tol", min_val=0.0, include_min=False)
     max_iter = check_scalar(max_iter, "max_iter", min_val=1, integer=True)
     if not applicable(problem):
@@ -407,7 +413,7 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
         theta = np.array(theta0, dtype=float, copy=True)
     if theta.shape != (p_dim,):
         raise ValueError(f"theta0 must have shape ({p_dim},), got {theta.shape}")
-    opts = _options(tol, max_iter, _reuse_threshold(design))
+    opts = _options(tol, max_iter, _reuse_threshold(design), bare_J=bare_J)
     irls_start = theta0 is None and not loss.smooth
     if compiled_run is not None:
         args = _compiled_args(problem, theta, *compiled_run, opts)
