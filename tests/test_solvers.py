@@ -697,7 +697,6 @@ def test_newton_stops_once_no_better_than_the_bare_model():
     from sklearn.datasets import load_digits
 
     from bayesdrop.solvers import _bare_points, _bare_value, _trapped
-    from bayesdrop.solvers.newton import loop
 
     X, labels = load_digits(return_X_y=True)
 
@@ -709,9 +708,9 @@ def test_newton_stops_once_no_better_than_the_bare_model():
     bare_J = _bare_value(p8, None)
     early = newton.fit(p8, max_iter=40, warn=False, bare_J=bare_J)
     late = newton.fit(p8, max_iter=40, warn=False)
-    assert early.stalled and early.n_iter == loop.TRAP_STEPS < late.n_iter
+    assert early.stalled and early.n_iter == newton.TRAP_STEPS < late.n_iter
     assert early.objective[-1] > bare_J
-    np.testing.assert_array_equal(early.theta, newton.fit(p8, max_iter=loop.TRAP_STEPS,
+    np.testing.assert_array_equal(early.theta, newton.fit(p8, max_iter=newton.TRAP_STEPS,
                                                           warn=False).theta)
     second = irls.fit(p8, early.theta, warn=False)
 
@@ -729,6 +728,34 @@ def test_newton_stops_once_no_better_than_the_bare_model():
     with_check = newton.fit(p0, warn=False, bare_J=_bare_value(p0, None))
     assert with_check.converged and not with_check.stalled
     np.testing.assert_array_equal(with_check.theta, newton.fit(p0, warn=False).theta)
+
+
+def test_newton_finishes_where_irls_leaves_the_trap_below_the_bare_model():
+    """Digits 2-vs-rest, hinge q = 0.5, C = 0.02: the optimum (``|w| = 0.034``) has ``J``
+    5e-4 below the bare model's; Newton from zero is still above the bare model after
+    ``TRAP_STEPS`` steps (and alone stalls in the trap, 5e-4 above ``J*``). IRLS continues
+    and leaves the trap, and Newton from its end converges: ``J`` at most IRLS's at
+    ``tol=1e-14`` (IRLS's own end at the default tol, which it returned before, is 1e-7
+    higher)."""
+    from sklearn.datasets import load_digits
+
+    from bayesdrop.solvers import _bare_value
+
+    X, labels = load_digits(return_X_y=True)
+    problem = Problem.create(X / 16.0, np.where(labels == 2, 1.0, -1.0), HingeLoss(0.02),
+                             Dropout(0.5))
+    bare_J = _bare_value(problem, None)
+    early = newton.fit(problem, max_iter=40, warn=False, bare_J=bare_J)
+    assert early.stalled and early.n_iter == newton.TRAP_STEPS
+    alone = newton.fit(problem, max_iter=100, warn=False)
+    ref = irls.fit(problem, tol=1e-14, max_iter=50_000, warn=False)
+    assert alone.stalled and alone.objective[-1] > ref.objective[-1] * (1 + 1e-4)
+    res = fit_problem(problem, warn=False)
+    assert res.solver == "newton+irls+newton" and res.converged
+    assert res.objective[-1] <= ref.objective[-1] * (1 + 1e-14)
+    assert np.all(np.diff(res.objective) <= 0)
+    irls_end = irls.fit(problem, early.theta, warn=False)
+    assert res.objective[-1] < irls_end.objective[-1] < bare_J
 
 
 def test_optimum_at_w_zero_is_found_exactly():

@@ -470,8 +470,9 @@ class DropoutSVC(_DropoutClassifier):
     n_iter_ : ndarray of shape (n_problems,)
         Iterations (Newton or IRLS steps) of each binary (one-vs-rest) problem.
     solver_ : ndarray of str, shape (n_problems,)
-        The optimiser that fitted each problem (``"newton"``, ``"irls"`` or
-        ``"newton+irls"``; see the ``solver`` parameter).
+        The optimisers that fitted each problem, joined by ``+`` in the order they ran
+        (``"newton"``, ``"irls"``, ``"dual"``, ``"smoothing"``, ``"homotopy"`` on a CV
+        path, ``"newton+irls"``, ...; see the ``solver`` parameter).
     objective_ : list of ndarray
         History of ``J`` for each binary problem (monotone non-increasing).
     converged_ : ndarray of bool

@@ -77,7 +77,7 @@ from .constants import (  # noqa: F401
     QN_REUSE_DECREMENT, REUSE_DECREMENT, RIDGE, ROWS_SUBSAMPLE_STEP,
     ROW_SHORT_STEPS, ROW_TRIAL_STEPS, SINGLE_MAX_COND, START_CG_RTOL,
     START_GRAM_ROWS, START_GRAM_ROWS_PER_PARAM, SUBSAMPLE_MAX_ITER,
-    SUBSAMPLE_MIN_ROWS, SUBSAMPLE_STEP)
+    SUBSAMPLE_MIN_ROWS, SUBSAMPLE_STEP, TRAP_STEPS)
 
 __all__ = ["LINALG", "applicable", "choose_linalg", "fit"]
 
@@ -163,7 +163,7 @@ def _options(tol, max_iter, reuse, expand=True, bare_J=None):
     return loop.NewtonOptions(float(tol), int(max_iter), ARMIJO, MIN_STEP, float(reuse),
                               CONTRACTION, CHORD_STOP, EXPAND_STEPS if expand else 0,
                               EXPAND_RATIO, QN_MEMORY, CG_FORCING_FLOOR,
-                              math.inf if bare_J is None else float(bare_J))
+                              math.inf if bare_J is None else float(bare_J), int(TRAP_STEPS))
 
 
 def _reuse_threshold(design):
@@ -335,7 +335,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         compiles next to nothing (a first fit in seconds rather than half a minute).
         The two agree to rounding (the same steps; sums in a different order).
     bare_J : float, optional
-        ``J`` of the best bare model ``(0, b)``: from :data:`.loop.TRAP_STEPS` steps on,
+        ``J`` of the best bare model ``(0, b)``: from :data:`TRAP_STEPS` steps on,
         an iterate still above it stops the run as a stall (``stalled=True``; see
         :func:`bayesdrop.solvers.fit_problem`).
 

@@ -44,7 +44,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-__all__ = ["STAGNATION_RTOL", "STAGNATION_STEPS", "STALL_RTOL", "TRAP_STEPS", "NewtonOptions", "accept",
+__all__ = ["STAGNATION_RTOL", "STAGNATION_STEPS", "STALL_RTOL", "NewtonOptions", "accept",
            "add_pair", "chord_solve", "newton_direction", "newton_loop", "qn_direction",
            "retry_exact", "start", "take_doubled", "trial"]
 
@@ -62,13 +62,6 @@ STALL_RTOL = 1e-4
 #: 1e-7 of itself per step for 30 steps, to ``max_iter``); ``solver="auto"`` continues
 STAGNATION_STEPS = 5
 STAGNATION_RTOL = 1e-6
-#: a stall also when, after this many steps, ``J`` is still above the best bare model's
-#: (``NewtonOptions.bare_J``, ``w = 0``): the iterate is then no better than ``w = 0``,
-#: where the trap pulls it (digits 8-vs-rest, hinge ``q = 0.2``, ``C = 0.1``, optimum
-#: ``w = 0``: ``J`` 3e-2 above the bare model's after 3 steps, 3e-4 after 15, when the
-#: stagnation rule stopped it; 21 of the fit's 46 ms). A false alarm costs speed only:
-#: ``solver="auto"`` continues by IRLS from the iterate.
-TRAP_STEPS = 6
 
 
 class NewtonOptions(NamedTuple):
@@ -98,9 +91,10 @@ class NewtonOptions(NamedTuple):
     cg_floor : float
         Smallest relative residual asked of an inexact (CG) direction.
     bare_J : float
-        ``J`` of the best bare model ``(0, b)`` (``inf``: no check): from
-        :data:`TRAP_STEPS` steps on, an iterate still above it ends the run as a stall
-        (see :data:`TRAP_STEPS`).
+        ``J`` of the best bare model ``(0, b)`` (``inf``: no check).
+    trap_steps : int
+        From this many steps on, an iterate still above ``bare_J`` ends the run as a
+        stall (``TRAP_STEPS`` of :mod:`bayesdrop.solvers.newton`).
     """
 
     tol: float
@@ -115,6 +109,7 @@ class NewtonOptions(NamedTuple):
     qn_memory: int
     cg_floor: float
     bare_J: float = math.inf
+    trap_steps: int = 0
 
 
 # -- the evaluator's operations (numba overloads them for the compiled evaluator) ----------
@@ -361,8 +356,8 @@ def newton_loop(ev, theta0, opts, fresh_first):
                 <= STAGNATION_RTOL * max(abs(J), 1.0) and _large(g, g0, J, opts.tol)):
             status = STALLED  # crawling in the trap (see STAGNATION_RTOL)
             break
-        if it >= TRAP_STEPS and J > opts.bare_J:
-            status = STALLED  # no better than w = 0 (see TRAP_STEPS)
+        if it >= opts.trap_steps and J > opts.bare_J:
+            status = STALLED  # no better than w = 0 (see newton.TRAP_STEPS)
             break
     if (status == MAX_ITER or status == NO_DECREASE) and _large(g, g0, J, opts.tol):
         status = STALLED  # the same trap, where the steps did not even reach the tolerance
