@@ -663,7 +663,8 @@ def test_newton_stalled_near_w_zero_is_not_converged_and_auto_finds_the_optimum(
         # 4-6 % above J*: IRLS from the stall stays in the trap)
         rows = fit_rows(InMemoryRows(problem), trap, warn=False)
         assert problem.objective(rows.theta) <= J_ref * (1 + 1e-9)
-        assert rows.solver == res.solver == "newton+irls"
+        # (in memory Newton's early trap check leaves by IRLS and finishes by Newton)
+        assert rows.solver == "newton+irls" and res.solver.startswith("newton+irls")
 
 
 def test_newton_crawling_in_the_trap_stops_early():
@@ -733,8 +734,8 @@ def test_newton_stops_once_no_better_than_the_bare_model():
 def test_newton_finishes_where_irls_leaves_the_trap_below_the_bare_model():
     """Digits 2-vs-rest, hinge q = 0.5, C = 0.02: the optimum (``|w| = 0.034``) has ``J``
     5e-4 below the bare model's; Newton from zero is still above the bare model after
-    ``TRAP_STEPS`` steps (and alone stalls in the trap, 5e-4 above ``J*``). IRLS continues
-    and leaves the trap, and Newton from its end converges: ``J`` at most IRLS's at
+    ``TRAP_STEPS`` steps (and alone stalls in the trap, 5e-4 above ``J*``). IRLS leaves
+    the trap, and Newton from there converges: ``J`` at most IRLS's at
     ``tol=1e-14`` (IRLS's own end at the default tol, which it returned before, is 1e-7
     higher)."""
     from sklearn.datasets import load_digits
@@ -756,6 +757,31 @@ def test_newton_finishes_where_irls_leaves_the_trap_below_the_bare_model():
     assert np.all(np.diff(res.objective) <= 0)
     irls_end = irls.fit(problem, early.theta, warn=False)
     assert res.objective[-1] < irls_end.objective[-1] < bare_J
+
+
+def test_escape_maps_below_the_bare_model_hand_back_to_newton(monkeypatch):
+    """The same problem with the trap check from 2 steps on: ``ESCAPE_MAPS`` IRLS maps get
+    below the bare model's ``J`` and Newton converges from there -- the optimum to
+    rounding in a tenth of the systems of IRLS's long run from the 6th step (14 against
+    139 solves)."""
+    from sklearn.datasets import load_digits
+
+    from bayesdrop.solvers import ESCAPE_MAPS, _bare_value
+
+    X, labels = load_digits(return_X_y=True)
+    problem = Problem.create(X / 16.0, np.where(labels == 2, 1.0, -1.0), HingeLoss(0.02),
+                             Dropout(0.5))
+    monkeypatch.setattr(newton, "TRAP_STEPS", 2)
+    bare_J = _bare_value(problem, None)
+    early = newton.fit(problem, max_iter=40, warn=False, bare_J=bare_J)
+    assert early.stalled and early.n_iter < 6 and early.objective[-1] > bare_J
+    escape = irls.fit(problem, early.theta, max_iter=ESCAPE_MAPS, warn=False)
+    assert escape.objective[-1] < bare_J
+    res = fit_problem(problem, warn=False)
+    ref = irls.fit(problem, tol=1e-14, max_iter=50_000, warn=False)
+    assert res.solver == "newton+irls+newton" and res.converged
+    assert res.objective[-1] <= ref.objective[-1] * (1 + 1e-14)
+    assert res.n_solves < 30
 
 
 def test_optimum_at_w_zero_is_found_exactly():

@@ -173,11 +173,13 @@ ROW_SHORT_STEPS = 0.5 ** np.arange(5, 41)
 
 #: With ``bare_J`` (``solver="auto"`` on a piecewise-linear loss under noise: the best
 #: bare model's ``J``), Newton stops as a stall when, after this many steps, its ``J`` is
-#: still above it: the iterate is then no better than ``w = 0``, where the trap near
-#: ``w = 0`` pulls it. Digits 8-vs-rest (hinge ``q = 0.2``, ``C = 0.1``, optimum ``w = 0``):
-#: ``J`` 3e-2 above the bare model's after 3 steps, 3e-4 after 15, when the stagnation
-#: rule stopped it; IRLS and the bare model's certificate from the 6th step instead of
-#: the 15th, 51 -> 23 ms. A false alarm (an optimum just below ``w = 0``'s ``J``:
-#: Fashion-MNIST hinge ``q = 0.5``, ``C = 0.1``, five classes) continues by IRLS and one or
-#: two Newton steps from its end (:func:`bayesdrop.solvers.fit_problem`).
+#: still above it and the line search cut the last step (``t < 1``): the iterate is no
+#: better than ``w = 0`` and the trap's curvature near ``w = 0`` shortens the steps
+#: (full steps are Newton's own convergence). Digits 8-vs-rest (hinge ``q = 0.2``,
+#: ``C = 0.1``, optimum ``w = 0``): ``J`` 3e-2 above the bare model's after 3 steps (step
+#: lengths 1/4 to 1/16), 3e-4 after 15, when the stagnation rule stopped it; IRLS and the
+#: bare model's certificate from the 6th step instead, 51 -> 24 ms. Where the optimum lies
+#: just below the bare model's ``J`` (Fashion-MNIST hinge ``q = 0.5``, ``C = 0.1``, four
+#: classes), :data:`bayesdrop.solvers.ESCAPE_MAPS` IRLS maps get below it and Newton
+#: converges from there (:func:`bayesdrop.solvers.fit_problem`).
 TRAP_STEPS = 6

@@ -93,8 +93,8 @@ class NewtonOptions(NamedTuple):
     bare_J : float
         ``J`` of the best bare model ``(0, b)`` (``inf``: no check).
     trap_steps : int
-        From this many steps on, an iterate still above ``bare_J`` ends the run as a
-        stall (``TRAP_STEPS`` of :mod:`bayesdrop.solvers.newton`).
+        From this many steps on, an iterate still above ``bare_J`` after a cut step ends
+        the run as a stall (``TRAP_STEPS`` of :mod:`bayesdrop.solvers.newton`).
     """
 
     tol: float
@@ -356,8 +356,10 @@ def newton_loop(ev, theta0, opts, fresh_first):
                 <= STAGNATION_RTOL * max(abs(J), 1.0) and _large(g, g0, J, opts.tol)):
             status = STALLED  # crawling in the trap (see STAGNATION_RTOL)
             break
-        if it >= opts.trap_steps and J > opts.bare_J:
-            status = STALLED  # no better than w = 0 (see newton.TRAP_STEPS)
+        if it >= opts.trap_steps and J > opts.bare_J and t < 1.0:
+            # no better than w = 0 and the line search cutting the steps: the trap's
+            # curvature, not the quadratic convergence of full steps (see newton.TRAP_STEPS)
+            status = STALLED
             break
     if (status == MAX_ITER or status == NO_DECREASE) and _large(g, g0, J, opts.tol):
         status = STALLED  # the same trap, where the steps did not even reach the tolerance
