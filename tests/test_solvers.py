@@ -960,3 +960,30 @@ def test_result_counts_mean_the_same_for_every_solver():
     assert 1 <= res.n_solves <= res.n_iter and res.n_passes == rows.n_passes > 0
     res = dual.fit(Problem.create(X, y, HingeLoss(1.0), NoNoise()))
     assert res.solver == "dual" and res.n_solves == 1 and res.n_iter > 1
+
+
+@pytest.mark.parametrize("case", ["hinge_margin", "hinge_weighted", "epsilon_weighted",
+                                  "no_intercept"])
+def test_bare_value_is_J_at_the_best_bare_point(case):
+    """``_bare_value`` sums the piecewise-linear terms at ``b`` without ``X``: it must be
+    ``J`` itself (``Problem.objective``) at the best of the bare points."""
+    from bayesdrop.solvers import _bare_points, _bare_value
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 4))
+    y = np.sign(X[:, 0] + rng.normal(size=120))
+    w = rng.uniform(0.5, 2.0, size=120)
+    problem = {
+        "hinge_margin": Problem.create(X, y, HingeLoss(0.5, margin=1.3), Dropout(0.3)),
+        "hinge_weighted": Problem.create(X, y, HingeLoss(0.5), Dropout(0.3), sample_weight=w),
+        "epsilon_weighted": Problem.create(X, X @ [1.0, -1.0, 0.5, 0.0],
+                                           EpsilonInsensitiveLoss(0.5, 0.2), Dropout(0.3),
+                                           sample_weight=w),
+        "no_intercept": Problem.create(X, y, HingeLoss(0.5), Dropout(0.3),
+                                       fit_intercept=False),
+    }[case]
+    theta0 = np.r_[np.zeros(4), 0.37][: problem.design.n_params]
+    points = _bare_points(theta0, problem.design.fit_intercept, problem.loss.kinks(problem.y)[0])
+    expected = min(problem.objective(p) for p in points)
+    assert _bare_value(problem, theta0) == pytest.approx(expected, rel=1e-13)
+    assert _bare_value(Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3)), None) is None
