@@ -725,6 +725,10 @@ def test_newton_stops_once_no_better_than_the_bare_model():
     res = fit_problem(p8, warn=False)
     assert res.converged and res.objective[-1] == bare_J
     np.testing.assert_array_equal(res.theta[:-1], 0.0)
+    # certified from the escape maps' point (CERTIFY_AFTER), not after IRLS's 14 maps
+    from bayesdrop.solvers import ESCAPE_MAPS
+
+    assert res.n_iter == newton.TRAP_STEPS + ESCAPE_MAPS
     p0 = problem(0)
     with_check = newton.fit(p0, warn=False, bare_J=_bare_value(p0, None))
     assert with_check.converged and not with_check.stalled
