@@ -165,3 +165,25 @@ def test_refit_keeps_the_feature_names_of_a_dataframe():
     assert list(est.feature_names_in_) == list(df.columns)
     base = DropoutSVC(C=est.C_, noise_level=0.1).fit(df, y)
     np.testing.assert_array_equal(est.predict(df), base.predict(df))
+
+
+def test_zero_noise_path_with_weights_and_classes_matches_gridsearchcv():
+    """The zero-noise SVM fits of the path follow the solution path
+    (:mod:`bayesdrop.solvers.homotopy`) one-vs-rest, with ``class_weight`` and
+    ``sample_weight`` scaling every slope: the same held-out scores and choice as
+    ``GridSearchCV``'s cold fits."""
+    X, y = load_iris(return_X_y=True)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, size=y.size)
+    folds = KFold(3, shuffle=True, random_state=2)
+    Cs, levels = [0.05, 0.4, 3.0, 20.0], [0.0, 0.1]
+    grid = GridSearchCV(DropoutSVC(class_weight="balanced"), {"C": Cs, "noise_level": levels},
+                        cv=folds).fit(X, y, sample_weight=w)
+    ours = DropoutSVCCV(Cs=Cs, noise_levels=levels, cv=folds,
+                        class_weight="balanced").fit(X, y, sample_weight=w)
+    _compare(ours, grid, exact=True)
+    est = DropoutSVC(class_weight="balanced", noise_level=0.0)
+    solvers = [list(map(str, f.solver_)) for f in est._fit_path(X, y, w, Cs)]
+    assert "homotopy" not in solvers[0]
+    # each later fit follows the path for its classes (a class may hand over to SMO: iris
+    # has duplicated rows, more examples on a kink than parameters)
+    assert all("homotopy" in fits for fits in solvers[1:])
