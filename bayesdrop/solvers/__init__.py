@@ -231,6 +231,44 @@ def _certified_bare(problem, values, near, bare, tol, linalg):
     return (best, maps) if bound <= target else (None, maps)
 
 
+def _leave_trap(problem, first, bare_J, values, kinks, start, *, tol, max_iter, accelerate,
+                linalg, warn):
+    """After Newton stopped above the best bare model's ``J`` (``bare_J``; the trap check
+    of :data:`.newton.TRAP_STEPS`): ``(True, result)`` when done, else ``(False, irls)``
+    -- IRLS's run to its tolerance, for :func:`fit_problem` to go on with.
+
+    :data:`ESCAPE_MAPS` IRLS maps first; once they are below the bare model the trap is
+    left and Newton converges from there. Otherwise (``w = 0`` is the optimum, or near
+    it) the bare model's certificate is tried from IRLS's point, and again after each
+    :data:`CERTIFY_AFTER` more maps, then IRLS runs to its tolerance."""
+    fit_intercept = problem.design.fit_intercept
+    escape = irls.fit(problem, first.theta, tol=tol, accelerate=accelerate, linalg=linalg,
+                      warn=False, max_iter=ESCAPE_MAPS)
+    if escape.objective[-1] < bare_J:
+        last = newton.fit(problem, escape.theta, tol=tol, linalg=linalg, warn=False,
+                          max_iter=AUTO_NEWTON_ITER)
+        if last.converged:
+            return True, last.after(escape.objective, escape.n_iter, escape.n_solves, start,
+                                    "irls+newton").after(
+                first.objective, first.n_iter, first.n_solves, start, "newton+irls+newton")
+    point = escape
+    for extra in CERTIFY_AFTER:
+        certified, maps = _certified_bare(problem, values, point.theta,
+                                          _bare_points(point.theta, fit_intercept, kinks),
+                                          tol, linalg)
+        point = point._replace(n_solves=point.n_solves + maps)
+        if certified is not None:
+            return True, _escape_trap(values, first, point, None, [certified], start)
+        more = irls.fit(problem, point.theta, tol=tol, accelerate=accelerate, linalg=linalg,
+                        warn=False, max_iter=extra)
+        point = more.after(point.objective, point.n_iter, point.n_solves, start, "irls")
+        if more.converged:
+            break
+    second = irls.fit(problem, point.theta, tol=tol, accelerate=accelerate, linalg=linalg,
+                      warn=warn, max_iter=max(max_iter - first.n_iter - point.n_iter, 1))
+    return False, second.after(point.objective, point.n_iter, point.n_solves, start, "irls")
+
+
 def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
                 max_iter=1000, accelerate=True, warn=True, theta0_scale=None):
     """Minimise ``J`` of ``problem`` with the chosen optimiser and back-end.
@@ -306,39 +344,12 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
     kinks = problem.loss.kinks(problem.y)
     kinks = None if kinks is None else kinks[0]
     above = bare_J is not None and first.stalled and first.objective[-1] > bare_J
-    if above:
-        # stopped above the bare model (the trap check): a few IRLS maps; once they are
-        # below it the trap is left and Newton converges from there
-        escape = irls.fit(problem, first.theta, tol=tol, accelerate=accelerate,
-                          linalg=linalg, warn=False, max_iter=ESCAPE_MAPS)
-        if escape.objective[-1] < bare_J:
-            last = newton.fit(problem, escape.theta, tol=tol, linalg=linalg, warn=False,
-                              max_iter=AUTO_NEWTON_ITER)
-            if last.converged:
-                return last.after(escape.objective, escape.n_iter, escape.n_solves, start,
-                                  "irls+newton").after(
-                    first.objective, first.n_iter, first.n_solves, start,
-                    "newton+irls+newton")
-        # still above it (w = 0 is the optimum, or near it): the bare model's certificate
-        # from IRLS's point now and after a few more maps (CERTIFY_AFTER), then IRLS to
-        # its tolerance
-        point = escape
-        for extra in CERTIFY_AFTER:
-            certified, maps = _certified_bare(problem, values, point.theta,
-                                              _bare_points(point.theta, fit_intercept,
-                                                           kinks), tol, linalg)
-            point = point._replace(n_solves=point.n_solves + maps)
-            if certified is not None:
-                return _escape_trap(values, first, point, None, [certified], start)
-            more = irls.fit(problem, point.theta, tol=tol, accelerate=accelerate,
-                            linalg=linalg, warn=False, max_iter=extra)
-            point = more.after(point.objective, point.n_iter, point.n_solves, start, "irls")
-            if more.converged:
-                break
-        second = irls.fit(problem, point.theta, tol=tol, accelerate=accelerate,
-                          linalg=linalg, warn=warn,
-                          max_iter=max(max_iter - first.n_iter - point.n_iter, 1))
-        second = second.after(point.objective, point.n_iter, point.n_solves, start, "irls")
+    if above:  # stopped by the trap check (newton.TRAP_STEPS)
+        done, second = _leave_trap(problem, first, bare_J, values, kinks, start, tol=tol,
+                                   max_iter=max_iter, accelerate=accelerate,
+                                   linalg=linalg, warn=warn)
+        if done:
+            return second
     else:
         second = irls.fit(problem, first.theta, tol=tol, max_iter=max_iter - first.n_iter,
                           accelerate=accelerate, linalg=linalg, warn=warn)
