@@ -12,8 +12,9 @@ would, and make the same choice (the same folds, scores and tie-breaking), for l
   at the next, ... -- and every fit starts from the solution at the neighbouring grid
   point (one parameter one grid step away), so that Newton needs few steps; at zero
   noise the hinge and epsilon-insensitive fits follow the exact solution path from the
-  previous ``C``'s optimum instead (:mod:`bayesdrop.solvers.homotopy`: tens of events
-  where SMO takes thousands of steps and the smoothing solver tens of Newton steps);
+  previous ``C``'s optimum instead (:mod:`bayesdrop.solvers.homotopy`: a few to a few
+  hundred events of a few microseconds, where SMO takes up to thousands of steps and the
+  smoothing solver tens of Newton steps);
 * the held-out rows are validated once per fold, and the BLAS limit of
   :func:`bayesdrop._threads.single_blas_pool` is set once per fold, not per fit;
 * the folds run in parallel (``n_jobs``) in joblib's worker processes, as

@@ -1,8 +1,9 @@
 """The compiled event loop of :mod:`bayesdrop.solvers.homotopy` (numba; compiled on the
 first path that follows, cached on disk).
 
-One event costs ``O(N D)`` (the scores' two affine parts), ``O(k D)`` (the kink rows'
-Gram row and products) and ``O(k^3)`` (the bordered system), ``k = |E| <= n_params``."""
+One event costs ``O(N D)`` (the scores' slope in ``t``; the scores move along each
+segment), ``O(k D)`` (the kink rows' Gram row and products) and ``O(k^3)`` (the bordered
+system), ``k = |E| <= n_params``."""
 
 from __future__ import annotations
 

@@ -25,16 +25,20 @@ here in the primal for any convex piecewise-linear term): it changes direction o
 an *event*, where an example off its kinks reaches one (it joins ``E``) or a multiplier
 reaches an end of its interval (the example leaves ``E`` for the piece on that side).
 :func:`follow` walks from ``t0`` (where ``theta0`` is the exact optimum) to ``t = 1``
-event by event, each event one ``k x k`` system (``k = |E| <= n_params``) and two
-products with ``X``, and hands its end point to the certified active-set polish
-(:func:`bayesdrop.solvers.polish.certify`), which checks the KKT conditions itself.
+event by event -- each event a ``(k + 1)``-system (``k = |E| <= n_params``), ``O(k D)``
+for the kink rows and one product with ``X`` (the scores' slope in ``t``; the scores
+themselves move along each segment) -- and hands its end point to the certified
+active-set polish (:func:`bayesdrop.solvers.polish.certify`), which checks the KKT
+conditions itself. With no example on a kink (balanced slopes: ``J`` flat in ``b``) the
+walk keeps ``b`` where it is; any point of that stretch is optimal.
 
 Between two grid points of a cross-validation path (``C`` a factor 7.7 apart) the
-events are tens, where SMO (:mod:`.dual`) takes thousands of two-variable steps and the
-smoothing solver (:mod:`.smoothing`) tens of Newton steps on ``J_mu`` from its warm start.
-Where the walk cannot go on -- more examples on kinks than parameters (duplicated rows), a
-singular system, :data:`MAX_EVENTS` events -- :func:`follow` returns None and the
-caller's solver runs from ``theta0`` as before.
+events are a few to a few hundred (most at small ``C``), where SMO (:mod:`.dual`) takes
+up to thousands of two-variable steps and the smoothing solver (:mod:`.smoothing`) tens
+of Newton steps on ``J_mu`` from its warm start. Where the walk cannot go on -- a start
+that is not the optimum (1e-6), more examples on kinks than parameters (duplicated
+rows), a singular system, :data:`MAX_EVENTS` events, an end point without certificate --
+:func:`follow` returns None and the caller's solver runs from ``theta0`` as before.
 """
 
 from __future__ import annotations
@@ -119,7 +123,7 @@ def follow(problem, theta0, t0, max_events=MAX_EVENTS):
     """
     if not applicable(problem):
         raise ValueError("the path can be followed for a piecewise-linear loss at zero "
-                         f"noise with at most {MAX_PARAMS} parameters")
+                         f"noise, a dense X and at most {MAX_PARAMS} parameters")
     start = time.perf_counter()
     design, loss, y = problem
     pos, slopes = loss.kinks(y)

@@ -336,8 +336,8 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         The two agree to rounding (the same steps; sums in a different order).
     bare_J : float, optional
         ``J`` of the best bare model ``(0, b)``: from :data:`TRAP_STEPS` steps on,
-        an iterate still above it stops the run as a stall (``stalled=True``; see
-        :func:`bayesdrop.solvers.fit_problem`).
+        an iterate still above it after a step the line search cut stops the run as a
+        stall (``stalled=True``; see :func:`bayesdrop.solvers.fit_problem`).
 
     Returns
     -------

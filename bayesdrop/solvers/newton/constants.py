@@ -178,7 +178,8 @@ ROW_SHORT_STEPS = 0.5 ** np.arange(5, 41)
 #: (full steps are Newton's own convergence). Digits 8-vs-rest (hinge ``q = 0.2``,
 #: ``C = 0.1``, optimum ``w = 0``): ``J`` 3e-2 above the bare model's after 3 steps (step
 #: lengths 1/4 to 1/16), 3e-4 after 15, when the stagnation rule stopped it; IRLS and the
-#: bare model's certificate from the 6th step instead, 51 -> 24 ms. Where the optimum lies
+#: bare model's certificate from the 6th step instead, 51 -> 19 ms (the certificate after
+#: 3 IRLS maps: :data:`bayesdrop.solvers.CERTIFY_AFTER`). Where the optimum lies
 #: just below the bare model's ``J`` (Fashion-MNIST hinge ``q = 0.5``, ``C = 0.1``, four
 #: classes), :data:`bayesdrop.solvers.ESCAPE_MAPS` IRLS maps get below it and Newton
 #: converges from there (:func:`bayesdrop.solvers.fit_problem`).
