@@ -73,16 +73,20 @@ def applicable(problem):
 
     Examples
     --------
-    >>> from bayesdrop import Problem, HingeLoss, Dropout
-    >>> X = np.eye(3); y = np.array([1.0, -1.0, 1.0])
-    >>> applicable(Problem.create(X, y, HingeLoss(1.0), "none"))
+    >>> import scipy.sparse as sp
+    >>> from bayesdrop import Problem, EpsilonInsensitiveLoss
+    >>> X = np.eye(3); y = np.array([0.5, -1.0, 2.0])
+    >>> loss = EpsilonInsensitiveLoss(1.0, 0.1)
+    >>> applicable(Problem.create(X, y, loss, "none"))
     True
-    >>> applicable(Problem.create(X, y, HingeLoss(1.0), Dropout(0.2)))
+    >>> applicable(Problem.create(sp.csr_matrix(X), y, loss, "none"))  # dense X only
     False
     """
-    design, loss, y = problem
-    return bool(design.noise_free and design.diagonal_noise and not design.sparse
-                and loss.kinks(y[:1]) is not None and design.n_params <= MAX_PARAMS)
+    from . import smoothing  # the same losses and noise (and its bound on parameters)
+
+    design = problem.design
+    return bool(smoothing.applicable(problem) and not design.sparse
+                and design.n_params <= MAX_PARAMS)
 
 
 def follow(problem, theta0, t0, max_events=MAX_EVENTS):
