@@ -162,3 +162,19 @@ def test_the_estimators_path_follows_and_matches_cold_fits(estimator):
     assert solvers[0] != "homotopy" and set(solvers[1:]) == {"homotopy"}
     np.testing.assert_array_equal(X, X0)
     np.testing.assert_array_equal(y, y0)
+
+
+def test_the_event_budget_shrinks_with_the_data(monkeypatch):
+    """The default budget is ``EVENT_WORK / (n_samples n_params)`` events (at least 100,
+    at most ``MAX_EVENTS``): a step that needs more events than it allows hands over
+    (None), and ``fit_problem`` still returns the exact optimum."""
+    X, y, make = _case("hinge", seed=5, n=400)
+    start = _exact(Problem.create(X, y, make(0.002), "none")).theta
+    p = Problem.create(X, y, make(0.02), "none")
+    walked = homotopy.follow(p, start, 0.1)
+    assert walked is not None and walked.n_iter > 100  # the step needs more than 100
+    monkeypatch.setattr(homotopy, "EVENT_WORK", 1.0)  # the floor: 100 events
+    assert homotopy.follow(p, start, 0.1) is None
+    res = fit_problem(p, start, theta0_scale=0.1)
+    assert res.solver != "homotopy"
+    assert res.objective[-1] == pytest.approx(walked.objective[-1], rel=1e-12)
