@@ -146,29 +146,40 @@ def _trapped(values, theta, fit_intercept, kinks=None):
     return bool(J >= min(J_bare) - TRAP_RTOL * max(abs(J), 1.0))
 
 
-def _bare_points(theta, fit_intercept, kinks=None):
-    """``w = 0`` with ``theta``'s intercept and with each kink position of the loss
+def _bare_intercepts(b0, kinks=None):
+    """The intercepts of the bare models tried: ``b0`` and each kink position of the loss
     (where the piecewise-linear ``J(0, b)`` has its minimum; at most 64 of them)."""
-    bare = np.zeros_like(theta)
-    if not fit_intercept:
-        return [bare]
-    candidates = [theta[-1]]
+    candidates = [float(b0)]
     if kinks is not None:
         positions = np.unique(kinks)
         if positions.size <= 64:
             candidates += positions.tolist()
+    return np.array(candidates)
+
+
+def _bare_points(theta, fit_intercept, kinks=None):
+    """``w = 0`` with ``theta``'s intercept and with each kink position of the loss
+    (:func:`_bare_intercepts`); without an intercept ``w = 0`` alone."""
+    bare = np.zeros_like(theta)
+    if not fit_intercept:
+        return [bare]
     points = []
-    for b in candidates:
+    for b in _bare_intercepts(theta[-1], kinks):
         point = bare.copy()
         point[-1] = b
         points.append(point)
     return points
 
 
-def _bare_value(problem, theta0):
+def _bare_value(problem, theta0, pieces=None):
     """``J`` of the best bare model ``(0, b)`` at the kinks of a piecewise-linear loss
     (and ``theta0``'s intercept), for Newton's early trap check
-    (:data:`.newton.TRAP_STEPS`); None for a smooth loss (no trap: no kinks).
+    (:data:`.newton.TRAP_STEPS`); None for a smooth loss (no trap: no kinks). ``pieces``:
+    ``problem.loss.kinks(problem.y)`` if the caller has it.
+
+    At ``w = 0`` every score is ``b`` and every score variance 0: each term is the
+    piecewise-linear loss at ``b`` (:func:`.smoothing.piecewise_term`), with no product
+    with ``X`` (three evaluations of ``J`` took an eighth of a small fit's time).
 
     Examples
     --------
@@ -179,25 +190,18 @@ def _bare_value(problem, theta0):
     4.0
     """
     design, loss, y = problem
-    kinks = loss.kinks(y)
-    if kinks is None:
+    if pieces is None:
+        pieces = loss.kinks(y)
+    if pieces is None:
         return None
-    pos, slopes = kinks
-    if not design.fit_intercept:
-        candidates = np.zeros(1)
+    pos, slopes = pieces
+    if design.fit_intercept:
+        b0 = 0.0 if theta0 is None else np.asarray(theta0, dtype=float)[-1]
+        candidates = _bare_intercepts(b0, pos)
     else:
-        start = 0.0 if theta0 is None else float(np.asarray(theta0, dtype=float)[-1])
-        positions = np.unique(pos)
-        candidates = np.append(start, positions if positions.size <= 64 else [])
-    # at w = 0 every score is b and every score variance 0: each term is the piecewise-
-    # linear loss at b, zero at its first kink (the hinge and epsilon-insensitive terms
-    # are), s_0 (b - p_0) + sum_j (s_{j+1} - s_j) max(0, b - p_j) -- no product with X
-    # (three evaluations of J took an eighth of a small fit's time)
-    m = candidates[:, None]
-    J = slopes[:, 0] * (m - pos[:, 0])
-    for j in range(pos.shape[1]):
-        J = J + (slopes[:, j + 1] - slopes[:, j]) * np.maximum(m - pos[:, j], 0.0)
-    return float(np.min(J.sum(axis=1)))
+        candidates = np.zeros(1)
+    terms = smoothing.piecewise_term(candidates[:, None], pos, slopes)
+    return float(np.min(terms.sum(axis=1)))
 
 
 def _escape_trap(values, first, second, third, bare, start):
@@ -330,7 +334,8 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
     # even under noise (w = 0 with examples exactly on the margin: the noise term then
     # acts like a group-lasso penalty on w)
     start = time.perf_counter()
-    bare_J = _bare_value(problem, theta0)
+    pieces = problem.loss.kinks(problem.y)
+    bare_J = _bare_value(problem, theta0, pieces)
     first = newton.fit(problem, theta0, tol=tol, max_iter=min(max_iter, AUTO_NEWTON_ITER),
                        linalg=linalg, warn=warn and max_iter <= AUTO_NEWTON_ITER,
                        bare_J=bare_J)
@@ -341,8 +346,7 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
         return [problem.objective(t) for t in thetas]
 
     fit_intercept = problem.design.fit_intercept
-    kinks = problem.loss.kinks(problem.y)
-    kinks = None if kinks is None else kinks[0]
+    kinks = None if pieces is None else pieces[0]
     above = bare_J is not None and first.stalled and first.objective[-1] > bare_J
     if above:  # stopped by the trap check (newton.TRAP_STEPS)
         done, second = _leave_trap(problem, first, bare_J, values, kinks, start, tol=tol,

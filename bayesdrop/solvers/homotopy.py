@@ -49,6 +49,7 @@ import time
 import numpy as np
 
 from ._homotopy_compiled import OK, walk
+from .irls import kink_assignment
 from .polish import certify
 
 __all__ = ["CERTIFY_RTOL", "EVENT_WORK", "MAX_EVENTS", "MAX_PARAMS", "applicable", "follow"]
@@ -147,11 +148,9 @@ def follow(problem, theta0, t0, max_events=None):
     pos = np.ascontiguousarray(pos, dtype=np.float64)
     slopes = np.ascontiguousarray(slopes, dtype=np.float64)
     theta0 = np.ascontiguousarray(theta0, dtype=np.float64)
-    m = design.matvec(theta0)
-    dist = np.abs(m[:, None] - pos)
-    kink = np.argmin(dist, axis=1)  # of the examples on a kink (E)
-    on = dist[np.arange(m.size), kink] <= 1e-9 * max(float(np.max(np.abs(pos))), 1.0)
-    piece = np.sum(m[:, None] > pos, axis=1)  # of the others: 0 .. n_kinks
+    # the examples on a kink (E, with its index) and the piece of the others
+    kink, dist, piece = kink_assignment(design.matvec(theta0), pos)
+    on = dist <= 1e-9 * max(float(np.max(np.abs(pos))), 1.0)
     status, events, theta = walk(np.ascontiguousarray(design.X), design.fit_intercept, pos,
                                  slopes, on, kink.astype(np.int64), piece.astype(np.int64),
                                  theta0, float(t0), int(max_events))

@@ -111,6 +111,15 @@ def _solve_or_lstsq(K, rhs):
     return np.linalg.lstsq(K, rhs, rcond=None)[0]
 
 
+def kink_assignment(m, pos):
+    """Where each score lies among its example's kinks ``pos`` (n, k): the nearest kink,
+    the distance to it and the piece (``0 .. k``: the number of kinks below the score) --
+    the assignment the active-set polish and the homotopy start from."""
+    dist = np.abs(m[:, None] - pos)
+    kink = np.argmin(dist, axis=1)
+    return kink, dist[np.arange(m.size), kink], np.sum(m[:, None] > pos, axis=1)
+
+
 def kink_set(problem, theta):
     """Examples within ``POLISH_TAU`` of a kink at ``theta`` (None if not applicable)."""
     design, loss, y = problem
@@ -195,9 +204,7 @@ def active_set_polish(problem, theta, on_kink=None):
     tol_m = 1e-9 * scale
     tol_a = 1e-9 * max(float(np.max(np.abs(slopes))), 1.0)
     m = design.matvec(theta)
-    dist = np.abs(m[:, None] - pos)
-    kink_j = np.argmin(dist, axis=1)
-    d_min = dist[rows, kink_j]
+    kink_j, d_min, piece = kink_assignment(m, pos)
     if on_kink is None:
         on_kink = d_min <= POLISH_TAU * scale
     else:  # a start set given (the dual's free support vectors)
@@ -205,7 +212,6 @@ def active_set_polish(problem, theta, on_kink=None):
     if np.count_nonzero(on_kink) > design.n_params:  # keep the closest n_params
         on_kink[:] = False
         on_kink[np.argsort(d_min)[: design.n_params]] = True
-    piece = np.sum(m[:, None] > pos, axis=1)  # piece index 0..k
     for _ in range(POLISH_ROUNDS):
         if np.count_nonzero(on_kink) > design.n_params:
             return None, np.inf  # more equalities than unknowns: not a generic optimum

@@ -97,8 +97,11 @@ def applicable(problem):
                 and design.n_params <= MAX_CHOLESKY_PARAMS)
 
 
-def _term(m, pos, slopes):
-    """``l_n(m_n) = s_0 (m - p_0) + sum_j (s_{j+1} - s_j) max(0, m - p_j)``."""
+def piecewise_term(m, pos, slopes):
+    """``l_n(m_n) = s_0 (m - p_0) + sum_j (s_{j+1} - s_j) max(0, m - p_j)`` per example:
+    the zero-noise term of a piecewise-linear loss from its kinks and slopes (zero at the
+    first kink, as the hinge and epsilon-insensitive terms are). ``m`` of shape (n,), or
+    (k, 1) for ``k`` common scores (the result is then (k, n))."""
     out = slopes[:, 0] * (m - pos[:, 0])
     for j in range(pos.shape[1]):
         out += (slopes[:, j + 1] - slopes[:, j]) * np.maximum(m - pos[:, j], 0.0)
@@ -139,7 +142,7 @@ def envelope(m, pos, slopes, mu):
     d1 = np.empty(n)
     d2 = np.zeros(n)
     # pieces: s_0 left of the first zone, s_j between zones j-1 and j, s_k right of the last
-    lin = _term(m, pos, slopes)
+    lin = piecewise_term(m, pos, slopes)
     s = slopes[:, 0].copy()
     done = np.zeros(n, dtype=bool)
     for j in range(k):
@@ -147,7 +150,7 @@ def envelope(m, pos, slopes, mu):
         hi = pos[:, j] + mu * slopes[:, j + 1]
         zone = (m >= lo) & (m <= hi) & ~done
         r = m - pos[:, j]
-        value = np.where(zone, _term(pos[:, j], pos, slopes) + r * r / (2.0 * mu), value)
+        value = np.where(zone, piecewise_term(pos[:, j], pos, slopes) + r * r / (2.0 * mu), value)
         d1 = np.where(zone, r / mu, d1)
         d2 = np.where(zone, 1.0 / mu, d2)
         done |= zone
