@@ -136,14 +136,23 @@ ESCAPE_MAPS = 3
 CERTIFY_AFTER = (3, 4, 6)
 
 
+def _bare_check(values, theta, fit_intercept, kinks=None):
+    """``(trapped, bare, J_bare)``: whether ``theta`` is no better than a bare model
+    ``(0, b)`` to :data:`TRAP_RTOL` -- ``b`` its own intercept or a kink position of the
+    loss (``kinks``; the points ``bare`` of :func:`_bare_points`, their ``J`` in
+    ``J_bare``): the trap of :func:`fit_problem`, or an optimum at ``w = 0``, which IRLS
+    from the start finds as well. ``values(thetas)`` gives ``J`` at each of a list of
+    points (one pass over the rows for a row back-end, for ``theta`` and the bare models
+    together)."""
+    bare = _bare_points(theta, fit_intercept, kinks)
+    J, *J_bare = values([theta] + bare)
+    J_bare = np.asarray(J_bare, dtype=float)
+    return bool(J >= J_bare.min() - TRAP_RTOL * max(abs(J), 1.0)), bare, J_bare
+
+
 def _trapped(values, theta, fit_intercept, kinks=None):
-    """Whether ``theta`` is no better than a bare model ``(0, b)`` to :data:`TRAP_RTOL` --
-    ``b`` its own intercept or a kink position of the loss (``kinks``; see
-    :func:`_bare_points`): the trap of :func:`fit_problem`, or an optimum at ``w = 0``,
-    which IRLS from the start finds as well. ``values(thetas)`` gives ``J`` at each of a
-    list of points (one pass over the rows for a row back-end)."""
-    J, *J_bare = values([theta] + _bare_points(theta, fit_intercept, kinks))
-    return bool(J >= min(J_bare) - TRAP_RTOL * max(abs(J), 1.0))
+    """Whether ``theta`` is no better than a bare model (:func:`_bare_check`)."""
+    return _bare_check(values, theta, fit_intercept, kinks)[0]
 
 
 def _bare_intercepts(b0, kinks=None):
@@ -223,12 +232,12 @@ def _escape_trap(values, first, second, third, bare, start):
                          time=time.perf_counter() - start, solver="newton+irls")
 
 
-def _certified_bare(problem, values, near, bare, tol, linalg):
-    """``(point, maps)``: the bare model of lowest ``J`` among ``bare`` if it is within
-    ``tol`` (relative) of the optimum by the duality-gap bound of :func:`.bare.bare_gap`
-    (built from ``near``, IRLS's last iterate), else None; and the weighted
-    least-squares solves the bound took."""
-    J = np.asarray(values(bare), dtype=float)
+def _certified_bare(problem, near, bare, J, tol, linalg):
+    """``(point, maps)``: the bare model of lowest ``J`` among ``bare`` (their values
+    ``J``) if it is within ``tol`` (relative) of the optimum by the duality-gap bound of
+    :func:`.bare.bare_gap` (built from ``near``, IRLS's last iterate), else None; and
+    the weighted least-squares solves the bound took."""
+    J = np.asarray(J, dtype=float)
     best = bare[int(np.argmin(J))]
     target = tol * max(abs(float(J.min())), 1.0)
     bound, maps = bare_gap(problem, best, near, linalg, maps=BARE_MAPS, target=target)
@@ -257,9 +266,9 @@ def _leave_trap(problem, first, bare_J, values, kinks, start, *, tol, max_iter, 
                 first.objective, first.n_iter, first.n_solves, start, "newton+irls+newton")
     point = escape
     for extra in CERTIFY_AFTER:
-        certified, maps = _certified_bare(problem, values, point.theta,
-                                          _bare_points(point.theta, fit_intercept, kinks),
-                                          tol, linalg)
+        bare = _bare_points(point.theta, fit_intercept, kinks)
+        certified, maps = _certified_bare(problem, point.theta, bare, values(bare), tol,
+                                          linalg)
         point = point._replace(n_solves=point.n_solves + maps)
         if certified is not None:
             return True, _escape_trap(values, first, point, None, [certified], start)
@@ -357,7 +366,8 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
     else:
         second = irls.fit(problem, first.theta, tol=tol, max_iter=max_iter - first.n_iter,
                           accelerate=accelerate, linalg=linalg, warn=warn)
-    if _trapped(values, second.theta, fit_intercept, kinks):
+    trapped, bare, J_bare = _bare_check(values, second.theta, fit_intercept, kinks)
+    if trapped:
         # a near-kink trap or an optimum at w = 0: with w near 0 every score variance
         # vanishes and the examples on their kinks give Newton (and the IRLS map, whose
         # weights ~ 1 / sqrt(s_n) pin them there) a curvature ~ C / sqrt(s_n) -- tiny
@@ -365,8 +375,7 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
         # 2e-4 above J*). IRLS from the start does not enter the trap; w = 0 with the best
         # intercept is the optimum where there is no trap but the tip itself: the lowest
         # of the three
-        bare = _bare_points(second.theta, fit_intercept, kinks)
-        certified, maps = _certified_bare(problem, values, second.theta, bare, tol, linalg)
+        certified, maps = _certified_bare(problem, second.theta, bare, J_bare, tol, linalg)
         second = second._replace(n_solves=second.n_solves + maps)
         if certified is not None:  # w = 0 is the optimum: no third run
             return _escape_trap(values, first, second, None, [certified], start)
@@ -433,10 +442,8 @@ def fit_rows(rows, theta0=None, *, solver="auto", tol=1e-8, max_iter=1000, accel
     # stay with the rows)
     kinks = rows.loss.kinks(np.array([-1.0, 1.0])) if rows.loss.binary else None
     kinks = None if kinks is None else kinks[0]
-    if _trapped(values, second.theta, rows.fit_intercept, kinks):
-        # the trap of fit_problem, handled the same way
-        bare = _bare_points(second.theta, rows.fit_intercept, kinks)
-        J = np.asarray(values(bare), dtype=float)
+    trapped, bare, J = _bare_check(values, second.theta, rows.fit_intercept, kinks)
+    if trapped:  # the trap of fit_problem, handled the same way
         target = tol * max(abs(float(J.min())), 1.0)
         bound, passes = bare_gap_rows(rows, bare[int(np.argmin(J))], second.theta,
                                       maps=BARE_MAPS, target=target)
