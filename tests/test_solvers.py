@@ -697,7 +697,8 @@ def test_newton_stops_once_no_better_than_the_bare_model():
     kinks); a class whose optimum is not ``w = 0`` is unaffected."""
     from sklearn.datasets import load_digits
 
-    from bayesdrop.solvers import _bare_points, _bare_value, _trapped
+    from bayesdrop.solvers import _trapped
+    from bayesdrop.solvers.bare import bare_points, bare_value
 
     X, labels = load_digits(return_X_y=True)
 
@@ -706,7 +707,7 @@ def test_newton_stops_once_no_better_than_the_bare_model():
                               Dropout(0.2))
 
     p8 = problem(8)
-    bare_J = _bare_value(p8, None)
+    bare_J = bare_value(p8, None)
     early = newton.fit(p8, max_iter=40, warn=False, bare_J=bare_J)
     late = newton.fit(p8, max_iter=40, warn=False)
     assert early.stalled and early.n_iter == newton.TRAP_STEPS < late.n_iter
@@ -721,7 +722,7 @@ def test_newton_stops_once_no_better_than_the_bare_model():
     kinks = p8.loss.kinks(p8.y)[0]
     assert not _trapped(values, second.theta, True)  # its own intercept only
     assert _trapped(values, second.theta, True, kinks)
-    assert min(values(_bare_points(second.theta, True, kinks))) == bare_J
+    assert min(values(bare_points(second.theta, True, kinks))) == bare_J
     res = fit_problem(p8, warn=False)
     assert res.converged and res.objective[-1] == bare_J
     np.testing.assert_array_equal(res.theta[:-1], 0.0)
@@ -730,7 +731,7 @@ def test_newton_stops_once_no_better_than_the_bare_model():
 
     assert res.n_iter == newton.TRAP_STEPS + ESCAPE_MAPS
     p0 = problem(0)
-    with_check = newton.fit(p0, warn=False, bare_J=_bare_value(p0, None))
+    with_check = newton.fit(p0, warn=False, bare_J=bare_value(p0, None))
     assert with_check.converged and not with_check.stalled
     np.testing.assert_array_equal(with_check.theta, newton.fit(p0, warn=False).theta)
 
@@ -744,12 +745,12 @@ def test_newton_finishes_where_irls_leaves_the_trap_below_the_bare_model():
     higher)."""
     from sklearn.datasets import load_digits
 
-    from bayesdrop.solvers import _bare_value
+    from bayesdrop.solvers.bare import bare_value
 
     X, labels = load_digits(return_X_y=True)
     problem = Problem.create(X / 16.0, np.where(labels == 2, 1.0, -1.0), HingeLoss(0.02),
                              Dropout(0.5))
-    bare_J = _bare_value(problem, None)
+    bare_J = bare_value(problem, None)
     early = newton.fit(problem, max_iter=40, warn=False, bare_J=bare_J)
     assert early.stalled and early.n_iter == newton.TRAP_STEPS
     alone = newton.fit(problem, max_iter=100, warn=False)
@@ -770,13 +771,14 @@ def test_escape_maps_below_the_bare_model_hand_back_to_newton(monkeypatch):
     139 solves)."""
     from sklearn.datasets import load_digits
 
-    from bayesdrop.solvers import ESCAPE_MAPS, _bare_value
+    from bayesdrop.solvers import ESCAPE_MAPS
+    from bayesdrop.solvers.bare import bare_value
 
     X, labels = load_digits(return_X_y=True)
     problem = Problem.create(X / 16.0, np.where(labels == 2, 1.0, -1.0), HingeLoss(0.02),
                              Dropout(0.5))
     monkeypatch.setattr(newton, "TRAP_STEPS", 2)
-    bare_J = _bare_value(problem, None)
+    bare_J = bare_value(problem, None)
     early = newton.fit(problem, max_iter=40, warn=False, bare_J=bare_J)
     assert early.stalled and early.n_iter < 6 and early.objective[-1] > bare_J
     escape = irls.fit(problem, early.theta, max_iter=ESCAPE_MAPS, warn=False)
@@ -969,9 +971,9 @@ def test_result_counts_mean_the_same_for_every_solver():
 @pytest.mark.parametrize("case", ["hinge_margin", "hinge_weighted", "epsilon_weighted",
                                   "no_intercept"])
 def test_bare_value_is_J_at_the_best_bare_point(case):
-    """``_bare_value`` sums the piecewise-linear terms at ``b`` without ``X``: it must be
+    """``bare_value`` sums the piecewise-linear terms at ``b`` without ``X``: it must be
     ``J`` itself (``Problem.objective``) at the best of the bare points."""
-    from bayesdrop.solvers import _bare_points, _bare_value
+    from bayesdrop.solvers.bare import bare_points, bare_value
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(120, 4))
@@ -987,7 +989,7 @@ def test_bare_value_is_J_at_the_best_bare_point(case):
                                        fit_intercept=False),
     }[case]
     theta0 = np.r_[np.zeros(4), 0.37][: problem.design.n_params]
-    points = _bare_points(theta0, problem.design.fit_intercept, problem.loss.kinks(problem.y)[0])
+    points = bare_points(theta0, problem.design.fit_intercept, problem.loss.kinks(problem.y)[0])
     expected = min(problem.objective(p) for p in points)
-    assert _bare_value(problem, theta0) == pytest.approx(expected, rel=1e-13)
-    assert _bare_value(Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3)), None) is None
+    assert bare_value(problem, theta0) == pytest.approx(expected, rel=1e-13)
+    assert bare_value(Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3)), None) is None

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..linalg.wls import LINALG
 from . import dual, homotopy, irls, newton, smoothing
-from .bare import bare_gap, bare_gap_rows
+from .bare import bare_gap, bare_gap_rows, bare_points, bare_value
 from .result import SolverResult
 
 __all__ = ["SOLVERS", "SolverResult", "check_solver", "choose_solver", "fit_problem",
@@ -139,12 +139,12 @@ CERTIFY_AFTER = (3, 4, 6)
 def _bare_check(values, theta, fit_intercept, kinks=None):
     """``(trapped, bare, J_bare)``: whether ``theta`` is no better than a bare model
     ``(0, b)`` to :data:`TRAP_RTOL` -- ``b`` its own intercept or a kink position of the
-    loss (``kinks``; the points ``bare`` of :func:`_bare_points`, their ``J`` in
+    loss (``kinks``; the points ``bare`` of :func:`.bare.bare_points`, their ``J`` in
     ``J_bare``): the trap of :func:`fit_problem`, or an optimum at ``w = 0``, which IRLS
     from the start finds as well. ``values(thetas)`` gives ``J`` at each of a list of
     points (one pass over the rows for a row back-end, for ``theta`` and the bare models
     together)."""
-    bare = _bare_points(theta, fit_intercept, kinks)
+    bare = bare_points(theta, fit_intercept, kinks)
     J, *J_bare = values([theta] + bare)
     J_bare = np.asarray(J_bare, dtype=float)
     return bool(J >= J_bare.min() - TRAP_RTOL * max(abs(J), 1.0)), bare, J_bare
@@ -153,64 +153,6 @@ def _bare_check(values, theta, fit_intercept, kinks=None):
 def _trapped(values, theta, fit_intercept, kinks=None):
     """Whether ``theta`` is no better than a bare model (:func:`_bare_check`)."""
     return _bare_check(values, theta, fit_intercept, kinks)[0]
-
-
-def _bare_intercepts(b0, kinks=None):
-    """The intercepts of the bare models tried: ``b0`` and each kink position of the loss
-    (where the piecewise-linear ``J(0, b)`` has its minimum; at most 64 of them)."""
-    candidates = [float(b0)]
-    if kinks is not None:
-        positions = np.unique(kinks)
-        if positions.size <= 64:
-            candidates += positions.tolist()
-    return np.array(candidates)
-
-
-def _bare_points(theta, fit_intercept, kinks=None):
-    """``w = 0`` with ``theta``'s intercept and with each kink position of the loss
-    (:func:`_bare_intercepts`); without an intercept ``w = 0`` alone."""
-    bare = np.zeros_like(theta)
-    if not fit_intercept:
-        return [bare]
-    points = []
-    for b in _bare_intercepts(theta[-1], kinks):
-        point = bare.copy()
-        point[-1] = b
-        points.append(point)
-    return points
-
-
-def _bare_value(problem, theta0, pieces=None):
-    """``J`` of the best bare model ``(0, b)`` at the kinks of a piecewise-linear loss
-    (and ``theta0``'s intercept), for Newton's early trap check
-    (:data:`.newton.TRAP_STEPS`); None for a smooth loss (no trap: no kinks). ``pieces``:
-    ``problem.loss.kinks(problem.y)`` if the caller has it.
-
-    At ``w = 0`` every score is ``b`` and every score variance 0: each term is the
-    piecewise-linear loss at ``b`` (:func:`.smoothing.piecewise_term`), with no product
-    with ``X`` (three evaluations of ``J`` took an eighth of a small fit's time).
-
-    Examples
-    --------
-    >>> from bayesdrop import Problem, HingeLoss, Dropout
-    >>> X = np.array([[1.0], [2.0], [3.0]]); y = np.array([1.0, 1.0, -1.0])
-    >>> problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.2))
-    >>> _bare_value(problem, None)  # b = 1: only the third example pays, 2 C (1 + 1)
-    4.0
-    """
-    design, loss, y = problem
-    if pieces is None:
-        pieces = loss.kinks(y)
-    if pieces is None:
-        return None
-    pos, slopes = pieces
-    if design.fit_intercept:
-        b0 = 0.0 if theta0 is None else np.asarray(theta0, dtype=float)[-1]
-        candidates = _bare_intercepts(b0, pos)
-    else:
-        candidates = np.zeros(1)
-    terms = smoothing.piecewise_term(candidates[:, None], pos, slopes)
-    return float(np.min(terms.sum(axis=1)))
 
 
 def _escape_trap(values, first, second, third, bare, start):
@@ -266,7 +208,7 @@ def _leave_trap(problem, first, bare_J, values, kinks, start, *, tol, max_iter, 
                 first.objective, first.n_iter, first.n_solves, start, "newton+irls+newton")
     point = escape
     for extra in CERTIFY_AFTER:
-        bare = _bare_points(point.theta, fit_intercept, kinks)
+        bare = bare_points(point.theta, fit_intercept, kinks)
         certified, maps = _certified_bare(problem, point.theta, bare, values(bare), tol,
                                           linalg)
         point = point._replace(n_solves=point.n_solves + maps)
@@ -344,7 +286,7 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
     # acts like a group-lasso penalty on w)
     start = time.perf_counter()
     pieces = problem.loss.kinks(problem.y)
-    bare_J = _bare_value(problem, theta0, pieces)
+    bare_J = bare_value(problem, theta0, pieces)
     first = newton.fit(problem, theta0, tol=tol, max_iter=min(max_iter, AUTO_NEWTON_ITER),
                        linalg=linalg, warn=warn and max_iter <= AUTO_NEWTON_ITER,
                        bare_J=bare_J)

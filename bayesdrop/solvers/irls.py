@@ -113,7 +113,7 @@ def _solve_or_lstsq(K, rhs):
 
 def kink_assignment(m, pos):
     """Where each score lies among its example's kinks ``pos`` (n, k): the nearest kink,
-    the distance to it and the piece (``0 .. k``: the number of kinks below the score) --
+    the distance to it and the piece (``0`` to ``k``: the number of kinks below the score) --
     the assignment the active-set polish and the homotopy start from."""
     dist = np.abs(m[:, None] - pos)
     kink = np.argmin(dist, axis=1)
