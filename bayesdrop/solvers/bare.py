@@ -344,12 +344,13 @@ def bare_points(theta, fit_intercept, kinks=None):
 def bare_value(problem, theta0, pieces=None):
     """``J`` of the best bare model ``(0, b)`` at the kinks of a piecewise-linear loss
     (and ``theta0``'s intercept), for Newton's early trap check
-    (:data:`bayesdrop.solvers.newton.TRAP_STEPS`); None for a smooth loss (no trap: no kinks). ``pieces``:
-    ``problem.loss.kinks(problem.y)`` if the caller has it.
+    (:data:`bayesdrop.solvers.newton.TRAP_STEPS`); None for a smooth loss (no trap: no
+    kinks). ``pieces``: ``problem.loss.kinks(problem.y)`` if the caller has it.
 
     At ``w = 0`` every score is ``b`` and every score variance 0: each term is the
-    piecewise-linear loss at ``b`` (:func:`bayesdrop.solvers.smoothing.piecewise_term`), with no product
-    with ``X`` (three evaluations of ``J`` took an eighth of a small fit's time).
+    piecewise-linear loss at ``b`` (:func:`bayesdrop.solvers.smoothing.piecewise_term`),
+    with no product with ``X`` (three evaluations of ``J`` took an eighth of a small
+    fit's time).
 
     Examples
     --------
