@@ -7,20 +7,52 @@ diagnostics use, so that moving to ArviZ 1.x touches one module.
 
 from __future__ import annotations
 
+import sys
+import threading
 import warnings
 
 import numpy as np
 
-__all__ = ["az", "to_inference_data", "summary_stats", "ess", "mcse", "rhat", "from_netcdf",
+__all__ = ["az", "prefetch", "to_inference_data", "summary_stats", "ess", "mcse", "rhat", "from_netcdf",
            "rank_diagnostics"]
+
+
+#: the thread of :func:`prefetch`, once started
+_prefetching = None
+
+
+def prefetch():
+    """Start importing ArviZ in a background thread (once; nothing if it is imported).
+
+    The samplers call this when their compiled chains run without the GIL
+    (``on_running`` of :func:`bayesdrop.samplers.sample`): the second or so that the
+    import takes (matplotlib's pyplot with it), and a one-number InferenceData built
+    once (xarray imports its array back-ends on first use: dask's, if installed, about
+    0.25 s), then overlap the sampling instead of following it. :func:`_az` waits for
+    the thread.
+    """
+    global _prefetching
+    if _prefetching is None and "arviz" not in sys.modules:
+        _prefetching = threading.Thread(target=_import, args=(True,),
+                                        name="bayesdrop-arviz-import", daemon=True)
+        _prefetching.start()
+
+
+def _import(warm=False):
+    with warnings.catch_warnings():  # ArviZ 0.23 announces its 1.0 refactor on import
+        warnings.simplefilter("ignore", FutureWarning)
+        import arviz
+        if warm:  # xarray imports its array back-ends (dask's, if installed) on first use
+            arviz.from_dict(posterior={"x": np.zeros((1, 1))})
 
 
 def _az():
     """ArviZ, imported on first use (it takes a second or two; ``import bayesdrop``
-    does not pay for it)."""
-    with warnings.catch_warnings():  # ArviZ 0.23 announces its 1.0 refactor on import
-        warnings.simplefilter("ignore", FutureWarning)
-        import arviz
+    does not pay for it), or by :func:`prefetch`'s thread."""
+    if _prefetching is not None:
+        _prefetching.join()  # never two catch_warnings blocks at once
+    _import()
+    import arviz
 
     return arviz
 

@@ -13,10 +13,12 @@ import warnings
 import numpy as np
 
 from ._arviz import convergence_warning, to_inference_data
+from ._arviz import prefetch as prefetch_arviz
 from ._validation import (as_float_design, encode_labels,
                           seed_sequence)
 from .model.losses import make_loss
 from .model.noise import make_noise
+from .model.objective import terms_many
 from .model.problem import Problem
 from .samplers.driver import sample
 from .linalg.dask_backend import placement_of
@@ -121,6 +123,7 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     else:
         fit = fit_problem(problem, None, linalg=linalg)
         options.update(cores=cores, store_augmentation=store_augmentation, linalg=linalg,
+                       on_running=prefetch_arviz,
                        store_log_likelihood=store_log_likelihood(
                            log_likelihood, chains, draws, problem.design.n_samples))
     (res,) = sample_problems([problem], [fit.theta], random_state=random_state, **options)
@@ -213,8 +216,8 @@ def pointwise_log_likelihood(problems, thetas, block=256):
     for problem, theta in zip(problems, thetas):
         flat = theta.reshape(chains * draws, -1)
         for start in range(0, flat.shape[0], block):
-            m, s = problem.design.scores_many(flat[start:start + block])
-            out[start:start + block] -= problem.loss.value(m, s, problem.y)
+            out[start:start + block] -= terms_many(problem.design, problem.loss, problem.y,
+                                                   flat[start:start + block])
     return out.reshape(chains, draws, n)
 
 

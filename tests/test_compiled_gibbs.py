@@ -694,6 +694,8 @@ def test_sweep_keeps_the_pointwise_log_likelihood_of_its_draws(loss, noise, weig
         D = problem.design.n_features
         w2 = np.sum(res.theta[..., :D] ** 2, axis=-1)
         np.testing.assert_allclose(res.log_likelihood.sum(-1) - w2, res.lp, rtol=1e-12)
+        J = [problem.objective(t) for t in res.theta.reshape(-1, res.theta.shape[-1])]
+        np.testing.assert_allclose(-res.lp.ravel(), J, rtol=1e-12)  # J's own path
     plain = sample(problem, draws=5, tune=0, chains=1, theta_hat=theta_hat, random_state=1,
                    progressbar=False, compiled=False, store_log_likelihood=True)
     assert plain.log_likelihood is None
@@ -764,3 +766,57 @@ def test_geweke_joint_distribution_of_the_compiled_moves(gibbs):
         assert abs(draws.mean()) <= 4 * mcse(draws)
         sq = draws ** 2
         assert abs(sq.mean() - 0.5) <= 4 * mcse(sq)
+
+
+# ------------------------------------------------------------- on_running / ArviZ prefetch
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("cores", [1, 2])
+def test_on_running_is_called_once_when_the_compiled_chains_run(sparse, cores, monkeypatch):
+    """``sample(on_running=f)`` calls ``f`` exactly once with the compiled sweeps (dense
+    or CSR, chains in threads or in sequence), after sweeps were done; never with the
+    Python kernel. When it runs, the sweep function has been compiled."""
+    from bayesdrop.linalg import wls
+    from bayesdrop.samplers._gibbs_dense import run_sweeps
+    from bayesdrop.samplers._gibbs_sparse import run_sweeps_csr
+
+    loss, noise = LogisticLoss(0.5), Dropout(0.3)
+    problem = _problem(loss, noise)
+    if sparse:
+        monkeypatch.setattr(wls, "MAX_CHOLESKY_PARAMS", 2)
+        problem = _wide_sparse_problem(loss, noise)
+    theta_hat = fit_problem(problem).theta
+    calls = []
+    kw = dict(draws=30, tune=10, chains=2, theta_hat=theta_hat, random_state=0,
+              progressbar=False, cores=cores)
+    sweeps = run_sweeps_csr if sparse else run_sweeps
+    sample(problem, on_running=lambda: calls.append(len(sweeps.signatures)), **kw)
+    assert len(calls) == 1 and calls[0] >= 1
+    calls.clear()
+    sample(problem, compiled=False, on_running=lambda: calls.append(1), draws=3, tune=0,
+           chains=1, theta_hat=theta_hat, random_state=0, progressbar=False)
+    assert calls == []
+
+
+def test_arviz_prefetch_imports_in_the_background_and_restores_the_warning_filters():
+    """``_arviz.prefetch()`` imports ArviZ in a thread (a fresh process: not imported
+    before), ``_az()`` waits for it, and the warning filters are as before."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, warnings\n"
+        "import bayesdrop._arviz as a\n"
+        "assert 'arviz' not in sys.modules\n"
+        "warnings.simplefilter('default', UserWarning)\n"
+        "before = list(warnings.filters)\n"
+        "a.prefetch()\n"
+        "thread = a._prefetching\n"
+        "az = a._az()\n"
+        "assert thread is not None and not thread.is_alive()\n"
+        "assert sys.modules['arviz'] is az and hasattr(az, 'InferenceData')\n"
+        "assert warnings.filters == before, 'warning filters changed'\n"
+        "a.prefetch()\n"
+        "assert a._prefetching is thread  # once\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr

@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._arviz import convergence_warning, to_inference_data
+from .._arviz import prefetch as prefetch_arviz
 from .._validation import check_scalar
 from ..model.losses import HingeLoss, LogisticLoss
 from ..model.noise import make_noise
@@ -301,7 +302,7 @@ class _DropoutLinearModel(LinearModel):
                        progressbar=progressbar, overrelax=overrelax)
         if not lazy:
             options.update(cores=cores, store_augmentation=store_augmentation,
-                           linalg=self._solvers()[1],
+                           linalg=self._solvers()[1], on_running=prefetch_arviz,
                            store_log_likelihood=store_log_likelihood(
                                log_likelihood, chains, draws, problems[0].design.n_samples))
         results = sample_problems(problems, thetas, random_state=random_state, **options)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["objective", "penalised"]
+__all__ = ["objective", "penalised", "terms_many"]
 
 
 def penalised(w, terms):
@@ -22,6 +22,29 @@ def penalised(w, terms):
     5.75
     """
     return float(w @ w + np.sum(terms))
+
+
+def terms_many(design, loss, y, thetas):
+    """Each example's (weighted) term of ``J`` at each parameter vector of ``thetas``
+    (one per row): shape (n_thetas, n_samples).
+
+    The scores of all of them by one product with the design
+    (:meth:`bayesdrop.model.design.Design.scores_many`), the terms by the loss's numpy
+    method one vector at a time (:meth:`bayesdrop.model.losses.Loss.value` on 1-D rows:
+    the kernels a fit has compiled, and the logistic loss's SIMD rows).
+
+    Examples
+    --------
+    >>> from bayesdrop import Design, HingeLoss
+    >>> design = Design(np.array([[1.0, 2.0], [-1.0, 0.5]]), "none")
+    >>> terms_many(design, HingeLoss(1.0), np.array([1.0, -1.0]), np.zeros((2, 3))).tolist()
+    [[2.0, 2.0], [2.0, 2.0]]
+    """
+    m, s = design.scores_many(thetas)
+    out = np.empty(m.shape)
+    for k in range(m.shape[0]):
+        out[k] = loss.value(m[k], s[k], y)
+    return out
 
 
 def objective(design, loss, y, theta, *, gradient=True):

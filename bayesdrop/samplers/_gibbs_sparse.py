@@ -22,7 +22,8 @@ Jacobi-scaled ``S``; on newsgroups it more than halves the iterations (about 70 
 (:func:`bayesdrop.linalg.wls.perturbation`), so the draw is exact up to the CG residual.
 
 :func:`run_sweeps_csr` has the signature of :func:`bayesdrop.samplers._gibbs_dense.run_sweeps`
-without the MH move (its ``D x D`` proposal factor would not fit).
+without the MH move (its ``D x D`` proposal factor would not fit) and without the kept
+draws' ``lp`` and pointwise terms (computed after the chain).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import numpy as np
 
 from ..model.design import V_CONSTANT, V_LIKE_X
 from ..model.losses.kernels import draws_loop
-from ._gibbs_dense import _log_target, _store_augmentation
+from ._gibbs_dense import _store_augmentation
 
 __all__ = ["DUAL_TOL", "dual_arrays", "dual_blocks", "dual_draw", "dual_work",
            "run_sweeps_csr", "scores_csr", "singleton_blocks"]
@@ -496,11 +497,14 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
 @numba.njit(cache=True, nogil=True)
 def run_sweeps_csr(lp, indptr, indices, xdata, mdata, vkind, scale, D,
                    fit_intercept, dual, y, sw, theta, m, s, n_sweeps,
-                   first_sweep, tune, thin, overrelax, rng, theta_out, lp_out, aug_sum,
-                   aug_out, first_kept, tol, cg_stats, pgt, terms_out, blocks, work):
+                   first_sweep, tune, thin, overrelax, rng, theta_out, aug_sum,
+                   aug_out, first_kept, tol, cg_stats, pgt, blocks, work):
     """Advance one chain by ``n_sweeps`` sweeps (in place); returns the number kept (see
-    :func:`bayesdrop.samplers._gibbs_dense.run_sweeps`, also for ``pgt`` and
-    ``terms_out``). ``cg_stats`` accumulates
+    :func:`bayesdrop.samplers._gibbs_dense.run_sweeps`, also for ``pgt``). The kept draws'
+    ``lp = -J`` and pointwise terms are not computed here: the sweep itself never needs
+    ``J``, and :func:`bayesdrop.samplers.compiled.kept_log_target` computes them after
+    the chain from the kernels the fit has compiled (a first posterior compiles about
+    0.8 s less). ``cg_stats`` accumulates
     ``(CG iterations, sweeps)``; a dual solve that does not converge sets
     ``cg_stats[2] = 1`` and stops."""
     n = indptr.shape[0] - 1
@@ -539,12 +543,6 @@ def run_sweeps_csr(lp, indptr, indices, xdata, mdata, vkind, scale, D,
             row = first_kept + kept
             for a in range(p):
                 theta_out[row, a] = theta[a]
-            if terms_out.shape[0] > 0:
-                lp_out[row] = _log_target(lp, D, y, sw, theta, m, s,
-                                          terms_out[row])
-            else:
-                lp_out[row] = _log_target(lp, D, y, sw, theta, m, s,
-                                          np.empty(0))
             _store_augmentation(row, a1, a2, aug_sum, aug_out)
             kept += 1
     return kept

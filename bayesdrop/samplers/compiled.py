@@ -14,12 +14,13 @@ import scipy.linalg as sla
 from .._threads import one_blas_thread
 from ..linalg import wls
 from ..model.design import V_CONSTANT, V_LIKE_X
+from ..model.objective import penalised, terms_many
 from .result import ChainRecord
 from .schedule import (MH_DF, MH_MIN_ACCEPT, PROPOSAL_INFLATE, SCHEDULE_MIN_SWEEPS, move_costs,
                        schedule)
 
 __all__ = ["BLOCK_SECONDS", "CompiledKernel", "Moves", "compiled_setup", "intercept_line",
-           "next_block"]
+           "kept_log_target", "next_block"]
 
 #: work (examples x parameters) of the first block of compiled sweeps (about 10-50 ms on
 #: one core); later blocks are sized from the measured time per sweep
@@ -123,7 +124,48 @@ def _csr_setup(problem, linalg):
 
     X = arrays.pop("csr")
     return dict(kind="csr", blocks=dual_blocks(X), dual=dual_arrays(X), **arrays,
-                **_model_arrays(problem), n=design.n_samples, p=design.n_params)
+                **_model_arrays(problem), n=design.n_samples, p=design.n_params,
+                problem=problem)
+
+
+#: draws x examples whose scores :func:`kept_log_target` holds at once
+_LP_BLOCK = 1 << 20
+
+
+def kept_log_target(problem, thetas, terms_out=None):
+    """``lp_k = -J(theta_k)`` of the draws ``thetas`` (one per row), and each draw's
+    (weighted) per-example terms of ``J`` in row ``k`` of ``terms_out`` if given.
+
+    ``J(theta) = ||w||^2 + sum_n term(m_n, s_n, y_n)``, the terms of a block of at most
+    :data:`_LP_BLOCK` draws x examples at a time by
+    :func:`bayesdrop.model.objective.terms_many` (one product with the design; the
+    kernels a fit has compiled).
+    The compiled sparse sweep's kept draws get their ``lp`` here, after the chain.
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(30, 3)); y = np.sign(X[:, 0] + rng.normal(size=30))
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
+    >>> thetas = rng.normal(size=(4, 4))
+    >>> lp = kept_log_target(problem, thetas)
+    >>> bool(np.allclose(lp, [-problem.objective(t) for t in thetas], rtol=1e-13))
+    True
+    """
+    design, loss, y = problem.design, problem.loss, problem.y
+    D = design.n_features
+    thetas = np.asarray(thetas, dtype=np.float64)
+    lp = np.empty(thetas.shape[0])
+    step = max(1, _LP_BLOCK // max(design.n_samples, 1))
+    for a in range(0, thetas.shape[0], step):
+        block = thetas[a:a + step]
+        terms = terms_many(design, loss, y, block)
+        if terms_out is not None:
+            terms_out[a:a + step] = terms
+        for j in range(block.shape[0]):
+            lp[a + j] = -penalised(block[j, :D], terms[j])
+    return lp
 
 
 def intercept_line(setup, laplace):
@@ -380,10 +422,9 @@ class CompiledKernel:
         if self.csr:
             new = run_sweeps_csr(setup["lp"], *st.csr_args, setup["dual"], setup["y"],
                                  setup["sw"], st.theta, st.m, st.s, n_sweeps, first_sweep,
-                                 tune, thin, self.overrelax, rng, st.theta_out, st.lp_out,
-                                 st.aug_sum, st.aug_out, kept, DUAL_TOL, st.cg_stats,
-                                 setup["pg_tables"], st.terms_out, setup["blocks"],
-                                 st.dual_work)
+                                 tune, thin, self.overrelax, rng, st.theta_out, st.aug_sum,
+                                 st.aug_out, kept, DUAL_TOL, st.cg_stats,
+                                 setup["pg_tables"], setup["blocks"], st.dual_work)
             if st.cg_stats[2]:
                 raise FloatingPointError(
                     "the dual conjugate-gradient solve of the sparse Gibbs sweep did "
@@ -434,6 +475,10 @@ class CompiledKernel:
         self._use(st, moves._replace(mh=k, gibbs=gibbs))
 
     def record(self, st, kept, tune_time, draw_time, interrupted, rng):
+        if self.csr:  # the sparse sweep keeps theta only (see run_sweeps_csr)
+            st.lp_out[:kept] = kept_log_target(
+                self.setup["problem"], st.theta_out[:kept],
+                st.terms_out[:kept] if self.store_log_likelihood else None)
         if not np.all(np.isfinite(st.lp_out[:kept])):
             raise FloatingPointError("the compiled Gibbs sweep produced a non-finite draw")
         return ChainRecord(st.theta_out[:kept], st.lp_out[:kept], st.aug_sum / max(kept, 1),

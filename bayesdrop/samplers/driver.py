@@ -43,7 +43,7 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="mode",
            theta_hat=None, random_state=None, progressbar=True, cores=None,
            store_augmentation=False, store_log_likelihood=False, linalg="auto",
            cg_tol=1e-12, overrelax=OVERRELAX,
-           compiled="auto", mh="auto"):
+           compiled="auto", mh="auto", on_running=None):
     """Run Gibbs chains on ``exp(-J(theta))`` for one problem -- the one driver of every
     kernel.
 
@@ -94,8 +94,10 @@ or LastState
     store_log_likelihood : bool
         With the compiled sweeps, keep every kept draw's pointwise log pseudo-likelihood
         ``-term_n(theta)`` (``SamplerResult.log_likelihood``, memory
-        ``chains * draws * N``), computed in the sweep from the scores it has anyway;
-        the Python kernel leaves it None.
+        ``chains * draws * N``): the dense sweep computes it from the scores it has
+        anyway, the sparse one after the chain
+        (:func:`bayesdrop.samplers.compiled.kept_log_target`); the Python kernel leaves
+        it None.
     linalg : {"auto", "cholesky", "woodbury", "cg"}
     cg_tol : float
     overrelax : float in (-1, 1), default=-0.5
@@ -128,6 +130,12 @@ or LastState
         (:func:`intercept_line`: a fresh intercept from its marginal, the weights
         shifted along its regression line; exact MH, whatever ``mh``), whose acceptance
         rate is ``SamplerResult.intercept_accept``.
+    on_running : callable, optional
+        Called once, with no arguments, when a chain of compiled sweeps has run its
+        first block: the sweeps are compiled and the chains now run without the GIL, so
+        the caller can do Python work alongside them (the estimators import ArviZ there,
+        in the background, for the InferenceData they build next). Never called by the
+        Python kernel or a row back-end.
     compiled : {"auto", True, False}, default="auto"
         ``"auto"``: the compiled sweep (chains in threads) wherever it applies (dense
         design, hinge / logistic / epsilon-insensitive loss, Cholesky back-end; see
@@ -248,15 +256,18 @@ or LastState
         if cores > 1 and chains > 1:
             if setup is not None:
                 results = run_threads(setup, inits, chain_seeds, kwargs, min(cores, chains),
-                                       bar, mh_moves, moves)
+                                       bar, mh_moves, moves, on_running)
             else:
                 results = run_processes(problem, inits, chain_seeds, kwargs,
                                         min(cores, chains), bar)
         else:  # in sequence, in this process; one kernel or the other
             results = []
+            calls = [on_running] if setup is not None and on_running is not None else []
             for c in range(chains):
                 def report(k, _base=c * (tune + draws * thin)):
                     bar.update(_base + k)
+                    while calls:  # on_running, once
+                        calls.pop()()
 
                 kernel = (CompiledKernel(setup, mh_moves=mh_moves[c], moves=moves[c],
                                           **kwargs)

@@ -87,9 +87,10 @@ def run_processes(problem, inits, seeds, kwargs, cores, bar):
         return collect(futures, counts, bar, stop_event, 0.05)
 
 
-def collect(futures, counts, bar, stop_event, interval):
+def collect(futures, counts, bar, stop_event, interval, on_running=None):
     """Wait for the chains' futures, reporting ``sum(counts)`` to the progress bar; Ctrl-C
-    sets ``stop_event`` (the chains stop at their next check) and waiting goes on."""
+    sets ``stop_event`` (the chains stop at their next check) and waiting goes on.
+    ``on_running()`` is called once, as soon as a chain has reported sweeps done."""
     results = [None] * len(futures)
     pending = set(range(len(futures)))
     while pending:
@@ -99,6 +100,9 @@ def collect(futures, counts, bar, stop_event, interval):
                     results[c] = futures[c].result()
                     pending.discard(c)
             bar.update(sum(counts[:]))
+            if on_running is not None and any(counts[:]):
+                on_running, call = None, on_running
+                call()
             if pending:  # wakes as soon as a chain finishes, else after ``interval``
                 wait([futures[c] for c in pending], timeout=interval,
                      return_when=FIRST_COMPLETED)
@@ -107,8 +111,9 @@ def collect(futures, counts, bar, stop_event, interval):
     return results
 
 
-def run_threads(setup, inits, seeds, kwargs, cores, bar, mh_moves, moves):
-    """Compiled chains in ``cores`` threads (one BLAS thread each)."""
+def run_threads(setup, inits, seeds, kwargs, cores, bar, mh_moves, moves, on_running=None):
+    """Compiled chains in ``cores`` threads (one BLAS thread each); ``on_running`` see
+    :func:`collect`."""
     chains = len(seeds)
     counts = [0] * chains
     stop_event = threading.Event()
@@ -126,4 +131,4 @@ def run_threads(setup, inits, seeds, kwargs, cores, bar, mh_moves, moves):
 
     with one_blas_thread(), ThreadPoolExecutor(max_workers=cores) as pool:  # the chains
         futures = [pool.submit(one, c) for c in range(chains)]  # are the parallelism
-        return collect(futures, counts, bar, stop_event, 0.02)
+        return collect(futures, counts, bar, stop_event, 0.02, on_running)
