@@ -187,7 +187,7 @@ def _pg_exact_mean_var(h, z):
     return mean, var
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _tail_cubes(K, a):
     """``S_3 = sum_{k > K} c_k^3``, ``c_k = 1 / (2 pi^2 ((k - 1/2)^2 + a^2))``, by the
     midpoint Euler-Maclaurin formula ``int_K^inf f + f'(K) / 24 - 7 f'''(K) / 5760`` for
@@ -213,7 +213,7 @@ def _tail_cubes(K, a):
     return (g / K ** 5 + f1 / 24.0 - 7.0 * f3 / 5760.0) / (two_pi2 * two_pi2 * two_pi2)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _series_plan(f, zi):
     """``(K, a^2, delta, theta, kappa)`` of :func:`pg_series` for ``PG(f, zi)``,
     ``zi < PG_IG_SWITCH``: the head's length and the remainder's shifted gamma

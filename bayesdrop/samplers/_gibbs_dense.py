@@ -68,7 +68,7 @@ def _scores(Xb, M, vkind, scale, D, theta, m, s):
             s[i] = 0.0
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _store_augmentation(row, a1, a2, aug_sum, aug_out):
     """Add a kept sweep's augmentation to the running sums (and to row ``row`` of the
     traces, if they are kept)."""

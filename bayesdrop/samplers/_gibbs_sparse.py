@@ -163,7 +163,7 @@ def scores_csr(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, th
                 else (scale * w2 if vkind == V_CONSTANT else 0.0))
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _rmatvec(indptr, indices, xdata, a, out):
     """``out = X^T a`` (``out`` of length D)."""
     out[:] = 0.0
