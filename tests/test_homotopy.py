@@ -178,3 +178,37 @@ def test_the_event_budget_shrinks_with_the_data(monkeypatch):
     res = fit_problem(p, start, theta0_scale=0.1)
     assert res.solver != "homotopy"
     assert res.objective[-1] == pytest.approx(walked.objective[-1], rel=1e-12)
+
+
+@pytest.mark.parametrize("loss_name", ["hinge", "epsilon"])
+def test_kkt_certificate_accepts_the_optimum_only(loss_name):
+    """The walk's own certificate: it holds at the optimum with the terms' derivatives the
+    walk returns, and fails for a point moved by 1e-6, for a multiplier pushed out of its
+    interval, and for an example assigned to the wrong piece."""
+    from bayesdrop.solvers._homotopy_compiled import OK, walk
+    from bayesdrop.solvers.irls import kink_assignment
+
+    X, y, make = _case(loss_name)
+    problem = Problem.create(X, y, make(0.8), "none")
+    start = _exact(Problem.create(X, y, make(0.8 / 7.7), "none")).theta
+    pos, slopes = problem.loss.kinks(problem.y)
+    kink, dist, piece = kink_assignment(problem.design.matvec(start), pos)
+    on = dist <= 1e-9 * max(float(np.max(np.abs(pos))), 1.0)
+    kink, piece = kink.astype(np.int64), piece.astype(np.int64)
+    a = np.empty(y.size)
+    status, _, theta = walk(np.ascontiguousarray(X), True, pos, slopes, on, kink, piece,
+                            start, 1.0 / 7.7, 2000, a)
+    assert status == OK and on.any() and (~on).any()
+    check = homotopy.kkt_certificate
+    assert check(problem, theta, on, kink, piece, a)
+    moved = theta.copy()
+    moved[0] += 1e-6
+    assert not check(problem, moved, on, kink, piece, a)
+    i = np.flatnonzero(on)[0]
+    bad = a.copy()
+    bad[i] = slopes[i, kink[i] + 1] + 1e-3  # beyond the right slope
+    assert not check(problem, theta, on, kink, piece, bad)
+    j = np.flatnonzero(~on)[0]
+    wrong = piece.copy()
+    wrong[j] = (piece[j] + 1) % (pos.shape[1] + 1)
+    assert not check(problem, theta, on, kink, wrong, a)

@@ -54,12 +54,14 @@ def _solve2(A, B, m):
 
 
 @numba.njit(cache=True, nogil=True)
-def walk(X, fit_intercept, pos, slopes, on, kink, piece, theta0, t0, max_events):
+def walk(X, fit_intercept, pos, slopes, on, kink, piece, theta0, t0, max_events, a):
     """Follow the solution path from ``t0`` (``theta0`` optimal there) to ``t = 1``.
 
     ``on``, ``kink``, ``piece`` (the assignment read from ``theta0``) are updated in
     place. Returns ``(status, events, theta)``; ``theta`` is the end point (``status``
-    :data:`OK`)."""
+    :data:`OK`), and ``a`` (length ``N``) then holds each example's derivative of its
+    term there: its piece's slope, or on a kink its multiplier (``2 w + Xbar_w^T a = 0``,
+    ``sum_n a_n = 0`` with an intercept)."""
     n, D = X.shape
     n_kinks = pos.shape[1]
     fi = 1 if fit_intercept else 0
@@ -298,4 +300,9 @@ def walk(X, fit_intercept, pos, slopes, on, kink, piece, theta0, t0, max_events)
         theta[d] = w0[d] + w1[d]
     if fi:
         theta[D] = b0 + b1
+    for i in range(n):
+        if not on[i]:
+            a[i] = slopes[i, piece[i]]
+    for e in range(k):
+        a[E[e]] = B[e, 0] + B[e, 1]
     return OK, events, theta

@@ -27,9 +27,10 @@ reaches an end of its interval (the example leaves ``E`` for the piece on that s
 :func:`follow` walks from ``t0`` (where ``theta0`` is the exact optimum) to ``t = 1``
 event by event -- each event a ``(k + 1)``-system (``k = |E| <= n_params``), ``O(k D)``
 for the kink rows and one product with ``X`` (the scores' slope in ``t``; the scores
-themselves move along each segment) -- and hands its end point to the certified
-active-set polish (:func:`bayesdrop.solvers.polish.certify`), which checks the KKT
-conditions itself. With no example on a kink (balanced slopes: ``J`` flat in ``b``) the
+themselves move along each segment) -- and its end point is kept only where the KKT
+conditions hold there, checked afresh from the scores (:func:`kkt_certificate`: every
+example on its piece or kink, every multiplier in its interval, ``2 w + Xbar_w^T a = 0``
+and ``sum_n a_n = 0``). With no example on a kink (balanced slopes: ``J`` flat in ``b``) the
 walk keeps ``b`` where it is; any point of that stretch is optimal.
 
 Between two grid points of a cross-validation path (``C`` a factor 7.7 apart) the
@@ -50,9 +51,10 @@ import numpy as np
 
 from ._homotopy_compiled import OK, walk
 from .irls import kink_assignment
-from .polish import certify
+from .polish import exact_result
 
-__all__ = ["CERTIFY_RTOL", "EVENT_WORK", "MAX_EVENTS", "MAX_PARAMS", "applicable", "follow"]
+__all__ = ["EVENT_WORK", "KKT_RTOL", "MAX_EVENTS", "MAX_PARAMS", "applicable", "follow",
+           "kkt_certificate"]
 
 #: Most parameters for which the path is followed (each event forms ``X_E X_E^T``,
 #: ``O(k^2 D)`` with ``k`` up to ``n_params``).
@@ -69,11 +71,10 @@ MAX_EVENTS = 2000
 #: keeps up to 1400 events, diabetes (353 x 11) the full 2000.
 EVENT_WORK = 2e7
 
-#: The polished end point may have ``J`` above the start's by this much (relative): at
-#: ``C = 1.3e3`` on breast cancer the polish and the walk, the same point, differed by
-#: 6e-12 relative in ``J``, and the start ``theta0`` is itself an optimum when nothing
-#: changes between two values of ``C``.
-CERTIFY_RTOL = 1e-10
+#: Relative slack of :func:`kkt_certificate`: the scores within ``KKT_RTOL max(|p|, 1)``
+#: of their piece or kink, the multipliers within ``KKT_RTOL max(|s|, 1)`` of their
+#: interval, the stationarity residuals within ``KKT_RTOL`` of the sums they cancel.
+KKT_RTOL = 1e-9
 
 
 def applicable(problem):
@@ -117,7 +118,7 @@ def follow(problem, theta0, t0, max_events=None):
     Returns
     -------
     SolverResult or None
-        Certified by the active-set polish (``solver="homotopy"``, ``n_iter`` the events
+        Certified by :func:`kkt_certificate` (``solver="homotopy"``, ``n_iter`` the events
         walked); None where the walk cannot go on (see the module docstring) or the end
         point is not certified.
 
@@ -151,16 +152,65 @@ def follow(problem, theta0, t0, max_events=None):
     # the examples on a kink (E, with its index) and the piece of the others
     kink, dist, piece = kink_assignment(design.matvec(theta0), pos)
     on = dist <= 1e-9 * max(float(np.max(np.abs(pos))), 1.0)
+    kink, piece = kink.astype(np.int64), piece.astype(np.int64)
+    a = np.empty(design.n_samples)
     status, events, theta = walk(np.ascontiguousarray(design.X), design.fit_intercept, pos,
-                                 slopes, on, kink.astype(np.int64), piece.astype(np.int64),
-                                 theta0, float(t0), int(max_events))
-    if status != OK:
+                                 slopes, on, kink, piece, theta0, float(t0), int(max_events),
+                                 a)
+    if status != OK or not kkt_certificate(problem, theta, on, kink, piece, a):
         return None
-    # the history starts at theta0 (the previous optimum) on this problem; the polish
-    # recomputes the end point from its kink set, the same point to rounding: with
-    # thousands in the slopes (large C) its J can exceed the walk's by 1e-11 relative
-    result = certify(problem, theta, [problem.objective(theta0)], events, start, on,
-                     rtol=CERTIFY_RTOL)
-    if result is None:
-        return None
-    return result._replace(solver="homotopy", n_solves=events + 1)
+    # the history starts at theta0 (the previous optimum) on this problem
+    return exact_result(problem, theta, [problem.objective(theta0), problem.objective(theta)],
+                        events, start, "homotopy", events + 1)
+
+
+def kkt_certificate(problem, theta, on, kink, piece, a, rtol=KKT_RTOL):
+    """Whether ``theta`` minimises the zero-noise piecewise-linear ``J`` of ``problem``,
+    by its KKT conditions with the derivatives ``a`` of the terms.
+
+    ``J`` is convex, so ``theta`` is optimal exactly when some ``a_n`` in the
+    subdifferential of each term at its score ``m_n`` gives ``2 w + Xbar_w^T a = 0`` and,
+    with an intercept, ``sum_n a_n = 0``. Checked from the scores ``m = Xbar theta``
+    computed afresh: an example off its kinks (``on_n`` False) lies on piece ``piece_n``
+    (between kinks ``piece_n - 1`` and ``piece_n``) and ``a_n`` is that piece's slope; an
+    example on kink ``kink_n`` sits at it, with ``a_n`` between the slopes on either
+    side. Each within the slack ``rtol`` (see :data:`KKT_RTOL`).
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss
+    >>> X = np.array([[1.0], [-1.0]]); y = np.array([1.0, -1.0])
+    >>> problem = Problem.create(X, y, HingeLoss(1.0), "none", fit_intercept=False)
+    >>> on = np.array([True, True]); kink = np.zeros(2, dtype=int); piece = kink
+    >>> kkt_certificate(problem, np.array([1.0]), on, kink, piece, np.array([-1.0, 1.0]))
+    True
+    >>> kkt_certificate(problem, np.array([0.5]), on, kink, piece, np.array([-0.5, 0.5]))
+    False
+    """
+    design, loss, y = problem
+    pos, slopes = loss.kinks(y)
+    n, k = pos.shape
+    rows = np.arange(n)
+    m = design.matvec(theta)
+    tol_m = rtol * max(float(np.max(np.abs(pos))), 1.0)
+    tol_a = rtol * max(float(np.max(np.abs(slopes))), 1.0)
+    off = ~on
+    p = piece[off]
+    lower = np.where(p > 0, pos[rows[off], np.maximum(p - 1, 0)], -np.inf)
+    upper = np.where(p < k, pos[rows[off], np.minimum(p, k - 1)], np.inf)
+    if np.any(m[off] < lower - tol_m) or np.any(m[off] > upper + tol_m):
+        return False
+    if np.any(np.abs(a[off] - slopes[rows[off], p]) > tol_a):
+        return False
+    j = kink[on]
+    if np.any(np.abs(m[on] - pos[rows[on], j]) > tol_m):
+        return False
+    if (np.any(a[on] < slopes[rows[on], j] - tol_a)
+            or np.any(a[on] > slopes[rows[on], j + 1] + tol_a)):
+        return False
+    D = design.n_features
+    grad = design.rmatvec(a)
+    scale = design.rmatvec(np.abs(a))
+    if np.any(np.abs(2.0 * theta[:D] + grad[:D]) > rtol * np.maximum(scale[:D], 1.0)):
+        return False
+    return not design.fit_intercept or abs(grad[D]) <= rtol * max(float(scale[D]), 1.0)
