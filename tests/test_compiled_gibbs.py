@@ -820,3 +820,36 @@ def test_arviz_prefetch_imports_in_the_background_and_restores_the_warning_filte
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+# ----------------------------------------------- Polya-Gamma draws without their tables
+@pytest.mark.parametrize("shapes", ["whole", "many fractions", "tiny"])
+def test_logistic_draws_without_tables_equal_the_table_path(shapes):
+    """Where no example has a fractional table (every shape ``h = 2 C w_n >= 1``; more
+    distinct fractions than ``MAX_TABLES``; a shape below 1e-12), ``draw_tables`` gives
+    ``()`` and the sweep's draw loop compiles without the tables' code: the same draws,
+    bit for bit, as the loop with the (empty) table arrays, from the same generator."""
+    from bayesdrop.model.losses.kernels import draws_loop
+    from bayesdrop.model.pg_inversion import MAX_TABLES, PGTables
+
+    rng = np.random.default_rng(2)
+    n = 3 * MAX_TABLES + 10
+    if shapes == "whole":
+        C, sw = 1.0, rng.integers(1, 4, size=n).astype(float)
+    elif shapes == "many fractions":
+        C, sw = 0.4, rng.uniform(0.1, 3.0, size=n)  # h = 0.08 ... 2.4, all distinct
+    else:
+        C, sw = 1e-13, np.ones(n)
+    loss = LogisticLoss(C).weighted(sw)
+    assert loss.draw_tables(C * sw) == ()
+    arrays = PGTables.for_shapes(2.0 * C * sw).arrays()
+    m, s = rng.normal(size=n) * 3.0, rng.uniform(0.0, 2.0, size=n)
+    y = np.sign(rng.normal(size=n))
+    out = []
+    for tables in ((), arrays):
+        a = [np.empty(n) for _ in range(4)]
+        draws_loop(loss.kernel_params, m, s, y, sw, np.random.default_rng(9), tables, *a)
+        out.append(a)
+    for got, ref in zip(*out):
+        np.testing.assert_array_equal(got, ref)
+    assert (shapes == "tiny") == bool(np.all(out[0][0] == 0.0))

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..._validation import check_scalar
 from ..augmentation import polya_gamma
-from ..pg_compiled import pg_draw
+from ..pg_compiled import pg_draw_tabled
 from ..pg_inversion import PGTables
 from . import kernels
 from ._logistic_rows import PSI_SERIES, SIMD_MIN_ROWS, logistic_from, logistic_rows
@@ -70,10 +70,9 @@ def logistic_mean(p, c, m, s, y):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def logistic_draw(p, c, m, s, y, rng, tables, i):
-    """``lambda ~ PG(2c, psi)`` (:func:`bayesdrop.model.pg_compiled.pg_draw`; ``tables``
-    the fractional Polya-Gamma tables of :meth:`LogisticLoss.draw_tables`)."""
-    K, G, n_int, zmax, index = tables
-    lam = pg_draw(2.0 * c, math.sqrt(m * m + s), rng, K, G, n_int, zmax, index[i])
+    """``lambda ~ PG(2c, psi)`` (:func:`bayesdrop.model.pg_compiled.pg_draw_tabled`;
+    ``tables`` the fractional Polya-Gamma tables of :meth:`LogisticLoss.draw_tables`)."""
+    lam = pg_draw_tabled(2.0 * c, math.sqrt(m * m + s), rng, tables, i)
     return lam, 0.0, lam, c * y
 
 
@@ -168,8 +167,11 @@ class LogisticLoss(Loss):
         return super().value(m, s, y)
 
     def draw_tables(self, c):
-        """The fractional Polya-Gamma tables of the shapes ``h_n = 2 c_n``."""
-        return PGTables.for_shapes(2.0 * np.asarray(c, dtype=np.float64)).arrays()
+        """The fractional Polya-Gamma tables of the shapes ``h_n = 2 c_n``, or ``()``
+        where none is needed (every draw is then the series draw:
+        :func:`bayesdrop.model.pg_compiled.pg_draw_tabled`)."""
+        tables = PGTables.for_shapes(2.0 * np.asarray(c, dtype=np.float64))
+        return tables.arrays() if tables.fractions.size else ()
 
     def draw_augmentation(self, m, s, y, rng):
         return (polya_gamma(self.h, np.sqrt(m * m + s), rng),)
