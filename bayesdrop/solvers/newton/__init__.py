@@ -74,12 +74,13 @@ from . import empty_rows, loop, steps
 from .constants import (  # noqa: F401
     ARMIJO, CG_FORCING_FLOOR, CHORD_STOP, CONTRACTION, EXPAND_RATIO, EXPAND_STEPS,
     MAX_COMPILED_ENTRIES, MAX_COMPILED_ROWS, MIN_STEP, QN_MEMORY,
-    QN_REUSE_DECREMENT, REUSE_DECREMENT, RIDGE, ROWS_SUBSAMPLE_STEP,
+    QN_REUSE_DECREMENT, RAY_LOG_RANGE, RAY_LOG_TOL, REUSE_DECREMENT, RIDGE,
+    ROWS_SUBSAMPLE_STEP,
     ROW_SHORT_STEPS, ROW_TRIAL_STEPS, SINGLE_MAX_COND, START_CG_RTOL,
     START_GRAM_ROWS, START_GRAM_ROWS_PER_PARAM, SUBSAMPLE_MAX_ITER,
     SUBSAMPLE_MIN_ROWS, SUBSAMPLE_STEP, TRAP_STEPS)
 
-__all__ = ["LINALG", "applicable", "choose_linalg", "fit"]
+__all__ = ["LINALG", "applicable", "choose_linalg", "fit", "ray_scale"]
 
 #: linear-algebra back-ends of the Newton solver
 LINALG = ("auto", "cholesky", "cg")
@@ -175,10 +176,47 @@ def _reuse_threshold(design):
     return REUSE_DECREMENT
 
 
+def ray_scale(loss, y, m1, s1, w2):
+    """``(alpha, J(alpha theta_1))``: the minimiser of ``J`` along the ray through
+    ``theta_1`` (``w`` and ``b`` scaled together) from its scores ``(m_1, s_1)`` and
+    ``||w_1||^2 = w2`` -- the scaled point's scores are ``alpha m_1`` and
+    ``alpha^2 s_1``, so each evaluation costs the terms only, no product with ``X``.
+    Golden-section search in ``log alpha`` over ``[-RAY_LOG_RANGE, RAY_LOG_RANGE]`` to a
+    bracket of :data:`RAY_LOG_TOL` (``J`` is convex, so unimodal along the ray).
+
+    Examples
+    --------
+    >>> from bayesdrop.model.losses import HingeLoss
+    >>> m1, s1, y = np.array([2.0, -2.0]), np.zeros(2), np.array([1.0, -1.0])
+    >>> alpha, J = ray_scale(HingeLoss(1.0), y, m1, s1, 1.0)  # a^2 + 4 max(0, 1 - 2a)
+    >>> round(alpha, 1), round(J, 2)  # to the bracket: 0.5 and 0.25
+    (0.5, 0.25)
+    """
+    def value(log_alpha):
+        a = math.exp(log_alpha)
+        return a * a * w2 + float(np.sum(loss.value(a * m1, a * a * s1, y)))
+
+    g = 0.5 * (math.sqrt(5.0) - 1.0)
+    lo, hi = -RAY_LOG_RANGE, RAY_LOG_RANGE
+    c, d = hi - g * (hi - lo), lo + g * (hi - lo)
+    fc, fd = value(c), value(d)
+    while hi - lo > RAY_LOG_TOL:
+        if fc <= fd:
+            hi, d, fd = d, c, fc
+            c = hi - g * (hi - lo)
+            fc = value(c)
+        else:
+            lo, c, fc = c, d, fd
+            d = lo + g * (hi - lo)
+            fd = value(d)
+    return (math.exp(c), fc) if fc <= fd else (math.exp(d), fd)
+
+
 def _irls_start(problem, linalg, cg_maxiter):
-    """One IRLS map from zero (a start where the piecewise-linear terms are smooth), only
-    a starting point, kept only if it does not raise ``J``: on a large dense design
-    (``hessian.single_applies``) its Gram product in float32; with ``linalg="cg"`` its
+    """One IRLS map from zero (a start where the piecewise-linear terms are smooth),
+    only a starting point, kept only if it does not raise ``J``. On a large dense design
+    (``hessian.single_applies``) its Gram product in float32, and the point scaled to
+    the lowest ``J`` along its ray (:func:`ray_scale`, see :data:`RAY_LOG_RANGE`); with ``linalg="cg"`` its
     system ``A theta = r`` solved by the compiled Newton-CG loop to :data:`START_CG_RTOL`
     (``A`` is ``H`` at ``w = 0`` with ``d_mm = rho``: no noise cross terms there).
     Returns ``(theta, m, s)`` with the scores ``(m, s)`` at ``theta`` (at zero they are
@@ -203,7 +241,12 @@ def _irls_start(problem, linalg, cg_maxiter):
         theta = irls_map(problem, zero, linalg=linalg)[0]
     m, s = design.scores(theta)
     w = theta[:design.n_features]
-    if penalised(w, loss.value(m, s, y)) <= penalised(zero[:0], loss.value(zeros, zeros, y)):
+    if linalg == "cholesky" and hess.single_applies(design):
+        alpha, J = ray_scale(loss, y, m, s, float(w @ w))
+        theta, m, s = alpha * theta, alpha * m, alpha * alpha * s
+    else:
+        J = penalised(w, loss.value(m, s, y))
+    if J <= penalised(zero[:0], loss.value(zeros, zeros, y)):
         return theta, m, s
     return zero, zeros, zeros
 
