@@ -74,7 +74,7 @@ from . import empty_rows, loop, steps
 from .constants import (  # noqa: F401
     ARMIJO, CG_FORCING_FLOOR, CHORD_STOP, CONTRACTION, EXPAND_RATIO, EXPAND_STEPS,
     MAX_COMPILED_ENTRIES, MAX_COMPILED_ROWS, MIN_STEP, QN_MEMORY,
-    QN_REUSE_DECREMENT, RAY_LOG_RANGE, RAY_LOG_TOL, REUSE_DECREMENT, RIDGE,
+    QN_REUSE_DECREMENT, RAY_LOG_RANGE, RAY_LOG_TOL, RAY_MIN_PARAMS, REUSE_DECREMENT, RIDGE,
     ROWS_SUBSAMPLE_STEP,
     ROW_SHORT_STEPS, ROW_TRIAL_STEPS, SINGLE_MAX_COND, START_CG_RTOL,
     START_GRAM_ROWS, START_GRAM_ROWS_PER_PARAM, SUBSAMPLE_MAX_ITER,
@@ -215,8 +215,9 @@ def ray_scale(loss, y, m1, s1, w2):
 def _irls_start(problem, linalg, cg_maxiter):
     """One IRLS map from zero (a start where the piecewise-linear terms are smooth),
     only a starting point, kept only if it does not raise ``J``. On a large dense design
-    (``hessian.single_applies``) its Gram product in float32, and the point scaled to
-    the lowest ``J`` along its ray (:func:`ray_scale`, see :data:`RAY_LOG_RANGE`); with ``linalg="cg"`` its
+    (``hessian.single_applies``) its Gram product in float32, and with
+    :data:`RAY_MIN_PARAMS` parameters or more the point scaled to the lowest ``J`` along
+    its ray (:func:`ray_scale`, see :data:`RAY_LOG_RANGE`); with ``linalg="cg"`` its
     system ``A theta = r`` solved by the compiled Newton-CG loop to :data:`START_CG_RTOL`
     (``A`` is ``H`` at ``w = 0`` with ``d_mm = rho``: no noise cross terms there).
     Returns ``(theta, m, s)`` with the scores ``(m, s)`` at ``theta`` (at zero they are
@@ -241,7 +242,8 @@ def _irls_start(problem, linalg, cg_maxiter):
         theta = irls_map(problem, zero, linalg=linalg)[0]
     m, s = design.scores(theta)
     w = theta[:design.n_features]
-    if linalg == "cholesky" and hess.single_applies(design):
+    if (linalg == "cholesky" and hess.single_applies(design)
+            and design.n_params >= RAY_MIN_PARAMS):
         alpha, J = ray_scale(loss, y, m, s, float(w @ w))
         theta, m, s = alpha * theta, alpha * m, alpha * alpha * s
     else:
