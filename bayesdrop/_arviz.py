@@ -13,8 +13,8 @@ import warnings
 
 import numpy as np
 
-__all__ = ["az", "prefetch", "to_inference_data", "summary_stats", "ess", "mcse", "rhat", "from_netcdf",
-           "rank_diagnostics"]
+__all__ = ["az", "prefetch", "to_inference_data", "summary_stats", "ess", "mcse", "rhat",
+           "from_netcdf", "rank_diagnostics"]
 
 
 #: the thread of :func:`prefetch`, once started
