@@ -33,9 +33,18 @@ def prefetch():
     """
     global _prefetching
     if _prefetching is None and "arviz" not in sys.modules:
-        _prefetching = threading.Thread(target=_import, args=(True,),
+        _prefetching = threading.Thread(target=_import_quietly,
                                         name="bayesdrop-arviz-import", daemon=True)
         _prefetching.start()
+
+
+def _import_quietly():
+    """:func:`_import` for the background thread: a failure is left to the foreground
+    import of :func:`_az`, which raises it where the caller sees it."""
+    try:
+        _import(warm=True)
+    except Exception:  # noqa: BLE001 - reported by _az's own import
+        pass
 
 
 def _import(warm=False):

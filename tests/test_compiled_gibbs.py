@@ -853,3 +853,34 @@ def test_logistic_draws_without_tables_equal_the_table_path(shapes):
     for got, ref in zip(*out):
         np.testing.assert_array_equal(got, ref)
     assert (shapes == "tiny") == bool(np.all(out[0][0] == 0.0))
+
+
+def test_a_failed_background_import_is_raised_by_the_foreground_one():
+    """If ArviZ cannot be imported, the prefetch thread stays silent (no traceback of its
+    own on stderr) and ``_az`` raises the ImportError where the caller sees it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "sys.modules['arviz'] = None  # an import of arviz now raises ImportError\n"
+        "import bayesdrop._arviz as a\n"
+        "del sys.modules['arviz']\n"
+        "import builtins\n"
+        "real = builtins.__import__\n"
+        "def fake(name, *args, **kw):\n"
+        "    if name == 'arviz':\n"
+        "        raise ImportError('no arviz here')\n"
+        "    return real(name, *args, **kw)\n"
+        "builtins.__import__ = fake\n"
+        "a.prefetch()\n"
+        "a._prefetching.join()\n"
+        "try:\n"
+        "    a._az()\n"
+        "except ImportError as exc:\n"
+        "    print('raised:', exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "raised: no arviz here" in out.stdout
+    assert "Exception in thread" not in out.stderr
