@@ -797,29 +797,36 @@ def test_on_running_is_called_once_when_the_compiled_chains_run(sparse, cores, m
     assert calls == []
 
 
+def _fresh_python(code):
+    """Run ``code`` in a fresh interpreter (ArviZ not imported yet); its output."""
+    import subprocess
+    import sys
+    import textwrap
+
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr
+    return out
+
+
 def test_arviz_prefetch_imports_in_the_background_and_restores_the_warning_filters():
     """``_arviz.prefetch()`` imports ArviZ in a thread (a fresh process: not imported
     before), ``_az()`` waits for it, and the warning filters are as before."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, warnings\n"
-        "import bayesdrop._arviz as a\n"
-        "assert 'arviz' not in sys.modules\n"
-        "warnings.simplefilter('default', UserWarning)\n"
-        "before = list(warnings.filters)\n"
-        "a.prefetch()\n"
-        "thread = a._prefetching\n"
-        "az = a._az()\n"
-        "assert thread is not None and not thread.is_alive()\n"
-        "assert sys.modules['arviz'] is az and hasattr(az, 'InferenceData')\n"
-        "assert warnings.filters == before, 'warning filters changed'\n"
-        "a.prefetch()\n"
-        "assert a._prefetching is thread  # once\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
+    _fresh_python("""
+        import sys, warnings
+        import bayesdrop._arviz as a
+        assert 'arviz' not in sys.modules
+        warnings.simplefilter('default', UserWarning)
+        before = list(warnings.filters)
+        a.prefetch()
+        thread = a._prefetching
+        az = a._az()
+        assert thread is not None and not thread.is_alive()
+        assert sys.modules['arviz'] is az and hasattr(az, 'InferenceData')
+        assert warnings.filters == before, 'warning filters changed'
+        a.prefetch()
+        assert a._prefetching is thread  # once
+    """)
 
 
 # ----------------------------------------------- Polya-Gamma draws without their tables
@@ -858,29 +865,21 @@ def test_logistic_draws_without_tables_equal_the_table_path(shapes):
 def test_a_failed_background_import_is_raised_by_the_foreground_one():
     """If ArviZ cannot be imported, the prefetch thread stays silent (no traceback of its
     own on stderr) and ``_az`` raises the ImportError where the caller sees it."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys\n"
-        "sys.modules['arviz'] = None  # an import of arviz now raises ImportError\n"
-        "import bayesdrop._arviz as a\n"
-        "del sys.modules['arviz']\n"
-        "import builtins\n"
-        "real = builtins.__import__\n"
-        "def fake(name, *args, **kw):\n"
-        "    if name == 'arviz':\n"
-        "        raise ImportError('no arviz here')\n"
-        "    return real(name, *args, **kw)\n"
-        "builtins.__import__ = fake\n"
-        "a.prefetch()\n"
-        "a._prefetching.join()\n"
-        "try:\n"
-        "    a._az()\n"
-        "except ImportError as exc:\n"
-        "    print('raised:', exc)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
+    out = _fresh_python("""
+        import builtins
+        import bayesdrop._arviz as a
+        real = builtins.__import__
+        def fake(name, *args, **kw):
+            if name == 'arviz':
+                raise ImportError('no arviz here')
+            return real(name, *args, **kw)
+        builtins.__import__ = fake
+        a.prefetch()
+        a._prefetching.join()
+        try:
+            a._az()
+        except ImportError as exc:
+            print('raised:', exc)
+    """)
     assert "raised: no arviz here" in out.stdout
     assert "Exception in thread" not in out.stderr
