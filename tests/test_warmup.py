@@ -1,0 +1,53 @@
+"""``python -m bayesdrop compile`` (:mod:`bayesdrop.warmup`) fills numba's cache with the
+kernels that later fits and posteriors of wide sparse data use."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+
+def _python(code, cache):
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                         text=True, env={**os.environ, "NUMBA_CACHE_DIR": cache})
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_compile_covers_the_fit_and_posterior_of_wide_sparse_data(tmp_path):
+    """After ``warm`` of the logistic estimator on sparse input (in a process with an
+    empty cache), another process fits and samples a wide CSR problem -- Newton-CG, the
+    sampler's dual sweep -- at ``C = 1`` and ``C = 0.1`` (the sweep's variants without and
+    with the fractional Polya-Gamma tables) with every kernel loaded from the cache:
+    numba's cache misses of bayesdrop's dispatchers stay at zero (they count compiles)."""
+    cache = str(tmp_path)
+    _python("""
+        import os
+        from bayesdrop.warmup import warm
+        warm(["DropoutLogisticRegression"], ["sparse"], file=open(os.devnull, "w"))
+    """, cache)
+    out = _python("""
+        import sys, warnings
+        import numpy as np, scipy.sparse as sp
+        import bayesdrop
+        warnings.simplefilter("ignore")
+        rng = np.random.default_rng(1)
+        X = sp.random(60, 3000, density=0.01, format="csr", random_state=2)
+        y = (np.asarray(X @ rng.normal(size=3000)).ravel() > 0).astype(int)
+        for C in (1.0, 0.1):
+            est = bayesdrop.DropoutLogisticRegression(C=C, noise_level=0.3).fit(X, y)
+            est.sample_posterior(X, y, draws=10, tune=5, chains=2, progressbar=False,
+                                 random_state=0)
+        misses = hits = 0
+        for name, mod in list(sys.modules.items()):
+            if not name.startswith("bayesdrop"):
+                continue
+            for obj in vars(mod).values():
+                stats = getattr(obj, "stats", None)
+                if hasattr(obj, "py_func") and stats is not None:
+                    misses += sum(stats.cache_misses.values())
+                    hits += sum(stats.cache_hits.values())
+        print(misses, hits)
+    """, cache)
+    misses, hits = map(int, out.split())
+    assert hits > 0 and misses == 0, (misses, hits)
