@@ -50,7 +50,7 @@ import time
 import numpy as np
 
 from ._homotopy_compiled import OK, walk
-from .irls import kink_assignment
+from .irls import kink_assignment, off_piece, outside_interval
 from .polish import exact_result
 
 __all__ = ["EVENT_WORK", "KKT_RTOL", "MAX_EVENTS", "MAX_PARAMS", "applicable", "follow",
@@ -189,24 +189,15 @@ def kkt_certificate(problem, theta, on, kink, piece, a, rtol=KKT_RTOL):
     """
     design, loss, y = problem
     pos, slopes = loss.kinks(y)
-    n, k = pos.shape
-    rows = np.arange(n)
     m = design.matvec(theta)
     tol_m = rtol * max(float(np.max(np.abs(pos))), 1.0)
     tol_a = rtol * max(float(np.max(np.abs(slopes))), 1.0)
-    off = ~on
-    p = piece[off]
-    lower = np.where(p > 0, pos[rows[off], np.maximum(p - 1, 0)], -np.inf)
-    upper = np.where(p < k, pos[rows[off], np.minimum(p, k - 1)], np.inf)
-    if np.any(m[off] < lower - tol_m) or np.any(m[off] > upper + tol_m):
-        return False
-    if np.any(np.abs(a[off] - slopes[rows[off], p]) > tol_a):
-        return False
-    j = kink[on]
-    if np.any(np.abs(m[on] - pos[rows[on], j]) > tol_m):
-        return False
-    if (np.any(a[on] < slopes[rows[on], j] - tol_a)
-            or np.any(a[on] > slopes[rows[on], j + 1] + tol_a)):
+    off, at = np.flatnonzero(~on), np.flatnonzero(on)
+    below, above = off_piece(m, pos, piece, off, tol_m)
+    left, right = outside_interval(a[at], slopes, at, kink, tol_a)
+    if (np.any(below | above) or np.any(left | right)
+            or np.any(np.abs(a[off] - slopes[off, piece[off]]) > tol_a)
+            or np.any(np.abs(m[at] - pos[at, kink[at]]) > tol_m)):
         return False
     D = design.n_features
     grad = design.rmatvec(a)

@@ -120,6 +120,25 @@ def kink_assignment(m, pos):
     return kink, dist[np.arange(m.size), kink], np.sum(m[:, None] > pos, axis=1)
 
 
+def off_piece(m, pos, piece, rows, tol):
+    """``(below, above)``: whether the score ``m_n`` of each example ``n`` of ``rows`` (off
+    its kinks) lies below, or above, its piece ``piece_n`` -- between kinks
+    ``piece_n - 1`` and ``piece_n`` of ``pos`` -- by more than ``tol``."""
+    k = pos.shape[1]
+    p = piece[rows]
+    lower = np.where(p > 0, pos[rows, np.maximum(p - 1, 0)], -np.inf)
+    upper = np.where(p < k, pos[rows, np.minimum(p, k - 1)], np.inf)
+    return m[rows] < lower - tol, m[rows] > upper + tol
+
+
+def outside_interval(a, slopes, rows, kink, tol):
+    """``(left, right)``: whether the multiplier ``a`` of each example ``n`` of ``rows`` (on
+    kink ``kink_n``; ``a`` aligned with ``rows``) lies left, or right, of its subgradient
+    interval ``[slopes_n,kink_n, slopes_n,kink_n+1]`` by more than ``tol``."""
+    j = kink[rows]
+    return a < slopes[rows, j] - tol, a > slopes[rows, j + 1] + tol
+
+
 def kink_set(problem, theta):
     """Examples within ``POLISH_TAU`` of a kink at ``theta`` (None if not applicable)."""
     design, loss, y = problem
@@ -198,7 +217,7 @@ def active_set_polish(problem, theta, on_kink=None):
     if pieces is None:
         return None, np.inf
     pos, slopes = pieces
-    n, k = pos.shape
+    n = pos.shape[0]
     rows = np.arange(n)
     scale = max(float(np.max(np.abs(pos))), 1.0)
     tol_m = 1e-9 * scale
@@ -224,9 +243,7 @@ def active_set_polish(problem, theta, on_kink=None):
         changed = False
         # kink examples whose multiplier leaves the subgradient interval
         idx = np.flatnonzero(on_kink)
-        a = -beta
-        lo, hi = slopes[idx, kink_j[idx]], slopes[idx, kink_j[idx] + 1]
-        go_left, go_right = a < lo - tol_a, a > hi + tol_a
+        go_left, go_right = outside_interval(-beta, slopes, idx, kink_j, tol_a)
         if np.any(go_left | go_right):
             changed = True
             on_kink[idx[go_left | go_right]] = False
@@ -235,9 +252,7 @@ def active_set_polish(problem, theta, on_kink=None):
         # piece examples that crossed a kink
         free = np.flatnonzero(~on_kink)
         p = piece[free]
-        lower = np.where(p > 0, pos[free, np.maximum(p - 1, 0)], -np.inf)
-        upper = np.where(p < k, pos[free, np.minimum(p, k - 1)], np.inf)
-        below, above = m[free] < lower - tol_m, m[free] > upper + tol_m
+        below, above = off_piece(m, pos, piece, free, tol_m)
         if np.any(below | above):
             changed = True
             on_kink[free[below | above]] = True
