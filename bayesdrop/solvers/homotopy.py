@@ -157,14 +157,15 @@ def follow(problem, theta0, t0, max_events=None):
     status, events, theta = walk(np.ascontiguousarray(design.X), design.fit_intercept, pos,
                                  slopes, on, kink, piece, theta0, float(t0), int(max_events),
                                  a)
-    if status != OK or not kkt_certificate(problem, theta, on, kink, piece, a):
+    if status != OK or not kkt_certificate(problem, theta, on, kink, piece, a,
+                                           pieces=(pos, slopes)):
         return None
     # the history starts at theta0 (the previous optimum) on this problem
     return exact_result(problem, theta, [problem.objective(theta0), problem.objective(theta)],
                         events, start, "homotopy", events + 1)
 
 
-def kkt_certificate(problem, theta, on, kink, piece, a, rtol=KKT_RTOL):
+def kkt_certificate(problem, theta, on, kink, piece, a, rtol=KKT_RTOL, pieces=None):
     """Whether ``theta`` minimises the zero-noise piecewise-linear ``J`` of ``problem``,
     by its KKT conditions with the derivatives ``a`` of the terms.
 
@@ -174,7 +175,8 @@ def kkt_certificate(problem, theta, on, kink, piece, a, rtol=KKT_RTOL):
     computed afresh: an example off its kinks (``on_n`` False) lies on piece ``piece_n``
     (between kinks ``piece_n - 1`` and ``piece_n``) and ``a_n`` is that piece's slope; an
     example on kink ``kink_n`` sits at it, with ``a_n`` between the slopes on either
-    side. Each within the slack ``rtol`` (see :data:`KKT_RTOL`).
+    side. Each within the slack ``rtol`` (see :data:`KKT_RTOL`). ``pieces``: the loss's
+    ``kinks(y)`` if the caller has them.
 
     Examples
     --------
@@ -188,7 +190,7 @@ def kkt_certificate(problem, theta, on, kink, piece, a, rtol=KKT_RTOL):
     False
     """
     design, loss, y = problem
-    pos, slopes = loss.kinks(y)
+    pos, slopes = loss.kinks(y) if pieces is None else pieces
     m = design.matvec(theta)
     tol_m = rtol * max(float(np.max(np.abs(pos))), 1.0)
     tol_a = rtol * max(float(np.max(np.abs(slopes))), 1.0)
