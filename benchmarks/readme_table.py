@@ -47,6 +47,11 @@ def corrupted_copies(label):
     raise KeyError(label)
 
 
+def times(ratio):
+    """``"<ratio>x the time"``, with ``(slower)`` above 1."""
+    return f"{ratio}x the time" + (" (slower)" if float(ratio) > 1 else "")
+
+
 def table():
     """The README's benchmark table (markdown)."""
     fit = "plain_fit.txt"
@@ -59,12 +64,11 @@ def table():
         ("fit, dropout q = 0.5 (newsgroups SVC)", "`LinearSVC` / `SVC`, plain",
          f"{cell(fit, 'newsgroups 1427x22178 SVC q=.5', 'ours / peer')}x the time", fit),
         ("fit, dropout q = 0.2 (digits, 10 classes, SVC)", "`LinearSVC` / `SVC`, plain",
-         f"{cell(fit, 'digits 1797x64 10 classes SVC q=.2 C=.1', 'ours / peer')}x the time "
-         "(slower)", fit),
+         times(cell(fit, 'digits 1797x64 10 classes SVC q=.2 C=.1', 'ours / peer')), fit),
         ("fit, dropout q = 0.5 (Fashion-MNIST 4000 x 784, 10 classes, SVC)",
-         "`LinearSVC`, plain",
-         f"{cell(fit, 'Fashion-MNIST 4000x784 10 classes SVC q=.5 C=.1', 'ours / peer')}x "
-         "the time (slower)", fit),
+         "`LinearSVC` / `SVC`, plain",
+         times(cell(fit, 'Fashion-MNIST 4000x784 10 classes SVC q=.5 C=.1', 'ours / peer')),
+         fit),
         ("dropout fit vs training on 16 corrupted copies (newsgroups)",
          "`LogisticRegression` on the copies",
          f"{corrupted_copies('newsgroups (half split)')}x faster", "solvers.txt"),
