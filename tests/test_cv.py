@@ -187,3 +187,35 @@ def test_zero_noise_path_with_weights_and_classes_matches_gridsearchcv():
     # each later fit follows the path for its classes (a class may hand over to SMO: iris
     # has duplicated rows, more examples on a kink than parameters)
     assert all("homotopy" in fits for fits in solvers[1:])
+
+
+def test_each_fit_starts_from_a_neighbouring_grid_point(monkeypatch):
+    """The documented walk: ``C`` ascends at every noise level; a level's first fit starts
+    from the previous level's fit at the smallest ``C``, every other fit from the fit at
+    the previous ``C`` of its level (one parameter one grid step away)."""
+    import bayesdrop.estimators.linear as linear
+
+    points, calls = [], []
+    real_fit, real_built = linear.fit_problem, linear.DropoutLogisticRegression._fit_built
+
+    def fit_problem(problem, theta0=None, **kwargs):
+        result = real_fit(problem, theta0, **kwargs)
+        calls.append((theta0, result.theta))
+        return result
+
+    def fit_built(self, problems, noise, loss, theta0_scale=None):
+        points.append((self.noise_level, loss.C))
+        return real_built(self, problems, noise, loss, theta0_scale)
+
+    monkeypatch.setattr(linear, "fit_problem", fit_problem)
+    monkeypatch.setattr(linear.DropoutLogisticRegression, "_fit_built", fit_built)
+    X, y = _binary()
+    levels, Cs = [0.3, 0.0, 0.1], [3.0, 0.01, 0.3]
+    DropoutLogisticRegressionCV(Cs=Cs, noise_levels=levels, cv=2, refit=False).fit(X, y)
+    walk = [(q, C) for q in sorted(levels) for C in sorted(Cs)]
+    assert points == walk * 2  # two folds, each the same walk
+    for fold in (calls[:9], calls[9:]):
+        assert fold[0][0] is None  # the first fit of a fold: a cold start
+        for k in range(1, 9):
+            source = k - 3 if k % 3 == 0 else k - 1  # the smallest C of the level before
+            np.testing.assert_array_equal(fold[k][0], fold[source][1])

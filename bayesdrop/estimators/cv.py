@@ -8,13 +8,16 @@ would, and make the same choice (the same folds, scores and tie-breaking), for l
 * on each fold the inputs are validated once per noise level and the design (with its
   noise variances) is built once per noise level; changing ``C`` only rescales the
   loss;
-* the grid is walked as a snake -- ``C`` ascending at the first noise level, descending
-  at the next, ... -- and every fit starts from the solution at the neighbouring grid
-  point (one parameter one grid step away), so that Newton needs few steps; at zero
-  noise the hinge and epsilon-insensitive fits follow the exact solution path from the
-  previous ``C``'s optimum instead (:mod:`bayesdrop.solvers.homotopy`: a few to a few
-  hundred events of a few microseconds, where SMO takes up to thousands of steps and the
-  smoothing solver tens of Newton steps);
+* every fit starts from the solution at a neighbouring grid point (one parameter one
+  grid step away), so that Newton needs few steps: at each noise level ``C`` ascends,
+  and the first fit of a level starts from the previous level's fit at the smallest
+  ``C`` (there the solutions of neighbouring levels are close; a turn at the largest
+  ``C``, as a snake walk takes every other time, cost newsgroups 12-17 Newton steps
+  instead of 3-5: the search 4.6 -> 4.2 s, breast cancer and diabetes 4-7 % less); at
+  zero noise the hinge and epsilon-insensitive fits follow the exact solution path from
+  the previous ``C``'s optimum instead (:mod:`bayesdrop.solvers.homotopy`: a few to a
+  few hundred events of a few microseconds, where SMO takes up to thousands of steps
+  and the smoothing solver tens of Newton steps);
 * the held-out rows are validated once per fold, and the BLAS limit of
   :func:`bayesdrop._threads.single_blas_pool` is set once per fold, not per fit;
 * the folds run in parallel (``n_jobs``) in joblib's worker processes, as
@@ -194,13 +197,17 @@ class _PathCV:
             X_test, y_test = _safe_indexing(X, test), _safe_indexing(y, test)
             score_kw = {"sample_weight": weights[test]} if weighted_scores else {}
             scores = np.empty((levels.size, Cs.size))
-            c_order = np.argsort(Cs, kind="stable")
+            order = np.argsort(Cs, kind="stable")
+            first = None  # the previous level's fit at the smallest C
             with single_blas_pool():  # once for the fold's fits, not per fit
-                for i, j in enumerate(np.argsort(levels, kind="stable")):
+                for j in np.argsort(levels, kind="stable"):
                     est.noise_level = float(levels[j])
-                    order = c_order if i % 2 == 0 else c_order[::-1]
+                    if first is not None:
+                        est.coef_, est.intercept_ = first
                     for k, fitted in zip(order, est._fit_path(X_train, y_train, w_train,
                                                               Cs[order])):
+                        if first is None or k == order[0]:
+                            first = (fitted.coef_.copy(), np.copy(fitted.intercept_))
                         scores[j, k] = scorer(fitted, X_test, y_test, **score_kw)
             return scores
 
