@@ -461,3 +461,33 @@ def test_a_missing_compiled_loop_is_looked_up_once_per_process(monkeypatch):
     for C in (1.0, 2.0):
         newton.fit(problem._replace(loss=LogisticLoss(C)))
     assert calls == [1] and first.converged
+
+
+@pytest.mark.parametrize("loss", [LogisticLoss(1.0), HingeLoss(1.0)])
+def test_newton_cg_takes_one_pass_of_derivatives_per_step(monkeypatch, loss):
+    """Newton-CG solves with a new Hessian every step, so each accepted point's pass over
+    the data (``Design.rmatvec_pair``: the gradient and the Hessian's noise diagonal)
+    brings the second derivatives along, and the last point's pass the gradient only: one
+    pass at the start and one per step, not a second one for the next direction. The
+    optimum is that of Cholesky Newton."""
+    import scipy.sparse as sp
+    from bayesdrop.model.design import Design
+
+    rng = np.random.default_rng(0)
+    X = sp.random(300, 900, density=0.02, format="csr", random_state=1)
+    y = np.where(X @ rng.normal(size=900) + 0.1 * rng.normal(size=300) > 0, 1.0, -1.0)
+    problem = Problem.create(X, y, loss, Dropout(0.3))
+    passes = []
+    real = Design.rmatvec_pair
+
+    def counting(self, *args, **kwargs):
+        passes.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Design, "rmatvec_pair", counting)
+    res = newton.fit(problem, linalg="cg")
+    assert res.converged
+    assert len(passes) == res.n_iter + 1
+    monkeypatch.undo()
+    exact = newton.fit(problem, linalg="cholesky", tol=1e-12)
+    assert res.objective[-1] == pytest.approx(exact.objective[-1], rel=1e-8)

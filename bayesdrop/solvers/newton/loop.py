@@ -337,7 +337,12 @@ def newton_loop(ev, theta0, opts, fresh_first):
         theta = add_scaled(theta, t, step)
         prev_dec = decrement
         fresh_next = not (t == 1.0 and decrement <= opts.reuse * max(abs(J_c), 1.0))
-        J, g_new = accept(ev, theta, fresh_next)
+        # the second derivatives come with the gradient (one pass over the data) where the
+        # next direction needs them -- a new Hessian, or CG (a new one every step) -- and
+        # not after the last step (the decrement test below, with J_c for J)
+        last = decrement <= (2.0 * opts.tol * (1.0 if fresh else opts.chord_stop)
+                             * max(abs(J_c), 1.0))
+        J, g_new = accept(ev, theta, (fresh_next or not ev.exact) and not last)
         if memory > 0 and not fresh_next:
             n_pairs = add_pair(S, Yq, rho, n_pairs, add_scaled(np.zeros(p), t, step),
                                add_scaled(g_new, -1.0, g), memory)
