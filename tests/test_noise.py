@@ -104,3 +104,27 @@ def test_make_noise_levels():
     assert make_noise(Dropout(0.2), 0.4) == Dropout(0.4)
     assert make_noise("poisson") == Poisson(1.0)
     assert make_noise("dropout", 0).variance(np.ones((2, 2))).is_zero
+
+
+def test_sparse_variance_keeps_the_pattern_of_X_explicit_zeros_included():
+    """Dropout's and the multiplicative noise's ``M = X * X`` of a CSR ``X`` is stored on
+    ``X``'s own pattern, explicit zeros included, so the compiled row passes apply
+    (``Design.row_kernel_arrays``); a non-canonical ``X`` (duplicate entries) is squared
+    after summing them."""
+    from bayesdrop import Design, MultiplicativeGaussian
+
+    X = sp.random(40, 30, density=0.2, format="csr", random_state=0)
+    X.data[::7] = 0.0  # explicit zeros
+    for noise in (Dropout(0.3), MultiplicativeGaussian(0.5)):
+        design = Design(X, noise)
+        kind, (indptr, indices, xdata, mdata), scale = design.row_kernel_arrays()
+        assert kind == "csr" and mdata.shape == X.data.shape
+        np.testing.assert_array_equal(mdata, X.data ** 2)
+        np.testing.assert_allclose(scale * design.variance.matrix.toarray(),
+                                   noise.variance(X.toarray()).scale
+                                   * X.toarray() ** 2)
+    dup = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([0, 0, 1]), np.array([0, 3])),
+                        shape=(1, 2))  # entry (0, 0) given twice: 1 + 2
+    assert not dup.has_canonical_format
+    M = Design(dup, Dropout(0.5)).variance.matrix.toarray()
+    np.testing.assert_array_equal(M, [[9.0, 9.0]])
