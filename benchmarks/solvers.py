@@ -34,10 +34,12 @@ Three comparisons, every ratio measured in the same run on the same machine:
    copies): one split's accuracy differs by a few test examples. Goal: ours >= 10x
    faster at equal or better accuracy.
 
-4. **other peers**: ``MLPClassifier`` (scikit-learn's one-hidden-layer network, 100 units,
-   one softmax network; at its default ``max_iter=200``, where it stops unconverged, and at
-   500, converged: the faster is the peer) against the latent logistic regression on digits (10 one-vs-rest
-   networks of 20 units; goal: within 10x of ``MLPClassifier``), both over the random
+4. **other peers**: ``MLPClassifier`` (scikit-learn's one-hidden-layer network, one softmax
+   network; with the latent model's 20 hidden units, as issue 42 asks, and with its
+   default 100; at its default ``max_iter=200``, where it stops unconverged, and at 500:
+   the fastest of the four per seed is the peer) against the latent logistic regression
+   on digits (10 one-vs-rest networks of 20 units; issue 42's goal: within 3x of
+   ``MLPClassifier`` with the same number of hidden units), both over the random
    seeds 0..4 (:data:`SEEDS`: a non-convex fit's time depends on its random start; the
    ratio is that of the summed times), and ``LinearSVC`` at
    its defaults against ``DropoutSVC(noise="none")`` on ``make_classification`` 20000 x
@@ -101,8 +103,9 @@ HOW_TIMED = [
     "# - threads: numpy's BLAS at its default (2 threads); scipy's separate OpenBLAS on one",
     "#   thread for both ours and L-BFGS (bayesdrop._threads.single_blas_pool; scikit-learn",
     "#   peers at their defaults).",
-    "# - part 4: MLPClassifier(random_state=s) at its default max_iter=200 (stops unconverged)",
-    "#   and at max_iter=500 (converged), the faster per seed is the peer, vs the latent LR",
+    "# - part 4: MLPClassifier(hidden_layer_sizes=(h,), random_state=s) with h = 20 (the",
+    "#   latent model's units) and 100 (its default), at its default max_iter=200 (stops",
+    "#   unconverged) and at 500: the fastest of the four per seed is the peer, vs the latent LR",
     "#   (random_state=s; 10 one-vs-rest networks of 20 units), for the seeds s = 0..4 on both",
     "#   sides (the time of a non-convex fit depends on its random start): t = the sum over",
     "#   the seeds of each side's best of 2 runs, acc = the mean test accuracy, ours/peer =",
@@ -331,20 +334,23 @@ def other_peer_rows(quick):
     # at its default max_iter=200 MLPClassifier stops unconverged here (ConvergenceWarning);
     # both the default and max_iter=500 (converged) are timed, per seed; the faster is the
     # peer (named by the setting that was faster on most seeds)
-    peer, faster500 = [], 0
+    peer, chosen = [], []
     for seed in seeds:
         timed = {}
-        for max_iter in (200, 500):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                timed[max_iter] = best_time(lambda max_iter=max_iter, seed=seed: MLPClassifier(
-                    random_state=seed, max_iter=max_iter).fit(Xtr, ytr), 2)
+        for units in (20, 100):
+            for max_iter in (200, 500):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    timed[units, max_iter] = best_time(
+                        lambda units=units, max_iter=max_iter, seed=seed: MLPClassifier(
+                            (units,), random_state=seed, max_iter=max_iter).fit(Xtr, ytr), 2)
         best = min(timed, key=lambda k: timed[k][1])
-        faster500 += best == 500
+        chosen.append(best)
         mlp, t = timed[best]
         peer.append((t, mlp.score(Xte, yte)))
     t_mlp, acc_mlp, times_mlp = _seed_stats(peer)
-    mlp_name = f"MLPClassifier({'max_iter=500' if 2 * faster500 > len(seeds) else ''})"
+    units, max_iter = max(set(chosen), key=chosen.count)  # the setting most seeds chose
+    mlp_name = f"MLPClassifier(({units},), max_iter={max_iter})"
     runs = [(0.0, "auto", None), (0.0, "auto", 2)] + (
         [] if quick else [(0.2, "auto", None), (0.2, "auto", 2)])
     for q, solver, n_jobs in runs:
@@ -384,10 +390,10 @@ def other_peer_rows(quick):
 
 
 def print_other_peer_rows(rows, out):
-    out(f"{'data':<34} {'ours':<34} {'peer':<28} {'t_peer[s]':>9} {'acc_peer':>8} "
+    out(f"{'data':<34} {'ours':<34} {'peer':<34} {'t_peer[s]':>9} {'acc_peer':>8} "
         f"{'t_ours[s]':>9} {'acc_ours':>8} {'ours/peer':>9} {'per seed':>9} {'iter':>6}")
     for r in rows:
-        out(f"{r[0]:<34} {r[1]:<34} {r[2]:<28} {r[3]:>9.3f} {r[4]:>8.3f} {r[5]:>9.3f} "
+        out(f"{r[0]:<34} {r[1]:<34} {r[2]:<34} {r[3]:>9.3f} {r[4]:>8.3f} {r[5]:>9.3f} "
             f"{r[6]:>8.3f} {r[5] / r[3]:>9.1f} {r[7]:>9} {r[8]:>6}")
 
 
