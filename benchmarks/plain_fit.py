@@ -5,7 +5,7 @@ Run:  python benchmarks/plain_fit.py [--quick]
       (Fashion-MNIST rows need ``apt-get install dataset-fashion-mnist``)
 
 How each side is timed (same process, wall clock, one BLAS thread setting for both: numpy's
-at its default, 2 threads on this machine):
+at its default, 2 threads on this machine; each side after 2 s of rest, ``SETTLE_S``):
 
 * **ours** -- the estimator's ``fit`` (validation, one-vs-rest and all) at its defaults
   (``tol=1e-8``, ``solver="auto"``) with the stated ``C`` and ``noise_level``, after
@@ -53,7 +53,13 @@ from bayesdrop.solvers import newton
 from bayesdrop.studies.datasets import load_fashion_mnist, load_newsgroups
 
 
+#: seconds of rest before each side is timed: for about a second after a large fit the
+#: machine runs another one slower (see benchmarks/solvers.py's SETTLE_S)
+SETTLE_S = 2.0
+
+
 def best_time(make, X, y, repeat):
+    time.sleep(SETTLE_S)
     best, est = np.inf, None
     for _ in range(repeat):
         est = make()
