@@ -52,3 +52,37 @@ def test_overlapping_blocks_of_two_threads(secondary):
     worker.join(10)
     assert len(seen) == 1
     assert _secondary_threads() == secondary  # nothing left behind
+
+
+def test_one_blas_thread_inspects_the_libraries_once(monkeypatch):
+    """``one_blas_thread`` finds the BLAS libraries at its first call and keeps them (a
+    ``threadpool_limits`` call inspects every loaded shared library, milliseconds each
+    time); each block still puts every BLAS library on one thread and restores it."""
+    import threadpoolctl
+    from threadpoolctl import threadpool_info
+
+    from bayesdrop import _threads
+
+    inspections = []
+    real = threadpoolctl.ThreadpoolController.__init__
+
+    def counting(self, *args, **kwargs):
+        inspections.append(1)
+        real(self, *args, **kwargs)
+
+    def blas_threads():  # threadpool_info inspects too: not counted
+        n = len(inspections)
+        info = {i["filepath"]: i["num_threads"] for i in threadpool_info()
+                if i["user_api"] == "blas"}
+        del inspections[n:]
+        return info
+
+    monkeypatch.setattr(threadpoolctl.ThreadpoolController, "__init__", counting)
+    monkeypatch.setattr(_threads, "_ALL_BLAS", [], raising=False)
+    before = blas_threads()
+    for _ in range(3):
+        with _threads.one_blas_thread():
+            inside = blas_threads()
+        assert set(inside) == set(before) and set(inside.values()) == {1}
+        assert blas_threads() == before
+    assert len(inspections) == 1  # at the first block only
