@@ -29,27 +29,36 @@ _SECONDARY = []  # [selection or None], filled on first use
 _ALL_BLAS = []  # the same for every BLAS library (one_blas_thread)
 
 
-def _secondary_pools():
-    """threadpoolctl controller of the BLAS libraries that are not numpy's (or None)."""
-    if not _SECONDARY:
-        selection = None
+def _kept(cache, choose):
+    """The threadpoolctl selection ``choose(controller)`` (or None) of the libraries
+    loaded at the first call, kept in ``cache`` (a list) for later calls: inspecting the
+    loaded libraries takes milliseconds."""
+    if not cache:
         try:
-            import numpy as np
             import scipy.linalg  # noqa: F401 - load scipy's BLAS before inspecting
             from threadpoolctl import ThreadpoolController
 
-            controller = ThreadpoolController()
-            numpy_dir = os.path.dirname(np.__file__)
-            paths = [lib.filepath for lib in controller.lib_controllers
-                     if lib.user_api == "blas" and not lib.filepath.startswith(numpy_dir)]
-            owns = any(lib.user_api == "blas" and lib.filepath.startswith(numpy_dir)
-                       for lib in controller.lib_controllers)
-            if paths and owns:  # two separate BLAS builds are loaded
-                selection = controller.select(filepath=paths)
+            selection = choose(ThreadpoolController())
         except Exception:  # noqa: BLE001  # pragma: no cover - threadpoolctl ships with sklearn
             selection = None
-        _SECONDARY.append(selection)
-    return _SECONDARY[0]
+        cache.append(selection)
+    return cache[0]
+
+
+def _not_numpys(controller):
+    """The BLAS libraries other than numpy's, where numpy has its own (else None)."""
+    import numpy as np
+
+    numpy_dir = os.path.dirname(np.__file__)
+    blas = [lib.filepath for lib in controller.lib_controllers if lib.user_api == "blas"]
+    paths = [path for path in blas if not path.startswith(numpy_dir)]
+    owns = any(path.startswith(numpy_dir) for path in blas)
+    return controller.select(filepath=paths) if paths and owns else None
+
+
+def _secondary_pools():
+    """threadpoolctl controller of the BLAS libraries that are not numpy's (or None)."""
+    return _kept(_SECONDARY, _not_numpys)
 
 
 def single_blas_pool():
@@ -110,16 +119,7 @@ def with_single_blas_pool(func):
 
 def _all_blas():
     """threadpoolctl controller of every BLAS library loaded at first use (or None)."""
-    if not _ALL_BLAS:
-        try:
-            import scipy.linalg  # noqa: F401 - load scipy's BLAS before inspecting
-            from threadpoolctl import ThreadpoolController
-
-            selection = ThreadpoolController().select(user_api="blas")
-        except Exception:  # noqa: BLE001  # pragma: no cover - threadpoolctl ships with sklearn
-            selection = None
-        _ALL_BLAS.append(selection)
-    return _ALL_BLAS[0]
+    return _kept(_ALL_BLAS, lambda controller: controller.select(user_api="blas"))
 
 
 def one_blas_thread():

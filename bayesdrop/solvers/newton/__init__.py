@@ -247,10 +247,8 @@ def _start_factor(design, rho):
         return kept[1]
     from ...linalg.wls import normal_matrix
 
-    if hess.single_applies(design):
-        A = normal_matrix(design, rho, single=True, row_step=start_row_step(design))
-    else:
-        A = normal_matrix(design, rho)
+    A = normal_matrix(design, rho, single=hess.single_applies(design),
+                      row_step=start_row_step(design))  # row step 1 unless single
     factor = steps.cho_factor(A, RIDGE)
     with _START_LOCK:
         _START_FACTORS[design] = (np.array(rho, copy=True), factor)
