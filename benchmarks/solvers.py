@@ -18,14 +18,14 @@ Three comparisons, every ratio measured in the same run on the same machine:
    ``tol=1e-14`` included). Goal: ours >= 2x faster than L-BFGS on every problem (``lbfgs/ours``,
    both to 1e-8; ``lbfgs/full`` for the whole fit).
 2. **zero noise vs scikit-learn** at its defaults: ``LogisticRegression`` with each
-   solver of :data:`LR_SOLVERS` (all timed; the fastest is the peer, named in the table;
+   solver of ``plain_fit.LR_SOLVERS`` (all timed; the fastest is the peer, named in the table;
    ``newton-cholesky`` only up to 5000 features, as scikit-learn recommends it for
    ``n_samples >> n_features``; ``liblinear`` penalises the intercept, a slightly
    different objective, whose excess over ``J*`` the table shows),
    ``SVC(kernel="linear")`` (libsvm: the same objective with an unpenalised intercept). Ours: the estimator with ``noise="none"`` and default ``tol``, and the
    relative excess of its ``J`` over ``J*``. Goal: ratio <= 1 and excess <= 1e-8.
 3. **explicit corruption**: scikit-learn's ``LogisticRegression`` on 16 seeded dropout
-   copies (``C / 16`` per copy, the fastest solver of :data:`LR_SOLVERS` on the stacked
+   copies (``C / 16`` per copy, the fastest solver of ``plain_fit.LR_SOLVERS`` on the stacked
    data; ``newton-cholesky`` is skipped above 5000 features, where its dense Hessian is
    not what scikit-learn recommends), against our
    estimator at the same ``q``; time and test accuracy, trained on the even rows and
@@ -82,16 +82,11 @@ from bayesdrop.model.noise import Dropout
 from bayesdrop.solvers import irls, newton
 from bayesdrop.studies.datasets import load_newsgroups
 from irls import timed as best_time  # the same best-of-repeats wall clock
-
-#: seconds of rest before each side of a comparison with scikit-learn is timed (parts
-#: 2-4): for about a second after a large fit the machine runs another one slower -- our
-#: newsgroups fit took 17.6 ms right after scikit-learn's lbfgs or liblinear fit on the 16
-#: corrupted copies and 10.1-10.5 ms two seconds later -- whichever side came first
-SETTLE_S = 2.0
+from plain_fit import SETTLE_S, lr_solvers  # the same rest and peers as the plain fits
 
 
 def settled_time(fn, repeat=1):
-    """:func:`best_time` after :data:`SETTLE_S` seconds of rest."""
+    """:func:`best_time` after :data:`plain_fit.SETTLE_S` seconds of rest (parts 2-4)."""
     time.sleep(SETTLE_S)
     return best_time(fn, repeat)
 
@@ -216,17 +211,6 @@ def print_solver_rows(rows, out):
         k = "-" if r[7] is None else str(r[7])
         out(f"{r[0]:<31} {r[1]:<6} {r[2]:<8} {r[3]:>9.4f} {r[4]:>7.0e} {r[5]:>4d} "
             f"{r[6]:>9.4f} {k:>3} {r[8]:>10.4f} {r[9]:>7.0e} {r[10]:>10.2f} {r[11]:>10.2f}")
-
-
-#: the ``LogisticRegression`` solvers timed as peers (the fastest counts)
-LR_SOLVERS = ("lbfgs", "newton-cg", "newton-cholesky", "liblinear")
-
-
-def lr_solvers(X):
-    """:data:`LR_SOLVERS` for the shape of ``X``: ``newton-cholesky`` forms a dense
-    ``D x D`` Hessian, which scikit-learn recommends for ``n_samples >> n_features`` only,
-    so it is not tried above 5000 features."""
-    return tuple(s for s in LR_SOLVERS if s != "newton-cholesky" or X.shape[1] <= 5000)
 
 
 def sklearn_rows(name, X, y, repeat, C=1.0):
