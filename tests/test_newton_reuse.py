@@ -148,6 +148,7 @@ def test_reused_factors_reach_the_classical_newton_optimum(loss, compiled, monke
     problem = _problem(n=3000, d=20, loss=loss, q=0.3, seed=3)
     fast = newton.fit(problem, compiled=compiled)
     monkeypatch.setattr(newton, "REUSE_DECREMENT", 0.0)
+    monkeypatch.setattr(newton, "QN_REUSE_DECREMENT", 0.0)  # 3000 x 20: single_applies
     classic = newton.fit(problem, compiled=compiled)
     tight = newton.fit(problem, tol=1e-15, compiled=compiled, warn=False)
     assert fast.converged and classic.converged
@@ -198,8 +199,10 @@ def test_a_far_step_is_doubled_only_when_J_fell_more_than_its_model_predicts(mon
     than ``EXPAND_RATIO`` times ``lambda^2 / 2`` (a flattening ``J``). On 3000 x 50 logistic
     the first step's ratio is below it: the doubling, which ``J`` would refuse, is not
     tried -- one evaluation of ``J`` fewer and the same iterates as when it is. (From
-    ``HESSIAN_BLOCKED_MIN`` entries on, e.g. 10^4 x 50, every full step keeps its factor,
-    ``QN_REUSE_DECREMENT``, so no step is far and none is doubled.)"""
+    ``HESSIAN_BLOCKED_MIN`` entries on every full step keeps its factor,
+    ``QN_REUSE_DECREMENT``, so no step is far and none is doubled: the threshold is raised
+    here.)"""
+    monkeypatch.setattr(hessian, "HESSIAN_BLOCKED_MIN", 10**9)
     X, y = make_classification(3000, 50, n_informative=10, random_state=0)
     problem = Problem.create(X, 2.0 * y - 1.0, LogisticLoss(1.0), Dropout(0.3))
     assert not hessian.single_applies(problem.design)

@@ -49,7 +49,7 @@ def factors(monkeypatch):
 def test_single_applies_only_to_large_dense_noisy_designs():
     assert hessian.single_applies(_problem().design)
     assert not hessian.single_applies(_problem(noise=NoNoise()).design)  # no noise
-    assert not hessian.single_applies(_problem(n=2000).design)  # 6e4 entries
+    assert not hessian.single_applies(_problem(n=1000).design)  # 3e4 entries
     X, _ = make_classification(N, D, n_informative=10, random_state=0)
     assert not hessian.single_applies(_problem(X=sp.csr_matrix(X)).design)  # sparse
 

@@ -870,6 +870,40 @@ def test_bare_subgradient_is_a_subgradient_of_J_at_the_bare_model():
             assert worst >= -1e-5 * (np.abs(g).max() + 1.0)
 
 
+def test_shift_into_is_a_common_shift_clipped_to_the_ranges_with_the_target_sum():
+    """``bare._shift_into`` (the kink examples' slopes moved so that ``g_b = 0``): the
+    result is ``clip(values + tau, lo, hi)`` for one ``tau`` -- every element strictly
+    inside its range moved by the same amount, every other one at the end its shift
+    reaches -- and sums to ``target`` to rounding; checked against bisection on the sum,
+    on ranges of zero width, ties and targets at the ends."""
+    from bayesdrop.solvers.bare import _shift_into
+
+    rng = np.random.default_rng(7)
+    for case in range(400):
+        k = int(rng.integers(1, 300))
+        mid = rng.normal(size=k)
+        half = rng.random(k) * (rng.random(k) > 0.2)  # some ranges of zero width
+        lo, hi = mid - half, mid + half
+        values = mid + rng.normal(size=k) * 10.0 ** rng.integers(-2, 3)
+        if case % 10 == 0:
+            values[: k // 2] = values[0]  # ties
+        ends = (lo.sum(), hi.sum())
+        target = ends[case % 2] if case % 7 == 0 else rng.uniform(*ends)
+        out = _shift_into(values, lo, hi, target)
+        scale = np.abs(lo).sum() + np.abs(hi).sum() + 1.0
+        assert np.all((out >= lo) & (out <= hi))
+        assert abs(out.sum() - target) <= 1e-12 * scale
+        a, c = np.min(lo - values), np.max(hi - values)  # bisection, independently
+        for _ in range(200):
+            tau = 0.5 * (a + c)
+            if np.clip(values + tau, lo, hi).sum() < target:
+                a = tau
+            else:
+                c = tau
+        ref = np.clip(values + 0.5 * (a + c), lo, hi)
+        assert np.max(np.abs(out - ref)) <= 1e-9 * scale
+
+
 @pytest.mark.parametrize("through", ["memory", "rows"])
 def test_bare_gap_bounds_the_distance_to_the_optimum(through):
     """The bound -- in memory (:func:`bayesdrop.solvers.bare.bare_gap`) and through a row

@@ -35,7 +35,6 @@ inside ``+- sqrt(1 - lambda^2 ||u_w||^2)``, their ``u_w`` shrunk by a common ``l
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import brentq
 
 from ..linalg import wls
 from ..model.losses.kernels import ROOT_FLOOR
@@ -45,6 +44,9 @@ __all__ = ["SHRINKS", "bare_gap", "bare_gap_rows", "bare_intercepts", "bare_pass
 
 #: factors ``lambda`` of the kink examples' ``u_w`` tried to make room for ``g_b = 0``
 SHRINKS = (1.0, 1.0 - 1e-6, 1.0 - 1e-3, 0.99, 0.9, 0.5, 0.0)
+#: at most this many evaluations of the sum in :func:`_shift_into` (each step at least
+#: halves the bracket or lands on the root's linear piece; 64 halvings exhaust a double)
+SHIFT_MAX_ITER = 200
 
 
 def bare_gap(problem, bare, near, linalg="auto", maps=1, target=0.0):
@@ -77,7 +79,7 @@ def bare_gap(problem, bare, near, linalg="auto", maps=1, target=0.0):
     best, last = np.inf, np.inf
     step = np.asarray(near, dtype=float) - np.asarray(bare, dtype=float)
     for k in range(1, maps + 1):
-        step, bound, _ = _map_bound(problem.design, *setup, step, linalg)
+        step, bound, _ = _map_bound(problem.design, *setup, step, linalg, stop=target)
         best = min(best, bound)
         if _done(best, bound, last, k, maps, target):
             break
@@ -127,9 +129,10 @@ def _kink_examples(problem, bare, allow_none=False):
     return d_m, rows, 0.5 * (left + right), 0.5 * (right - left)
 
 
-def _map_bound(design, d_m, rows, mid, half, step, linalg):
+def _map_bound(design, d_m, rows, mid, half, step, linalg, stop=0.0):
     """One map from ``bare + step`` and the bound from its point (see :func:`bare_gap`):
-    ``(step', bound, g)``. Everything is relative to the bare point (``m - P_n`` is the
+    ``(step', bound, g)``, the least bound over :data:`SHRINKS` -- or the first at most
+    ``stop``. Everything is relative to the bare point (``m - P_n`` is the
     step's own score), so that the tiny ``w`` near it is not lost against ``b``."""
     n, D = design.n_samples, design.n_features
     r = _roots(design, rows, step)
@@ -154,6 +157,8 @@ def _map_bound(design, d_m, rows, mid, half, step, linalg):
         bound = 0.25 * float(g[:D] @ g[:D])
         if bound < best:
             best, g_best = bound, g
+            if best <= stop:
+                break
     return step, best, g_best
 
 
@@ -187,17 +192,30 @@ def _elements(design, rows, step, r):
 
 def _shift_into(values, lo, hi, target):
     """``clip(values + tau, lo, hi)`` with ``tau`` such that the sum is ``target``
-    (``lo.sum() <= target <= hi.sum()``; Brent's method on the monotone sum)."""
+    (``lo.sum() <= target <= hi.sum()``).
+
+    ``S(tau) = sum_n clip(values_n + tau, lo_n, hi_n)`` is non-decreasing and piecewise
+    linear, of slope the number of elements strictly inside their ranges. Newton's steps
+    on it, kept inside the bracket ``[a, c]`` that holds the root (bisection where a step
+    would leave it), reach the root's linear piece in a few evaluations and the root in
+    one more; the result's sum is ``target`` to rounding."""
     a, c = float(np.min(lo - values)), float(np.max(hi - values))
-
-    def excess(tau):
-        return float(np.clip(values + tau, lo, hi).sum()) - target
-
-    if excess(a) >= 0.0 or excess(c) <= 0.0:
-        tau = a if excess(a) >= 0.0 else c
-    else:
-        tau = brentq(excess, a, c, xtol=1e-16 * max(abs(a), abs(c), 1.0),
-                     rtol=4.0 * np.finfo(float).eps)
+    scale = 4.0 * np.finfo(float).eps * max(float(np.sum(np.abs(lo) + np.abs(hi))), 1.0)
+    tau = min(max(0.0, a), c)
+    for _ in range(SHIFT_MAX_ITER):
+        shifted = values + tau
+        excess = float(np.clip(shifted, lo, hi).sum()) - target
+        if abs(excess) <= scale:
+            break
+        if excess < 0.0:
+            a = tau
+        else:
+            c = tau
+        inside = np.count_nonzero((shifted > lo) & (shifted < hi))
+        step = tau - excess / inside if inside else np.nan
+        tau = step if a < step < c else 0.5 * (a + c)
+        if not a < tau < c:  # the bracket is down to rounding
+            break
     return np.clip(values + tau, lo, hi)
 
 
