@@ -8,7 +8,8 @@ which compiles exactly the kernels those calls use (for the logistic loss at ``C
 ``C = 0.1``: its sweep has a variant for Polya-Gamma shapes ``2C`` below 1 and one for the
 rest), and compiles the whole Newton loop for
 small dense problems of the estimator's loss (which ``compiled="auto"`` runs only once
-it is compiled: :func:`bayesdrop.solvers.newton.fit`) and, for the SVMs, the event loop
+it is compiled: :func:`bayesdrop.solvers.newton.fit`), the float32 Hessian of larger dense
+designs (:data:`LARGE_DENSE`) and, for the SVMs, the event loop
 that the CV estimators' zero-noise path runs (:mod:`bayesdrop.solvers.homotopy`); later
 processes load them from the cache.
 """
@@ -21,7 +22,7 @@ import warnings
 import numpy as np
 from ._arviz import ConvergenceWarning
 
-__all__ = ["ESTIMATORS", "KINDS", "warm"]
+__all__ = ["ESTIMATORS", "KINDS", "LARGE_DENSE", "warm"]
 
 #: estimators :func:`warm` knows, by the name of their class
 ESTIMATORS = ("DropoutLogisticRegression", "DropoutSVC", "DropoutSVR")
@@ -31,10 +32,17 @@ ESTIMATORS = ("DropoutLogisticRegression", "DropoutSVC", "DropoutSVR")
 KINDS = ("dense", "sparse")
 
 
-def _data(kind, regression):
+#: the shape of the second dense input: more than ``MAX_COMPILED_ROWS`` rows and at least
+#: ``HESSIAN_BLOCKED_MIN`` entries, the designs that Newton's Python loop fits with the
+#: float32 Hessian (:func:`bayesdrop.linalg.hessian.single_applies`; digits, 1797 x 64, is
+#: one); its kernels took 1 s on the first such fit after the command otherwise
+LARGE_DENSE = (2001, 20)
+
+
+def _data(kind, regression, shape=(80, 5)):
     rng = np.random.default_rng(0)
     if kind == "dense":
-        X = rng.normal(size=(80, 5))
+        X = rng.normal(size=shape)
     else:
         import scipy.sparse as sp
 
@@ -97,6 +105,8 @@ def warm(estimators=ESTIMATORS, kinds=KINDS, *, sample=True, file=None):
             est.fit(X, y)
             if kind == "dense":  # the compiled loop that later small dense fits use
                 _compile_newton(est, X, y)
+                type(est)(noise_level=0.2).fit(
+                    *_data(kind, name == "DropoutSVR", LARGE_DENSE))
                 if name != "DropoutLogisticRegression":  # the CV path's zero-noise walk
                     path = type(est)(noise_level=0.0)._fit_path(X, y, None, [0.5, 2.0])
                     for _ in path:

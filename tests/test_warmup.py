@@ -1,5 +1,6 @@
 """``python -m bayesdrop compile`` (:mod:`bayesdrop.warmup`) fills numba's cache with the
-kernels that later fits and posteriors of wide sparse data use."""
+kernels that later fits and posteriors of wide sparse data, and fits of dense data of the
+size of digits, use."""
 
 import os
 import subprocess
@@ -12,6 +13,20 @@ def _python(code, cache):
                          text=True, env={**os.environ, "NUMBA_CACHE_DIR": cache})
     assert out.returncode == 0, out.stderr
     return out.stdout
+
+
+_MISSES = """
+        misses = hits = 0
+        for name, mod in list(sys.modules.items()):
+            if not name.startswith("bayesdrop"):
+                continue
+            for obj in vars(mod).values():
+                stats = getattr(obj, "stats", None)
+                if hasattr(obj, "py_func") and stats is not None:
+                    misses += sum(stats.cache_misses.values())
+                    hits += sum(stats.cache_hits.values())
+        print(misses, hits)
+"""
 
 
 def test_compile_covers_the_fit_and_posterior_of_wide_sparse_data(tmp_path):
@@ -38,16 +53,32 @@ def test_compile_covers_the_fit_and_posterior_of_wide_sparse_data(tmp_path):
             est = bayesdrop.DropoutLogisticRegression(C=C, noise_level=0.3).fit(X, y)
             est.sample_posterior(X, y, draws=10, tune=5, chains=2, progressbar=False,
                                  random_state=0)
-        misses = hits = 0
-        for name, mod in list(sys.modules.items()):
-            if not name.startswith("bayesdrop"):
-                continue
-            for obj in vars(mod).values():
-                stats = getattr(obj, "stats", None)
-                if hasattr(obj, "py_func") and stats is not None:
-                    misses += sum(stats.cache_misses.values())
-                    hits += sum(stats.cache_hits.values())
-        print(misses, hits)
+    """ + _MISSES, cache)
+    misses, hits = map(int, out.split())
+    assert hits > 0 and misses == 0, (misses, hits)
+
+
+def test_compile_covers_dense_fits_of_the_size_of_digits(tmp_path):
+    """After ``warm`` of the SVC on dense input, another process fits 10-class digits-like
+    data (1800 x 64, 10 classes: Newton's Python loop with the float32 Hessian, and the
+    IRLS start of the hinge loss) with every kernel loaded from the cache. Without the
+    second dense input of the warm-up (:data:`bayesdrop.warmup.LARGE_DENSE`) the fit
+    compiles the blocked Hessian's kernels."""
+    cache = str(tmp_path)
+    _python("""
+        import os
+        from bayesdrop.warmup import warm
+        warm(["DropoutSVC"], ["dense"], sample=False, file=open(os.devnull, "w"))
     """, cache)
+    out = _python("""
+        import sys, warnings
+        import numpy as np
+        import bayesdrop
+        warnings.simplefilter("ignore")
+        rng = np.random.default_rng(1)
+        X = rng.random((1800, 64))
+        y = np.argmax(X[:, :10] + 0.3 * rng.normal(size=(1800, 10)), axis=1)
+        bayesdrop.DropoutSVC(C=0.1, noise_level=0.2).fit(X, y)
+    """ + _MISSES, cache)
     misses, hits = map(int, out.split())
     assert hits > 0 and misses == 0, (misses, hits)
