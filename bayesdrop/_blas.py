@@ -8,11 +8,9 @@ function as an ordinary integer argument, so that the compiled code stays cachea
 
 from __future__ import annotations
 
-import numba
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.extending import get_cython_function_address, intrinsic
+
+from . import _jit
 
 __all__ = ["SYRK_PAD", "cholesky_lower", "dpotrf_address", "dsyrk_address", "padded",
            "padded_rows", "syrk_rows"]
@@ -25,7 +23,7 @@ __all__ = ["SYRK_PAD", "cholesky_lower", "dpotrf_address", "dsyrk_address", "pad
 SYRK_PAD = 4
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def padded(p):
     """``p`` rounded up to a multiple of :data:`SYRK_PAD`.
 
@@ -55,11 +53,15 @@ def padded_rows(n, p, dtype=np.float64):
 
 def dsyrk_address():
     """Address of the Fortran ``dsyrk`` of ``scipy.linalg.cython_blas`` (an int)."""
+    from numba.extending import get_cython_function_address
+
     return get_cython_function_address("scipy.linalg.cython_blas", "dsyrk")
 
 
 def dpotrf_address():
     """Address of the Fortran ``dpotrf`` of ``scipy.linalg.cython_lapack`` (an int)."""
+    from numba.extending import get_cython_function_address
+
     return get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf")
 
 
@@ -67,6 +69,9 @@ def _fortran_call(addr, arrays):
     """``(signature, codegen)`` of an intrinsic that calls the Fortran routine at ``addr``
     with the data pointers of ``arrays`` (every Fortran argument is passed by
     reference), or None if the types do not fit."""
+    from llvmlite import ir
+    from numba import types
+
     if not isinstance(addr, types.Integer) or not all(isinstance(a, types.Array)
                                                       for a in arrays):
         return None
@@ -84,13 +89,13 @@ def _fortran_call(addr, arrays):
     return sig, codegen
 
 
-@intrinsic
+@_jit.intrinsic
 def _fortran_call5(typingctx, addr, a1, a2, a3, a4, a5):
     """Call the Fortran routine at ``addr`` with the data pointers of five arrays."""
     return _fortran_call(addr, (a1, a2, a3, a4, a5))
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def cholesky_lower(addr, A):
     """Overwrite the lower triangle of the C-ordered symmetric positive definite ``A``
     (p x p) with ``L``, ``A = L L^T``, by LAPACK ``dpotrf`` (``addr`` from
@@ -115,13 +120,13 @@ def cholesky_lower(addr, A):
     return ints[2]
 
 
-@intrinsic
+@_jit.intrinsic
 def _fortran_call10(typingctx, addr, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10):
     """Call the Fortran routine at ``addr`` with the data pointers of ten arrays."""
     return _fortran_call(addr, (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10))
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def syrk_rows(addr, W, rows, A, work):
     """``A += W[:rows]^T W[:rows]`` in the upper triangle of C-ordered ``A`` (p x p) by
     ``dsyrk`` (half the work of a ``gemm``); ``W`` is C-ordered (>= rows, p), ``addr``
@@ -139,7 +144,7 @@ def syrk_rows(addr, W, rows, A, work):
                     ints[2:3], scal[1:2], A, ints[3:4])
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def mirror_upper(A):
     """Copy the upper triangle of square ``A`` to its lower one."""
     p = A.shape[0]
@@ -148,7 +153,7 @@ def mirror_upper(A):
             A[c, a] = A[a, c]
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def syrk_work():
     """The argument arrays of :func:`syrk_rows` (``alpha = beta = 1``)."""
     chars = np.empty(2, dtype=np.uint8)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import warnings
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 
+from .. import _jit
 from .._validation import check_random_state, check_scalar
 from ..estimators._base import BinaryFit, OneVsRestClassifier, class_index
 
@@ -62,7 +62,7 @@ _RISK_CHUNKS = 32
 _BMRM_CAPACITY = 64
 
 
-@numba.njit(cache=True)
+@_jit.njit(cache=True)
 def _worst_case_row(idx, vals, w, y, b, K, lower, upper, r, alpha):
     """Worst-case margin of one row (:func:`worst_case_margin` for a single row, jitted).
 
@@ -107,7 +107,7 @@ def _worst_case_row(idx, vals, w, y, b, K, lower, upper, r, alpha):
     return margin
 
 
-@numba.njit(cache=True)
+@_jit.njit(cache=True)
 def _worst_case_rows(B, K, lower, upper, margin, alpha):
     """:func:`_worst_case_row` for every row of the contributions ``B`` (``w = 1``)."""
     D = B.shape[1]
@@ -118,7 +118,7 @@ def _worst_case_rows(B, K, lower, upper, margin, alpha):
         margin[i] = _worst_case_row(idx, B[i], ones, 1.0, 0.0, K, lower, upper, r, alpha[i])
 
 
-@numba.njit(cache=True)
+@_jit.njit(cache=True)
 def _invariant_hinge_row(idx, vals, w, y, b, K, lower, upper, r, alpha, gw, weight):
     """Invariant hinge loss of one row times ``weight``; on the active side adds its
     subgradient to ``gw``.
@@ -133,7 +133,7 @@ def _invariant_hinge_row(idx, vals, w, y, b, K, lower, upper, r, alpha, gw, weig
     return weight * (1.0 - margin), True
 
 
-@numba.njit(cache=True)
+@_jit.njit(cache=True)
 def _bcfw_epoch(indptr, indices, data, dense, y, order, theta, beta, c, K, lower, upper, s,
                 Cv, fit_intercept):
     """Passes of block-coordinate Frank-Wolfe over the rows in ``order`` (in place).
@@ -196,7 +196,7 @@ def _bcfw_epoch(indptr, indices, data, dense, y, order, theta, beta, c, K, lower
     return gap
 
 
-@numba.njit(cache=True, parallel=True)
+@_jit.njit(cache=True, parallel=True)
 def _invariant_risk_chunks(indptr, indices, data, dense, y, sw, w, b, K, lower, upper, s):
     """Per-chunk ``sum_n sw_n hinge_n``, ``d/dw`` and ``d/dw_b`` (``b = s w_b``), in
     parallel (``sw`` the sample weights).
@@ -211,7 +211,7 @@ def _invariant_risk_chunks(indptr, indices, data, dense, y, sw, w, b, K, lower, 
     gbs = np.zeros(_RISK_CHUNKS)
     gws = np.zeros((_RISK_CHUNKS, D))
     all_idx = np.arange(D)
-    for k in numba.prange(_RISK_CHUNKS):
+    for k in _jit.prange(_RISK_CHUNKS):
         r = np.empty(D)
         alpha = np.empty(D)
         for i in range(k * n // _RISK_CHUNKS, (k + 1) * n // _RISK_CHUNKS):
@@ -480,7 +480,7 @@ class InvariantSVC(OneVsRestClassifier):
         return best_theta, it, float(best_obj), float(best_obj - lower_bound)
 
 
-@numba.njit(cache=True)
+@_jit.njit(cache=True)
 def _project_simplex(v):
     """Euclidean projection on the probability simplex (sort-based, Held et al. 1974)."""
     u = np.sort(v)[::-1]
@@ -494,7 +494,7 @@ def _project_simplex(v):
     return np.maximum(v - theta, 0.0)
 
 
-@numba.njit(cache=True)
+@_jit.njit(cache=True)
 def _simplex_qp(H, c, beta0, max_iter=5000, tol=1e-10, abs_tol=0.0):
     """``argmax_{beta in simplex} -1/2 beta' H beta + c' beta`` (FISTA with restarts).
 

@@ -9,11 +9,11 @@
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, log_expit
 
+from .. import _jit
 from ..estimators.linear import _DropoutClassifier
 from ..model.design import Design
 from ..model.losses import SquaredLoss
@@ -92,7 +92,7 @@ class MCFQuadraticClassifier(_DropoutClassifier):
 _MCF_CHUNKS = 32
 
 
-@numba.njit(cache=True)
+@_jit.njit(cache=True)
 def _mcf_dropout_rows(indptr, indices, data, w, b, y, sw, q, C, fit_intercept, lo, hi, grad,
                       pi):
     """Rows ``lo:hi`` of :func:`_mcf_dropout_pass`; adds to ``grad``, returns the value."""
@@ -130,14 +130,14 @@ def _mcf_dropout_rows(indptr, indices, data, w, b, y, sw, q, C, fit_intercept, l
     return value
 
 
-@numba.njit(cache=True, parallel=True)
+@_jit.njit(cache=True, parallel=True)
 def _mcf_dropout_chunks(indptr, indices, data, w, b, y, sw, q, C, fit_intercept, n_params,
                         width):
     """Values and gradients of :data:`_MCF_CHUNKS` row chunks, computed in parallel."""
     n = indptr.shape[0] - 1
     grads = np.zeros((_MCF_CHUNKS, n_params))
     values = np.zeros(_MCF_CHUNKS)
-    for k in numba.prange(_MCF_CHUNKS):
+    for k in _jit.prange(_MCF_CHUNKS):
         pi = np.empty(width)
         values[k] = _mcf_dropout_rows(indptr, indices, data, w, b, y, sw, q, C, fit_intercept,
                                       k * n // _MCF_CHUNKS, (k + 1) * n // _MCF_CHUNKS,

@@ -21,16 +21,16 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from .. import _jit
 from ..model._design_kernels import _scaled_row
 
 __all__ = ["csr_hessian_entries", "csr_hvp", "csr_pcg", "dense_hvp",
            "dense_hdiag", "dense_hessian_split"]
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def csr_hessian_entries(indptr, indices, xdata, mdata, scale, fit_intercept, w, d_mm, d_ms,
                         d_ss, noise_diag, xg, diag):
     """What CG needs of one Hessian, in one pass over the stored entries.
@@ -74,7 +74,7 @@ def csr_hessian_entries(indptr, indices, xdata, mdata, scale, fit_intercept, w, 
     return xg, diag
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def _two_dots(idx, xg, lo, hi, z):
     """``(sum_k x_k z[idx_k], sum_k g_k z[idx_k])`` over ``lo <= k < hi`` (``xg``
     interleaved, :func:`csr_hessian_entries`), each in four interleaved partial sums
@@ -111,7 +111,7 @@ def _two_dots(idx, xg, lo, hi, z):
     return (x0 + x1) + (x2 + x3), (g0 + g1) + (g2 + g3)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def csr_hvp(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, z, out):
     """``out = H z`` for CSR ``X`` and ``G = 2 V diag(w)`` sharing ``indptr`` / ``indices``
     (their entries interleaved in ``xg`` by :func:`csr_hessian_entries`; ``indices``
@@ -139,7 +139,7 @@ def csr_hvp(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, z, out):
     return out
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+@_jit.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def _dot(a, b):
     """``a . b`` reassociated into SIMD lanes (``fastmath`` with only ``reassoc`` and
     ``contract``: inf and NaN propagate), as BLAS ``ddot`` sums; the strict left-to-right
@@ -151,7 +151,7 @@ def _dot(a, b):
     return acc
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+@_jit.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def _cg_update(p, r, z, d, Hd, inv_precond, alpha):
     """One pass of a CG iteration: ``p += alpha d``, ``r -= alpha H d``, ``z = M^-1 r``;
     returns ``(r.r, r.z)`` (sums reassociated as in :func:`_dot`)."""
@@ -168,7 +168,7 @@ def _cg_update(p, r, z, d, Hd, inv_precond, alpha):
     return rr, rz
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def csr_pcg(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, inv_precond, g, rtol,
             maxiter):
     """Preconditioned CG on ``H p = -g`` (``H`` applied by :func:`csr_hvp`, preconditioner
@@ -208,7 +208,7 @@ def csr_pcg(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, inv_prec
     return p, k
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def dense_hvp(X, M, scale, fit_intercept, w, d_mm, d_ms, d_ss, noise_diag, z, out):
     """``out = H z`` for dense ``X`` and ``M`` (see :func:`csr_hvp`)."""
     n, D = X.shape
@@ -235,7 +235,7 @@ def dense_hvp(X, M, scale, fit_intercept, w, d_mm, d_ms, d_ss, noise_diag, z, ou
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def dense_hdiag(X, M, scale, fit_intercept, w, d_mm, d_ms, d_ss, noise_diag, out):
     """Diagonal of ``H`` for dense ``X`` and ``M``: ``2 + noise_diag_d + sum_n [d_mm x^2 +
     4 scale w d_ms x m + 4 scale^2 w^2 d_ss m^2]`` (intercept: ``sum_n d_mm``)."""
@@ -256,7 +256,7 @@ def dense_hdiag(X, M, scale, fit_intercept, w, d_mm, d_ms, d_ss, noise_diag, out
     return out
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def _eigen2(a, b, c):
     """Eigen-decomposition of the symmetric ``[[a, b], [b, c]]``: ``(l1, l2, u, v)`` with
     ``l1 >= l2`` and unit eigenvectors ``(u, v)`` of ``l1`` and ``(-v, u)`` of ``l2``
@@ -287,7 +287,7 @@ def _eigen2(a, b, c):
     return l1, l2, u / norm, v / norm
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def _put_row(Z, row, X, M, g, r, fit_intercept, cx, cg):
     """``Z[row] = cx * xbar_r + cg * gbar_r`` (``gbar_r = g * M[r]``, zero intercept)."""
     D = X.shape[1]
@@ -306,7 +306,7 @@ def _put_row(Z, row, X, M, g, r, fit_intercept, cx, cg):
 SPLIT_MAX_RATIO = 1e4
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def dense_hessian_split(X, M, g, fit_intercept, d_mm, d_ms, d_ss, start, nb, P, Q, Z, Y):
     """The rows ``start .. start + nb`` of the Hessian's data part, as signed squares.
 

@@ -7,14 +7,14 @@ the rows ``sqrt(rho_n) xbar_n`` of a float32 Gram product (:func:`scaled_rows`;
 
 from __future__ import annotations
 
-
-import numba
 import numpy as np
+
+from .. import _jit
 
 __all__ = ["csr_rmatvec_pair", "dense_rmatvec_pair", "dense_rmatvec_squares", "scaled_rows"]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def _scaled_row(Z, row, X, r, fit_intercept, cx):
     """``Z[row] = cx * xbar_r``."""
     D = X.shape[1]
@@ -24,7 +24,7 @@ def _scaled_row(Z, row, X, r, fit_intercept, cx):
         Z[row, D] = cx
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def scaled_rows(X, r, fit_intercept, out, step=1):
     """``out[i] = r_i [x_n, 1]`` with ``n = i * step`` (``[x_n]`` without intercept) for
     ``i < len(out)``, cast to ``out``'s dtype: the rows of ``diag(r) Xbar`` (of every
@@ -36,7 +36,7 @@ def scaled_rows(X, r, fit_intercept, out, step=1):
     return out
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+@_jit.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def dense_rmatvec_pair(X, M, a, rho, g, nd):
     """``g[:D] = X^T a`` and ``nd = M^T rho`` in one pass over C-ordered ``X`` and ``M``
     (``N x D`` each), four rows at a time into local sums, as
@@ -66,7 +66,7 @@ def dense_rmatvec_pair(X, M, a, rho, g, nd):
         nd[d] = acn[d]
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+@_jit.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def dense_rmatvec_squares(X, a, rho, g, nd):
     """``g[:D] = X^T a`` and ``nd = (X * X)^T rho`` in one pass over C-ordered ``X``
     (``N x D``), four rows at a time (the accumulators are read and written once per four
@@ -100,7 +100,7 @@ def dense_rmatvec_squares(X, a, rho, g, nd):
         i += 1
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def csr_rmatvec_pair(indptr, indices, xdata, mdata, a, rho, g, nd):
     """``g[:D] = X^T a`` and ``nd = M^T rho`` in one pass over CSR ``X`` and ``M`` of the
     same pattern (``D = nd.shape[0]``; ``g`` may be longer, its intercept entry is left

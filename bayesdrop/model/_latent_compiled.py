@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from .. import _jit
 from .losses.kernels import term_and_value
 
 __all__ = ["EXP_FLOOR_ARG", "LatentWork", "latent_value_grad"]
@@ -69,7 +69,7 @@ class LatentWork:
         return self.KN, self.DN, self.DK, self.KD, self.N4, self.bits
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def latent_value_grad(lp, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
                       KN, DN, DK, KD, N4, bits, grad):
     """``J(z)`` of the latent model on dense ``X``; its gradient written to ``grad``.
@@ -182,7 +182,7 @@ def latent_value_grad(lp, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
     return ww + alpha_penalty * pen + total
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"contract"})
+@_jit.njit(cache=True, nogil=True, fastmath={"contract"})
 def _exp_parts(pre, bias, poly, bits):
     """``pre += bias`` (one bias per row); ``exp(-|pre|) = poly * bits.view(float64)``
     element by element.

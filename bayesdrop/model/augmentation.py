@@ -69,16 +69,16 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from .. import _jit
 from .._validation import check_random_state
 from .pg_inversion import PG_SERIES_HEAD, pg_tables, tilted_draw
 
 __all__ = ["inverse_gaussian", "gig_half", "polya_gamma", "polya_gamma_moments"]
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _ig_one(m, rng):
     """One ``IG(m, 1)`` draw (``m = inf``: the Levy limit ``1 / nu^2``)."""
     nu = rng.standard_normal()
@@ -96,7 +96,7 @@ def _ig_one(m, rng):
     return (m / small) * m
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _ig_fill(mu, rng, out):
     for i in range(mu.shape[0]):
         out[i] = _ig_one(mu[i], rng)
@@ -170,7 +170,7 @@ def gig_half(b, random_state=None):
 PG_IG_SWITCH = 25.0
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _pg_exact_mean_var(h, z):
     """Exact mean and variance of ``PG(h, z)`` (series for small ``|z|``)."""
     z = abs(z)
@@ -187,7 +187,7 @@ def _pg_exact_mean_var(h, z):
     return mean, var
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def _tail_cubes(K, a):
     """``S_3 = sum_{k > K} c_k^3``, ``c_k = 1 / (2 pi^2 ((k - 1/2)^2 + a^2))``, by the
     midpoint Euler-Maclaurin formula ``int_K^inf f + f'(K) / 24 - 7 f'''(K) / 5760`` for
@@ -213,7 +213,7 @@ def _tail_cubes(K, a):
     return (g / K ** 5 + f1 / 24.0 - 7.0 * f3 / 5760.0) / (two_pi2 * two_pi2 * two_pi2)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def _series_plan(f, zi):
     """``(K, a^2, delta, theta, kappa)`` of :func:`pg_series` for ``PG(f, zi)``,
     ``zi < PG_IG_SWITCH``: the head's length and the remainder's shifted gamma
@@ -240,7 +240,7 @@ def _series_plan(f, zi):
     return n_terms, a2, max(s1 - kappa * theta, 0.0), theta, kappa
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def pg_series(f, z, rng):
     """One ``PG(f, z)`` draw for any shape ``f > 0`` from the series representation, in
     time bounded in ``f`` (see the module docstring: exact mean and variance, higher
@@ -269,7 +269,7 @@ def pg_series(f, z, rng):
     return head
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def pg_fraction(f, z, rng, K, G, n_int, zmax, ti):
     """One ``PG(f, z)`` draw, ``0 < f < 1``: from table ``ti`` of ``(K, G, n_int, zmax)``
     (a :class:`~bayesdrop.model.pg_inversion.PGTables`) by tilted inversion for
@@ -279,7 +279,7 @@ def pg_fraction(f, z, rng, K, G, n_int, zmax, ti):
     return pg_series(f, z, rng)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _pg_fraction_fill(f_all, z, rng, out, K, G, n_int, zmax, index):
     """Add a ``PG(f_i, z_i)`` draw, ``0 < f_i < 1``, to each ``out[i]`` (table
     ``index[i]``, see :func:`pg_fraction`); entries with ``f_i = 0`` are left alone."""
@@ -289,7 +289,7 @@ def _pg_fraction_fill(f_all, z, rng, out, K, G, n_int, zmax, index):
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _pg_series_fill(h_all, z, rng, out, mask):
     """``out[i] = pg_series(h_i, z_i)`` where ``mask[i]``; the rest is left alone."""
     for i in range(z.shape[0]):

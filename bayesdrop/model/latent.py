@@ -27,11 +27,11 @@ dropout), in chunks: every product costs ``O(nnz K)`` and ``sum_n rho_n S_n`` co
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
+from .. import _jit
 from .losses.kernels import has_kernels
 from ._latent_compiled import LatentWork, latent_value_grad
 from .design import Design
@@ -374,7 +374,7 @@ def _compiled_gradients(X, V, y, loss, theta, alpha, alpha_penalty, fit_intercep
     return float(J), grad[:nt], grad[nt:].reshape(alpha.shape)
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+@_jit.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def _pair_contraction(GpT, ZT, out):
     """``out_p = sum_n Gp[n, k] Gp[n, l] Z[n, p]`` over the pairs ``p = (k, l)``,
     ``k <= l``, in ``np.triu_indices`` order, from the transposes ``GpT`` (``K x N``)

@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
-from numba import types
-from numba.extending import overload
 
+from .. import _jit
 from .augmentation import pg_fraction, pg_series
 from .pg_inversion import pg_tables
 
 __all__ = ["pg_draw", "pg_draw_tabled", "polya_gamma_compiled"]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def pg_draw(h, z, rng, K, G, n_int, zmax, ti):
     """``PG(h, z)`` for real ``h > 0``, the rule of
     :func:`bayesdrop.model.augmentation.polya_gamma`: for ``h >= 1`` the series draw of
@@ -56,8 +54,10 @@ def pg_draw_tabled(h, z, rng, tables, i):
     return pg_draw(h, z, rng, K, G, n_int, zmax, index[i])
 
 
-@overload(pg_draw_tabled, inline="always", jit_options={"cache": True, "nogil": True})
+@_jit.overload(pg_draw_tabled, inline="always", jit_options={"cache": True, "nogil": True})
 def _pg_draw_tabled_compiled(h, z, rng, tables, i):
+    from numba import types
+
     if isinstance(tables, types.BaseTuple) and len(tables.types) == 0:
         def impl(h, z, rng, tables, i):
             # pg_draw without tables: a shape of 1 or more (after rounding) and a shape
@@ -73,7 +73,7 @@ def _pg_draw_tabled_compiled(h, z, rng, tables, i):
     return impl
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _pg_fill(h, z, rng, out, K, G, n_int, zmax, index):
     for i in range(z.shape[0]):
         out[i] = pg_draw(h[i], z[i], rng, K, G, n_int, zmax, index[i])

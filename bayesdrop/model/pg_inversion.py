@@ -39,9 +39,10 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-import numba
 import numpy as np
 from scipy import special
+
+from .. import _jit
 
 __all__ = [
     "TAIL_MASS",
@@ -190,7 +191,7 @@ def fraction_table(f):
     return u, xs, d, guide
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def table_draw(K, G, k, n_int, rng):
     """One ``PG(f, 0)`` draw from inversion table ``k``: ``K[k, i] = (u_i, x_i, d_i)``
     its knots (interleaved: one cache line holds both ends of an interval), ``G[k]`` its
@@ -247,7 +248,7 @@ def tilt_limit(f):
     return max(z_a, z_b)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def tilted_draw(K, G, k, n_int, z, rng):
     """One ``PG(f, z)`` draw: draws of ``PG(f, 0)`` from table ``k`` accepted with
     probability ``exp(-z^2 x / 2)``."""

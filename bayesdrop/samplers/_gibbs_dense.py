@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from .. import _jit
 from .._blas import cholesky_lower, mirror_upper, syrk_rows, syrk_work
 from ..model.design import V_CONSTANT, V_LIKE_X
 from ..model.losses.kernels import draws_loop, means_loop, objective_from_scores, ridge
@@ -43,7 +43,7 @@ __all__ = ["run_sweeps"]
 #: stays in the L2 cache)
 _GRAM_ROWS = 512
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+@_jit.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def _scores(Xb, M, vkind, scale, D, theta, m, s):
     """``m = Xbar theta`` and ``s = V (w * w)``, row by row (each row's sums reassociated,
     as BLAS ``gemv``'s: ``fastmath`` with only ``reassoc`` and ``contract``; numba's
@@ -68,7 +68,7 @@ def _scores(Xb, M, vkind, scale, D, theta, m, s):
             s[i] = 0.0
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def _store_augmentation(row, a1, a2, aug_sum, aug_out):
     """Add a kept sweep's augmentation to the running sums (and to row ``row`` of the
     traces, if they are kept)."""
@@ -84,7 +84,7 @@ def _store_augmentation(row, a1, a2, aug_sum, aug_out):
                 aug_out[row, 1, i] = a2[i]
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _log_target(lp, D, y, sw, theta, m, s, terms):
     """``-J(theta)`` from the scores (:func:`bayesdrop.model.losses.kernels.objective_from_scores`);
     each example's (weighted) term of ``J`` is also written to ``terms`` unless it is
@@ -94,7 +94,7 @@ def _log_target(lp, D, y, sw, theta, m, s, terms):
                                   0.0)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _log_proposal(theta, mu, Lq, nu, work):
     """Log density (up to a constant) of the multivariate t proposal with centre ``mu``,
     precision ``Lq Lq^T`` and ``nu`` degrees of freedom."""
@@ -110,7 +110,7 @@ def _log_proposal(theta, mu, Lq, nu, work):
     return -0.5 * (nu + p) * math.log1p(q / nu)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _line_value(lp, y, sw, m, s, u, a, c, pen, delta, terms):
     """``J(theta + delta v)`` from the scores ``m_n + delta u_n`` and
     ``s_n + 2 delta a_n + delta^2 c_n`` and the penalty terms
@@ -121,7 +121,7 @@ def _line_value(lp, y, sw, m, s, u, a, c, pen, delta, terms):
     return objective_from_scores(lp, y, sw, m, s, penalty, terms, u, a, c, delta)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _line_move(lp, M, vkind, scale, D, y, sw, theta, m, s, line, u, c, a, rng,
                stats, cur_terms, prop_terms):
     """A Metropolis-Hastings move of ``theta`` on ``exp(-J)`` along the fixed direction
@@ -171,7 +171,7 @@ def _line_move(lp, M, vkind, scale, D, y, sw, theta, m, s, line, u, c, a, rng,
     return f1, True
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _independence_proposal(lp, Xb, M, vkind, scale, D, y, sw, mu, Lq, nu, rng, v, z, prop,
                            m2, s2, prop_terms):
     """Draw ``prop`` from the multivariate t proposal of the independence MH move (centre
@@ -193,7 +193,7 @@ def _independence_proposal(lp, Xb, M, vkind, scale, D, y, sw, mu, Lq, nu, rng, v
     return _log_target(lp, D, y, sw, prop, m2, s2, prop_terms)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
                first_sweep, tune, thin, overrelax, rng, theta_out, lp_out, aug_sum, aug_out,
                first_kept, mh, gibbs, mu, Lq, nu, mh_stats, pgt, terms_out, line, line_v,

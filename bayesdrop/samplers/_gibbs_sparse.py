@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from .. import _jit
 from ..model.design import V_CONSTANT, V_LIKE_X
 from ..model.losses.kernels import draws_loop
 from ._gibbs_dense import _store_augmentation
@@ -142,7 +142,7 @@ def dual_blocks(X, threshold=BLOCK_SIMILARITY, max_block=MAX_BLOCK):
     return bptr, np.concatenate(blocks).astype(np.int64), boff
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def scores_csr(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, theta, m, s):
     """``m = X w + b`` and ``s = V (w * w)`` in one pass over the stored entries."""
     b = theta[D] if fit_intercept else 0.0
@@ -163,7 +163,7 @@ def scores_csr(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, th
                 else (scale * w2 if vkind == V_CONSTANT else 0.0))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def _rmatvec(indptr, indices, xdata, a, out):
     """``out = X^T a`` (``out`` of length D)."""
     out[:] = 0.0
@@ -174,7 +174,7 @@ def _rmatvec(indptr, indices, xdata, a, out):
                 out[indices[k]] += xdata[k] * ai
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def _pair_sums(idx, data, lo, hi, V, init0, init1):
     """``(init0 + sum_k data_k V[idx_k, 0], init1 + sum_k data_k V[idx_k, 1])`` over the
     entries ``lo <= k < hi``, each sum in four interleaved partial sums (entries ``k``
@@ -218,7 +218,7 @@ def _pair_sums(idx, data, lo, hi, V, init0, init1):
     return (a0 + b0) + (c0 + e0), (a1 + b1) + (c1 + e1)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _dual_apply2(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, P, Q, tmp):
     """``Q[:, c] = S P[:, c]`` for the two columns ``c`` of ``P`` (``n x 2``, interleaved
     so that one pass serves both): ``tmp = K X^T P`` by columns (the CSC copy ``cptr,
@@ -268,7 +268,7 @@ def dual_arrays(X, detect_unit=True):
             rank[X.indices].astype(np.int64), cperm)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def _dot4(idx, data, lo, hi, v):
     """``sum_k data_k v[idx_k]`` over ``lo <= k < hi`` in four interleaved partial sums
     (as :func:`_pair_sums`)."""
@@ -289,7 +289,7 @@ def _dot4(idx, data, lo, hi, v):
     return (a + b) + (c + e)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _block_factors(indptr, indices, xdata, kdiag, inv_rho, bptr, brows, boff, fac, scatter):
     """Cholesky factors of the diagonal blocks ``S_BB = diag(1/rho_B) + X_B K X_B^T`` of the
     dual matrix, one per block of rows (``brows[bptr[j]:bptr[j+1]]``), written to
@@ -327,7 +327,7 @@ def _block_factors(indptr, indices, xdata, kdiag, inv_rho, bptr, brows, boff, fa
     return True
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _block_apply(bptr, brows, boff, fac, R, Z, col, tmp):
     """``Z[:, col] = S_BB^{-1} R[:, col]`` block by block (the block-Jacobi
     preconditioner; factors of :func:`_block_factors`)."""
@@ -349,7 +349,7 @@ def _block_apply(bptr, brows, boff, fac, R, Z, col, tmp):
             Z[brows[lo + a], col] = tmp[a]
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _dual_solve2(indptr, indices, xdata, rdata, cptr, cidx, cdata, kdiag, inv_rho, B, tol,
                  X_out, blocks, scatter, tmp, fac):
     """Solve ``S X_out[:, c] = B[:, c]`` for both columns (``n x 2``) by CG preconditioned
@@ -417,7 +417,7 @@ def _dual_solve2(indptr, indices, xdata, rdata, cptr, cidx, cdata, kdiag, inv_rh
     return -1
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dual, rho, t,
               theta, overrelax, z1, z2, z3, tol, out, blocks, work):
     """The over-relaxed Gaussian draw given the weights ``(rho, t)`` and the standard
@@ -494,7 +494,7 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
     return iters
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def run_sweeps_csr(lp, indptr, indices, xdata, mdata, vkind, scale, D,
                    fit_intercept, dual, y, sw, theta, m, s, n_sweeps,
                    first_sweep, tune, thin, overrelax, rng, theta_out, aug_sum,

@@ -27,6 +27,7 @@ import time
 
 import numpy as np
 
+from .. import _jit
 from ..linalg.wls import LINALG
 from . import dual, homotopy, irls, newton, smoothing
 from .bare import bare_gap, bare_gap_rows, bare_points, bare_value
@@ -277,9 +278,17 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
         return dual.fit(problem, theta0, tol=tol, max_iter=max_iter, warn=warn)
     if chosen == "smoothing":
         return smoothing.fit(problem, theta0, tol=tol, max_iter=max_iter, warn=warn)
-    if solver == "newton":
-        return newton.fit(problem, theta0, tol=tol, max_iter=max_iter, linalg=linalg,
-                          warn=warn)
+    with _jit.interpret_first(problem.design.n_samples * problem.design.n_features,
+                              not problem.design.sparse):
+        if solver == "newton":
+            return newton.fit(problem, theta0, tol=tol, max_iter=max_iter, linalg=linalg,
+                              warn=warn)
+        return _newton_auto(problem, theta0, tol=tol, max_iter=max_iter,
+                            accelerate=accelerate, linalg=linalg, warn=warn)
+
+
+def _newton_auto(problem, theta0, *, tol, max_iter, accelerate, linalg, warn):
+    """``solver="auto"`` where Newton applies (:func:`fit_problem`)."""
     # "auto": Newton, and IRLS from where it stopped if it has not converged within
     # AUTO_NEWTON_ITER steps -- the optimum can sit where J is not twice differentiable
     # even under noise (w = 0 with examples exactly on the margin: the noise term then

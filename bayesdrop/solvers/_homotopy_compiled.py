@@ -7,8 +7,9 @@ system), ``k = |E| <= n_params``."""
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from .. import _jit
 
 __all__ = ["walk", "OK", "DEGENERATE", "SINGULAR", "TOO_MANY", "BAD_START"]
 
@@ -16,7 +17,7 @@ __all__ = ["walk", "OK", "DEGENERATE", "SINGULAR", "TOO_MANY", "BAD_START"]
 OK, DEGENERATE, SINGULAR, TOO_MANY, BAD_START = 0, 1, 2, 3, 4
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _solve2(A, B, m):
     """Solve ``A[:m, :m] Z = B[:m, :2]`` in place (``Z`` in ``B``) by Gaussian elimination
     with partial pivoting; False if a pivot is zero. ``A`` is overwritten."""
@@ -53,7 +54,7 @@ def _solve2(A, B, m):
     return True
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def walk(X, fit_intercept, pos, slopes, on, kink, piece, theta0, t0, max_events, a):
     """Follow the solution path from ``t0`` (``theta0`` optimal there) to ``t = 1``.
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 
+from .. import _jit
 from ..model._latent_compiled import LatentWork, latent_value_grad
 from ..model.losses.kernels import has_kernels
 
@@ -40,7 +40,7 @@ _C2 = 0.9
 _EPS = np.finfo(np.float64).eps
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _dot(a, b):
     """``a . b`` summed in four fixed lanes: SIMD-friendly, and -- unlike ``fastmath``
     reassociation, whose order LLVM may choose differently when a function is inlined
@@ -59,7 +59,7 @@ def _dot(a, b):
     return (s0 + s1) + (s2 + s3)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def two_loop(g, S, Y, rho, newest, count, q, alpha):
     """``q = -H g`` by the two-loop recursion over the ``count`` newest pairs of the ring
     buffers ``S, Y`` (rows; ``newest`` the index of the latest), ``H_0 = gamma I`` with
@@ -87,7 +87,7 @@ def two_loop(g, S, Y, rho, newest, count, q, alpha):
         i = i + 1 if i < mem - 1 else 0
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def cubic_step(a, fa, da, b, fb, db):
     """Minimiser of the cubic through ``(a, fa, da)`` and ``(b, fb, db)`` (Nocedal &
     Wright eq. 3.59), or the midpoint where it does not exist or falls outside the middle
@@ -111,7 +111,7 @@ def cubic_step(a, fa, da, b, fb, db):
     return t
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _latent_phi(step, z, d, znew, grad, lp, XT, VT, y, sw, K, fi, pen,
                 KN, DN, DK, KD, N4, bits, n_fixed):
     """``J(z + step d)`` and its directional derivative; ``znew, grad`` filled (the
@@ -125,7 +125,7 @@ def _latent_phi(step, z, d, znew, grad, lp, XT, VT, y, sw, K, fi, pen,
     return f, _dot(grad, d)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def lbfgs_latent(lp, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
                  max_iter, tol, window, history, KN, DN, DK, KD, N4, bits, n_fixed=0):
     """Minimise the latent ``J`` (:func:`latent_value_grad`, whose arguments ``XT, VT``,
@@ -282,7 +282,7 @@ def lbfgs_latent(lp, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
     return it, status, n_eval
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _row_means(XT, sw):
     """``XT sw / sum(sw)`` by :func:`_dot` (fixed summation order)."""
     total = 0.0

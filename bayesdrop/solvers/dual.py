@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import time
 
-import numba
 import numpy as np
 
+from .. import _jit
 from .._threads import with_single_blas_pool
 from ..model.losses import HingeLoss
 from .polish import certify
@@ -92,7 +92,7 @@ SHRINK_EVERY = 50
 SHRINK_FRACTION = 0.5
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _reconstruct(K, y, a, G, idx, n_act):
     """``G_t = sum_s y_t y_s K_ts a_s - 1`` for the shrunk indices ``idx[n_act:]`` (their
     gradient is not updated while they are out of the working set)."""
@@ -108,7 +108,7 @@ def _reconstruct(K, y, a, G, idx, n_act):
                 G[t] += y[t] * ya * Ks[t]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def _pair_all(K, Kd, y, a, C, G):
     """WSS 3 over all variables: ``(i, j, m(a), M(a))``; ``i`` or ``j`` is -1 if none."""
     n = y.shape[0]
@@ -142,7 +142,7 @@ def _pair_all(K, Kd, y, a, C, G):
     return i, j, gmax, gmin
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def _pair_set(K, Kd, y, a, C, G, idx, n_act):
     """:func:`_pair_all` over the working set ``idx[:n_act]`` (the same loops through the
     index array: one function indexing every element was 30-40% slower on the full set,
@@ -179,7 +179,7 @@ def _pair_set(K, Kd, y, a, C, G, idx, n_act):
     return i, j, gmax, gmin
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _smo(K, y, C, tol, max_iter, a, G, shrink_every=SHRINK_EVERY):
     """SMO with WSS 3 on ``min 1/2 a^T Q a - 1^T a``, ``0 <= a_n <= C_n``, from
     ``(a, G = Q a - 1)``, in place; returns the number of steps and the smallest working

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
+
+from ... import _jit
 
 __all__ = ["BLOCK_ROWS", "SIMD_MIN_ROWS", "logistic_from", "logistic_rows"]
 
@@ -35,7 +36,7 @@ BLOCK_ROWS = 8192
 SIMD_MIN_ROWS = 16
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def logistic_from(h, m, s, y, psi, l1, th, value_too, derivs):
     """One example's expected logistic term ``h [log(2 cosh(psi/2)) - y m / 2]`` (up to
     the constant ``h log 2``) from ``psi = sqrt(m^2 + s)``, ``l1 = log1p(exp(-psi))``
@@ -76,7 +77,7 @@ def logistic_from(h, m, s, y, psi, l1, th, value_too, derivs):
     return value, lam * m - 0.5 * h * y, 0.5 * lam, dmm, 0.5 * m * kappa, 0.25 * kappa
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _psi(m, s, psi, work):
     """``psi = sqrt(m^2 + s)`` and ``work = -psi`` (the argument of ``exp``)."""
     for i in range(m.shape[0]):
@@ -85,7 +86,7 @@ def _psi(m, s, psi, work):
         work[i] = -p
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _block(h, m, s, y, sw, psi, l1, th, order, start, out):
     """Rows ``start + i`` of ``out`` (``(1 + 2 [order >= 1] + 3 [order == 2], n)``): the
     weighted value and derivatives by :func:`logistic_from`."""

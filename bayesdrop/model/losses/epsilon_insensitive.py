@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
+from ... import _jit
 from ..._validation import check_scalar
 from ..augmentation import _ig_one
 from . import kernels
@@ -25,7 +25,7 @@ class EpsilonInsensitiveParams(NamedTuple):
     epsilon: float
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def eps_term(p, m, s, y, derivs):
     """``C (sqrt(e+) + sqrt(e-) - 2 eps)`` and its derivatives."""
     r = y - m
@@ -35,14 +35,14 @@ def eps_term(p, m, s, y, derivs):
     return value, dmp + dmm_, dsp + dsm, dmmp + dmmm, dmsp + dmsm, dssp + dssm
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def eps_system(p, c, u, u2, y):
     """``rho = c^2 (u + u')``, ``t = c^2 (u (y - eps) + u' (y + eps))``."""
     c2 = c * c
     return c2 * (u + u2), c2 * (u * (y - p.epsilon) + u2 * (y + p.epsilon))
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def eps_mean(p, c, m, s, y):
     """``E u = 1 / (c root+)``, ``E u' = 1 / (c root-)`` with the roots floored."""
     r = y - m
@@ -52,7 +52,7 @@ def eps_mean(p, c, m, s, y):
     return 1.0 / (c * rp), 1.0 / (c * rm), u + u2, u * (y - p.epsilon) + u2 * (y + p.epsilon)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def eps_draw(p, c, m, s, y, rng, tables, i):
     """``u ~ IG(1 / (c root+), 1)``, ``u' ~ IG(1 / (c root-), 1)``."""
     r = y - m

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
+from ... import _jit
 from ..._validation import check_scalar
 from ..augmentation import _ig_one
 from . import kernels
@@ -24,7 +24,7 @@ class HingeParams(NamedTuple):
     margin: float
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def hinge_term(p, m, s, y, derivs):
     """``C (zeta + sqrt(zeta^2 + s))``, ``zeta = l - y m``, and its derivatives."""
     zeta = p.margin - y * m
@@ -34,14 +34,14 @@ def hinge_term(p, m, s, y, derivs):
     return value, y * dm - p.C * y, ds, dmm, y * dms, dss
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def hinge_system(p, c, u, unused, y):
     """``rho = c^2 u``, ``t = (c + l rho) y``."""
     rho = c * c * u
     return rho, (c + p.margin * rho) * y
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def hinge_mean(p, c, m, s, y):
     """``E u = 1 / (c root)`` with the root floored; ``rho = c / root``."""
     zeta = p.margin - y * m
@@ -50,7 +50,7 @@ def hinge_mean(p, c, m, s, y):
     return 1.0 / (c * root), 0.0, rho, (c + p.margin * rho) * y
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def hinge_draw(p, c, m, s, y, rng, tables, i):
     """``u ~ IG(1 / (c root), 1)`` (the Levy limit at ``root = 0``)."""
     zeta = p.margin - y * m

@@ -40,10 +40,9 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numba
 import numpy as np
-from numba.core import caching as _caching
-from numba.extending import overload
+
+from ... import _jit
 
 __all__ = ["ROOT_FLOOR", "LossKernels", "register", "kernels_of", "has_kernels", "require", "term",
            "term_and_value", "mean", "draw", "system", "root_terms", "terms_loop",
@@ -110,20 +109,33 @@ def _foreign(types):
     return False
 
 
-def _save_overload(self, sig, data, _save=_caching.Cache.save_overload):
+@_jit.on_load
+def _keep_foreign_engines_in_memory(numba):
     """numba's :meth:`numba.core.caching.Cache.save_overload`, except for engines
     compiled for a loss defined outside bayesdrop. numba keeps all compiled versions of a
     function in one index file and unpickles every key when it loads it; a key naming a
     class of ``__main__`` or of a module another process cannot import would make every
     later load of that engine fail (``ModuleNotFoundError``). Such engines are compiled
     in memory only, once per process."""
-    args = getattr(getattr(data, "signature", None), "args", ())
-    if _foreign(args):
-        return None
-    return _save(self, sig, data)
+    from numba.core import caching
+
+    save = caching.Cache.save_overload
+
+    def save_overload(self, sig, data):
+        args = getattr(getattr(data, "signature", None), "args", ())
+        if _foreign(args):
+            return None
+        return save(self, sig, data)
+
+    caching.Cache.save_overload = save_overload
 
 
-_caching.Cache.save_overload = _save_overload
+@_jit.on_load
+def _registry_dispatchers(numba):
+    """The registered kernels as numba dispatchers once numba is loaded (the compiled
+    engines' overloads return calls of them)."""
+    for key, entry in list(_REGISTRY.items()):
+        _REGISTRY[key] = LossKernels(*(_jit.resolve(k) for k in entry))
 
 
 def kernels_of(params):
@@ -204,7 +216,7 @@ def _dispatch(generic, name):
         fn = _kernel(p, name)
         return None if fn is None else (lambda p, *args: fn(p, *args))
 
-    overload(generic, jit_options=_JIT)(typer)
+    _jit.overload(generic, jit_options=_JIT)(typer)
 
 
 for _generic, _name in ((term, "term"), (term_and_value, "term_and_value"), (mean, "mean"),
@@ -217,7 +229,7 @@ def draw_rows(p, m, s, y, sw, rng, tables, a1, a2, rho, t):
     draws_loop(p, m, s, y, sw, rng, tables, a1, a2, rho, t)
 
 
-@overload(draw_rows, jit_options=_JIT)
+@_jit.overload(draw_rows, jit_options=_JIT)
 def _draw_rows_overload(p, m, s, y, sw, rng, tables, a1, a2, rho, t):
     # The loop over examples, compiled per loss with its draw kernel referenced directly
     # (not through the generic draw), so that numba inlines a kernel declared
@@ -235,7 +247,7 @@ def _draw_rows_overload(p, m, s, y, sw, rng, tables, a1, a2, rho, t):
     return impl
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def root_terms(a, s, C):
     """``C (sqrt(a^2 + s) - |a|)`` (cancellation-free) and the derivatives of
     ``C sqrt(a^2 + s)`` for ``da/dm = -1``: ``(value, d_m, d_s, d_mm, d_ms, d_ss)`` with
@@ -252,7 +264,7 @@ def root_terms(a, s, C):
 # Loops over examples (the numpy methods of :class:`bayesdrop.model.losses.Loss` and the
 # engines' row passes).
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def terms_loop(p, m, s, y, sw, derivs, value, d_m, d_s):
     """Every example's weighted term (and with ``derivs=1`` its first derivatives)."""
     for i in range(m.shape[0]):
@@ -264,7 +276,7 @@ def terms_loop(p, m, s, y, sw, derivs, value, d_m, d_s):
             d_s[i] = w * out[2]
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def ridge(theta, D):
     """``||w||^2 = sum_{d < D} theta_d^2``, the prior's term of ``J`` (the intercept,
     ``theta_D``, is not penalised)."""
@@ -274,7 +286,7 @@ def ridge(theta, D):
     return total
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def objective_from_scores(p, y, sw, m, s, penalty, terms, u, a, c, delta):
     """``J = penalty + sum_n sw_n term_n`` from the scores ``(m, s)`` -- ``J`` of the
     compiled dense engines (Newton's loop, the Gibbs sweeps' ``lp`` and MH moves), in
@@ -299,7 +311,7 @@ def objective_from_scores(p, y, sw, m, s, penalty, terms, u, a, c, delta):
     return value
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def terms_curvature(p, m, s, y, sw, value, d_m, d_s, d_mm, d_ms, d_ss):
     """Every example's (weighted) term of ``J`` and its first and second derivatives in
     ``(m, s)``, written to the six output arrays (one pass, no temporaries)."""
@@ -314,14 +326,14 @@ def terms_curvature(p, m, s, y, sw, value, d_m, d_s, d_mm, d_ms, d_ss):
         d_ss[i] = w * out[5]
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def means_loop(p, m, s, y, sw, a1, a2, rho, t):
     """Every example's expected augmentation and system weights (``c = C w_n``)."""
     for i in range(m.shape[0]):
         a1[i], a2[i], rho[i], t[i] = mean(p, p.C * sw[i], m[i], s[i], y[i])
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def draws_loop(p, m, s, y, sw, rng, tables, a1, a2, rho, t):
     """Every example's augmentation draw and system weights, in example order from one
     generator (the compiled Gibbs sweeps' augmentation step; the loop of
@@ -329,7 +341,7 @@ def draws_loop(p, m, s, y, sw, rng, tables, a1, a2, rho, t):
     draw_rows(p, m, s, y, sw, rng, tables, a1, a2, rho, t)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def system_loop(p, y, sw, a1, a2, rho, t):
     """Every example's system weights from given augmentation variables."""
     for i in range(y.shape[0]):

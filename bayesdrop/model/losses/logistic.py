@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
+from ... import _jit
 from ..._validation import check_scalar
 from ..augmentation import polya_gamma
 from ..pg_compiled import pg_draw_tabled
@@ -25,7 +25,7 @@ class LogisticParams(NamedTuple):
     C: float
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def logistic_term(p, m, s, y, derivs):
     """``h [log(2 cosh(psi/2)) - y m / 2]`` (up to ``h log 2``) and its derivatives
     (:func:`bayesdrop.model.losses._logistic_rows.logistic_from`); with derivatives the
@@ -37,7 +37,7 @@ def logistic_term(p, m, s, y, derivs):
     return logistic_from(h, m, s, y, psi, 0.0, math.tanh(0.5 * psi), False, derivs)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def logistic_term_and_value(p, m, s, y, derivs):
     """:func:`logistic_term` with the value: ``exp``, ``expm1`` and ``log1p`` once
     (``tanh(psi / 2) = -expm1(-psi) / (1 + exp(-psi))``)."""
@@ -50,13 +50,13 @@ def logistic_term_and_value(p, m, s, y, derivs):
     return logistic_from(h, m, s, y, psi, math.log1p(e), th, True, derivs)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def logistic_system(p, c, lam, unused, y):
     """``rho = lambda``, ``t = (h / 2) y = c y``."""
     return lam, c * y
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def logistic_mean(p, c, m, s, y):
     """``E lambda = (h / (2 psi)) tanh(psi / 2)`` (``h / 4`` at ``psi = 0``), ``h = 2c``."""
     h = 2.0 * c
@@ -68,7 +68,7 @@ def logistic_mean(p, c, m, s, y):
     return lam, 0.0, lam, c * y
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def logistic_draw(p, c, m, s, y, rng, tables, i):
     """``lambda ~ PG(2c, psi)`` (:func:`bayesdrop.model.pg_compiled.pg_draw_tabled`;
     ``tables`` the fractional Polya-Gamma tables of :meth:`LogisticLoss.draw_tables`)."""

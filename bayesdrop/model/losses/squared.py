@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
-
+from ... import _jit
 from ..._validation import check_scalar
 from . import kernels
 from .base import Loss
@@ -19,25 +18,25 @@ class SquaredParams(NamedTuple):
     C: float
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def squared_term(p, m, s, y, derivs):
     """``(C/2) ((y - m)^2 + s)`` and its derivatives."""
     r = y - m
     return 0.5 * p.C * (r * r + s), -p.C * r, 0.5 * p.C, p.C, 0.0, 0.0
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def squared_system(p, c, unused, unused2, y):
     """``rho = c``, ``t = c y`` (no augmentation)."""
     return c, c * y
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def squared_mean(p, c, m, s, y):
     return 0.0, 0.0, c, c * y
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@_jit.njit(cache=True, nogil=True, inline="always")
 def squared_draw(p, c, m, s, y, rng, tables, i):
     return 0.0, 0.0, c, c * y
 

@@ -64,6 +64,7 @@ import numpy as np
 import scipy.linalg as sla
 from sklearn.exceptions import ConvergenceWarning
 
+from ... import _jit
 from ..._threads import with_single_blas_pool
 from ..._validation import check_scalar
 from ...linalg import hessian as hess
@@ -468,7 +469,7 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
     start = time.perf_counter()
     factor0 = None
     compiled_run = None
-    if linalg == "cholesky" and compiled:
+    if linalg == "cholesky" and compiled and not (compiled == "auto" and _jit.interpreting()):
         from ...model.losses.kernels import has_kernels, kernels_of
 
         lp, arrays = loss.kernel_params, _dense_arrays(design, compiled)

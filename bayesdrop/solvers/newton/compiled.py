@@ -17,11 +17,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
 import numpy as np
-from numba import types
-from numba.extending import overload
 
+from ... import _jit
 from ..._blas import cholesky_lower, padded, syrk_rows, syrk_work
 from ...linalg.kernels import dense_hessian_split
 from ...model._design_kernels import dense_rmatvec_pair, scaled_rows
@@ -36,7 +34,7 @@ __all__ = ["DenseSteps", "dense_steps", "irls_start", "newton_dense", "newton_lo
 _HESSIAN_ROWS = 2048
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _objective(lp, X, M, scale, fi, y, sw, theta, m, s):
     """``J(theta)``; fills the scores ``m`` and ``s``."""
     D = X.shape[1]
@@ -45,7 +43,7 @@ def _objective(lp, X, M, scale, fi, y, sw, theta, m, s):
     return objective_from_scores(lp, y, sw, m, s, ridge(theta, D), none, none, none, none, 0.0)
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+@_jit.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def _scores(X, M, scale, fi, theta, m, s):
     """The scores ``m = Xbar theta`` and ``s = scale M w^2``, row by row. Each row's two
     sums may be reassociated (SIMD lanes, fused multiply-adds: ``fastmath`` with only
@@ -65,7 +63,7 @@ def _scores(X, M, scale, fi, theta, m, s):
         s[i] = si * scale
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _irls_map(lp, X, M, scale, fi, y, sw, m, s, p, syrk, potrf):
     """One IRLS map from the scores ``(m, s)``: the expected system weights (the loss's
     ``mean`` kernel, ``rho > 0``), then ``A theta = r`` by Cholesky (MATH.md 3-4); the
@@ -97,7 +95,7 @@ def _irls_map(lp, X, M, scale, fi, y, sw, m, s, p, syrk, potrf):
     return _solve(A, -r)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def irls_start(lp, X, M, scale, fi, y, sw, theta, syrk, potrf):
     """One IRLS map from ``theta`` (:func:`_irls_map`), or ``theta`` itself if the map
     raises ``J``: the start of Newton on a non-smooth loss from zero, where every score
@@ -112,7 +110,7 @@ def irls_start(lp, X, M, scale, fi, y, sw, theta, syrk, potrf):
     return theta.copy()
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _derivatives(lp, m, s, y, sw, order, d_m, d_s, d_mm, d_ms, d_ss):
     """Every example's (weighted) derivatives of its term in ``(m, s)``: the first ones,
     and with ``order=2`` the second ones too."""
@@ -125,7 +123,7 @@ def _derivatives(lp, m, s, y, sw, order, d_m, d_s, d_mm, d_ms, d_ss):
             d_mm[i], d_ms[i], d_ss[i] = w * dmm, w * dms, w * dss
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, P, Q, Z, Y, syrk, work,
             potrf, L):
     """Lower Cholesky factor of ``H`` into the lower triangle of ``L`` (its strict upper
@@ -174,7 +172,7 @@ def _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, P, Q, Z, Y, syr
         cholesky_lower(potrf, L)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _solve(L, g):
     """``-H^{-1} g`` from the lower Cholesky factor ``L`` of ``H``."""
     p = g.shape[0]
@@ -193,7 +191,7 @@ def _solve(L, g):
     return step
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def _gradient(X, M, scale, fi, d_m, d_s, theta, nd):
     """``Xbar^T d_m + (2 w + 2 scale (M^T d_s) w)`` in one pass over the rows
     (:func:`bayesdrop.model._design_kernels.dense_rmatvec_pair`); the noise diagonal
@@ -252,7 +250,7 @@ class DenseSteps(NamedTuple):
     exact: bool
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def dense_steps(lp, X, M, scale, fi, y, sw, syrk, potrf, ridge):
     """A :class:`DenseSteps` with its workspace for ``X`` (n x D, C-ordered float64)."""
     n, D = X.shape
@@ -271,10 +269,12 @@ def dense_steps(lp, X, M, scale, fi, y, sw, syrk, potrf, ridge):
 
 
 def _is_dense(ev):
+    from numba import types
+
     return isinstance(ev, types.BaseNamedTuple) and ev.instance_class is DenseSteps
 
 
-@overload(loop.start)
+@_jit.overload(loop.start)
 def _start(ev, theta):
     if not _is_dense(ev):
         return None
@@ -289,7 +289,7 @@ def _start(ev, theta):
     return impl
 
 
-@overload(loop.newton_direction)
+@_jit.overload(loop.newton_direction)
 def _newton_direction(ev, g, rtol):
     if not _is_dense(ev):
         return None
@@ -306,7 +306,7 @@ def _newton_direction(ev, g, rtol):
     return impl
 
 
-@overload(loop.chord_solve)
+@_jit.overload(loop.chord_solve)
 def _chord_solve(ev, q):
     if not _is_dense(ev):
         return None
@@ -316,7 +316,7 @@ def _chord_solve(ev, q):
     return impl
 
 
-@overload(loop.trial)
+@_jit.overload(loop.trial)
 def _trial(ev, theta, step, t, slot, derivs):
     if not _is_dense(ev):
         return None
@@ -336,7 +336,7 @@ def _trial(ev, theta, step, t, slot, derivs):
     return impl
 
 
-@overload(loop.take_doubled)
+@_jit.overload(loop.take_doubled)
 def _take_doubled(ev):
     if not _is_dense(ev):
         return None
@@ -348,7 +348,7 @@ def _take_doubled(ev):
     return impl
 
 
-@overload(loop.retry_exact)
+@_jit.overload(loop.retry_exact)
 def _retry_exact(ev, fresh):
     if not _is_dense(ev):
         return None
@@ -358,7 +358,7 @@ def _retry_exact(ev, fresh):
     return impl
 
 
-@overload(loop.accept)
+@_jit.overload(loop.accept)
 def _accept(ev, theta, second):
     if not _is_dense(ev):
         return None
@@ -377,10 +377,10 @@ def _accept(ev, theta, second):
 
 
 #: :func:`bayesdrop.solvers.newton.loop.newton_loop` compiled (for :class:`DenseSteps`)
-newton_loop_compiled = numba.njit(cache=True, nogil=True)(loop.newton_loop)
+newton_loop_compiled = _jit.njit(cache=True, nogil=True)(loop.newton_loop)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit.njit(cache=True, nogil=True)
 def newton_dense(lp, X, M, scale, fi, y, sw, theta0, opts, syrk, potrf, ridge):
     """:func:`newton_loop_compiled` from ``theta0`` on the :class:`DenseSteps` of these
     arrays (built here: no tuple of arrays crosses into Python)."""

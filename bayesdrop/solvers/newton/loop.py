@@ -41,8 +41,8 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import types
-from numba.extending import overload, register_jitable
+
+from ... import _jit
 
 __all__ = ["STAGNATION_RTOL", "STAGNATION_STEPS", "STALL_RTOL", "NewtonOptions", "accept",
            "add_pair", "chord_solve", "newton_direction", "newton_loop", "qn_direction",
@@ -168,10 +168,12 @@ def put(dst, src):
 
 
 def _vectors(*args):
+    from numba import types
+
     return all(isinstance(a, types.Array) and a.ndim == 1 for a in args)
 
 
-@overload(dot)
+@_jit.overload(dot)
 def _dot_compiled(a, b):
     if _vectors(a, b):
         def impl(a, b):
@@ -183,7 +185,7 @@ def _dot_compiled(a, b):
     return None
 
 
-@overload(add_scaled)
+@_jit.overload(add_scaled)
 def _add_scaled_compiled(x, t, y):
     if _vectors(x, y):
         def impl(x, t, y):
@@ -195,7 +197,7 @@ def _add_scaled_compiled(x, t, y):
     return None
 
 
-@overload(put)
+@_jit.overload(put)
 def _put_compiled(dst, src):
     if _vectors(dst, src):
         def impl(dst, src):
@@ -207,7 +209,7 @@ def _put_compiled(dst, src):
 
 # -- the BFGS update of a kept factor ------------------------------------------------------
 
-@register_jitable
+@_jit.jitable
 def qn_direction(ev, g, S, Yq, rho, k):
     """``-B^{-1} g`` for ``B`` the kept factor's Hessian updated by BFGS with the ``k``
     pairs ``S[i], Yq[i]``, ``rho[i] = 1 / S[i].Yq[i]`` (oldest first): the two-loop
@@ -226,7 +228,7 @@ def qn_direction(ev, g, S, Yq, rho, k):
     return add_scaled(np.zeros(r.shape[0]), -1.0, r)
 
 
-@register_jitable
+@_jit.jitable
 def add_pair(S, Yq, rho, k, s_k, y_k, memory):
     """Append the pair ``(s_k, y_k)`` if it has positive curvature
     (``s.y > 1e-12 ||s|| ||y||``; ``J`` is convex, so only rounding can break it),
@@ -371,7 +373,7 @@ def newton_loop(ev, theta0, opts, fresh_first):
     return theta, J, g, history[: it + 1], it, status, n_factors
 
 
-@register_jitable
+@_jit.jitable
 def _large(g, g0, J, tol):
     """Whether the gradient is still large: above :data:`STALL_RTOL` of the first one and
     above ``sqrt(tol) max(|J|, 1)``."""
