@@ -6,7 +6,6 @@ import sys
 import textwrap
 
 import numba
-import numpy as np
 
 from bayesdrop import _jit
 
