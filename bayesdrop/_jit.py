@@ -51,11 +51,11 @@ class Lazy:
         self._factory = factory
         self.py_func = py_func
         self._obj = None
-        for attr in ("__name__", "__qualname__", "__doc__", "__module__", "__wrapped__"):
+        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             value = getattr(py_func, attr, None)
-            if value is not None and attr != "__wrapped__":
+            if value is not None:
                 setattr(self, attr, value)
-        self.__wrapped__ = py_func
+        self.__wrapped__ = py_func  # inspect.unwrap and doctest find the source here
 
     def _make(self, numba):
         if self._obj is None:

@@ -421,7 +421,8 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         entries in ``X``, and only when its machine code is at hand -- compiled earlier
         in this process or held by numba's on-disk cache (``python -m bayesdrop
         compile`` puts it there) -- otherwise the same iteration runs in Python, which
-        compiles next to nothing (a first fit in seconds rather than half a minute).
+        compiles next to nothing (a first fit in seconds rather than half a minute) --
+        also under :func:`bayesdrop._jit.interpreted` while numba is not loaded.
         The two agree to rounding (the same steps; sums in a different order).
     bare_J : float, optional
         ``J`` of the best bare model ``(0, b)``: from :data:`TRAP_STEPS` steps on,
