@@ -156,3 +156,22 @@ def test_a_kernel_pickles_by_reference_before_numba_is_loaded():
         print(back is hinge.hinge_term, "numba" in sys.modules, len(data) < 200)
     """)
     assert out.split() == ["True", "False", "True"]
+
+
+def test_a_users_compiled_function_may_call_a_kernel_before_numba_is_loaded():
+    """A user's own ``numba.njit`` function that calls one of bayesdrop's kernels (held in
+    the user's namespace as declared, numba not yet loaded by bayesdrop) compiles: numba
+    asks the kernel for its type, which loads bayesdrop's dispatchers."""
+    out = _run("""
+        import numba
+        from bayesdrop import _jit
+        from bayesdrop.model.losses.kernels import root_terms
+
+        @numba.njit(cache=False)
+        def excess(a, s):
+            return root_terms(a, s, 1.0)[0]
+
+        print(_jit.loaded(), excess(0.3, 0.2), root_terms.py_func(0.3, 0.2, 1.0)[0])
+    """)
+    loaded, compiled, interpreted = out.split()
+    assert loaded == "False" and float(compiled) == float(interpreted)
