@@ -82,3 +82,39 @@ def test_compile_covers_dense_fits_of_the_size_of_digits(tmp_path):
     """ + _MISSES, cache)
     misses, hits = map(int, out.split())
     assert hits > 0 and misses == 0, (misses, hits)
+
+
+def test_a_regular_install_keeps_its_compiled_kernels_for_the_next_process(tmp_path):
+    """A regular (non-editable) install -- the package's files copied into a directory
+    on the path, as pip puts them in ``site-packages`` -- with numba's default cache
+    location (no ``NUMBA_CACHE_DIR``): the first process compiles (cache misses), the
+    next one loads every kernel the same calls need from the cache (none)."""
+    import shutil
+    from pathlib import Path
+
+    import bayesdrop
+
+    shutil.copytree(Path(bayesdrop.__file__).parent, tmp_path / "bayesdrop",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["PYTHONPATH"] = str(tmp_path)
+    code = textwrap.dedent("""
+        import sys, warnings
+        import numpy as np
+        import bayesdrop
+        assert bayesdrop.__file__.startswith(sys.argv[1]), bayesdrop.__file__
+        warnings.simplefilter("ignore")
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(300, 8))
+        y = (X[:, 0] + rng.normal(size=300) > 0).astype(int)
+        for _ in range(2):  # the second fit runs compiled (the first is interpreted)
+            bayesdrop.DropoutLogisticRegression(noise_level=0.2).fit(X, y)
+    """) + textwrap.dedent(_MISSES)
+    counts = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                             text=True, env=env, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        counts.append(tuple(map(int, out.stdout.split())))
+    (misses1, _), (misses2, hits2) = counts
+    assert misses1 > 0 and misses2 == 0 and hits2 > 0, counts
