@@ -28,13 +28,6 @@ from contextlib import contextmanager, nullcontext
 __all__ = ["Kernel", "Lazy", "interpret_first", "interpreted", "interpreting", "intrinsic",
            "jitable", "load", "loaded", "njit", "on_load", "overload", "prange", "resolve"]
 
-#: the first dense fit of a process with at most this many entries ``N x D`` runs
-#: interpreted (:func:`interpret_first`) if numba is not loaded yet: the designs of
-#: Newton's compiled loop (``newton.MAX_COMPILED_ENTRIES``), where the interpreted fit
-#: takes tens of milliseconds (breast cancer, 569 x 30: about 50 ms) against about
-#: 0.4 s to import numba and load the compiled loop
-INTERPRET_MAX_ENTRIES = 40_000
-
 _lock = threading.RLock()
 _lazy: list = []  # every Lazy declared before load()
 _hooks: list = []  # registrations run at load()
@@ -105,7 +98,6 @@ class Kernel(Lazy):
 
     def __init__(self, py_func, options):
         super().__init__(lambda numba: numba.njit(**options)(py_func), py_func)
-        self.options = options
 
 
 def _declare(obj):
@@ -204,19 +196,11 @@ def load():
 
 
 def _replace(namespace):
-    """The dispatchers in place of the kernels in ``namespace`` (a module's), and in the
-    tuples, lists and dicts it holds directly."""
+    """The dispatchers in place of the kernels in ``namespace`` (a module's; containers
+    of kernels resolve theirs in an :func:`on_load` hook, as the loss registry does)."""
     for key, value in list(namespace.items()):
         if isinstance(value, Lazy):
             namespace[key] = value._obj
-        elif isinstance(value, (tuple, list)) and any(isinstance(v, Lazy) for v in value):
-            items = [v._obj if isinstance(v, Lazy) else v for v in value]
-            namespace[key] = type(value)(items) if type(value) in (tuple, list) \
-                else type(value)(*items)
-        elif isinstance(value, dict) and any(isinstance(v, Lazy) for v in value.values()):
-            for k, v in list(value.items()):
-                if isinstance(v, Lazy):
-                    value[k] = v._obj
 
 
 def interpreting():
@@ -236,13 +220,13 @@ def interpreted():
         _state.depth -= 1
 
 
-def interpret_first(entries, dense):
-    """:func:`interpreted` for the first Newton fit of a process on a dense design of at
-    most :data:`INTERPRET_MAX_ENTRIES` entries ``N x D`` while numba is not loaded;
-    otherwise a block that changes nothing (later fits load numba: a loop of fits runs
-    compiled)."""
+def interpret_first(small):
+    """:func:`interpreted` for the first call of a process that asks for it with
+    ``small`` true (the caller's judgement: a fit the interpreter finishes sooner than
+    numba loads) while numba is not loaded; otherwise a block that changes nothing
+    (later calls load numba: a loop of fits runs compiled)."""
     global _first_done
-    if _numba is not None or _first_done or not dense or entries > INTERPRET_MAX_ENTRIES:
+    if _numba is not None or _first_done or not small:
         return nullcontext()
     _first_done = True
     return interpreted()

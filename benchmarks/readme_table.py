@@ -60,12 +60,12 @@ def table():
     fit = "plain_fit.txt"
     rows = [
         ("fit, dropout q = 0.3 (breast cancer LR)", "`LogisticRegression`, plain (q = 0)",
-         f"{cell(fit, 'breast cancer 569x30 LR q=.3 C=.5', 'ours / peer')}x the time", fit),
+         times(cell(fit, 'breast cancer 569x30 LR q=.3 C=.5', 'ours / peer')), fit),
         ("fit, dropout q = 0.5 (newsgroups LR, sparse 1427 x 22178)",
          "`LogisticRegression`, plain",
-         f"{cell(fit, 'newsgroups 1427x22178 LR q=.5', 'ours / peer')}x the time", fit),
+         times(cell(fit, 'newsgroups 1427x22178 LR q=.5', 'ours / peer')), fit),
         ("fit, dropout q = 0.5 (newsgroups SVC)", "`LinearSVC` / `SVC`, plain",
-         f"{cell(fit, 'newsgroups 1427x22178 SVC q=.5', 'ours / peer')}x the time", fit),
+         times(cell(fit, 'newsgroups 1427x22178 SVC q=.5', 'ours / peer')), fit),
         ("fit, dropout q = 0.2 (digits, 10 classes, SVC)", "`LinearSVC` / `SVC`, plain",
          times(cell(fit, 'digits 1797x64 10 classes SVC q=.2 C=.1', 'ours / peer')), fit),
         ("fit, dropout q = 0.5 (Fashion-MNIST 4000 x 784, 10 classes, SVC)",

@@ -272,12 +272,12 @@ def _irls_start(problem, linalg, cg_maxiter):
 
     design, loss, y = problem
     zero, zeros = np.zeros(design.n_params), np.zeros(design.n_samples)
-    if linalg == "cholesky":
+    if linalg in ("cholesky", "cg"):
         rho, t = loss.irls_weights(zeros, zeros, y)
+    if linalg == "cholesky":
         theta = sla.cho_solve(_start_factor(design, rho), normal_rhs(design, t),
                               check_finite=False)
     elif linalg == "cg":
-        rho, t = loss.irls_weights(zeros, zeros, y)
         curv = hess.Curvature(zero[:design.n_features], zeros, zeros, rho, zeros, zeros,
                               design.noise_rmatvec(rho))
         theta = steps.direction_cg(design, curv, -normal_rhs(design, t), START_CG_RTOL,
