@@ -79,7 +79,7 @@ def _two_dots(idx, xg, lo, hi, z):
     """``(sum_k x_k z[idx_k], sum_k g_k z[idx_k])`` over ``lo <= k < hi`` (``xg``
     interleaved, :func:`csr_hessian_entries`), each in four interleaved partial sums
     (entries ``k`` modulo 4): a quarter of the chain of dependent additions (as
-    :func:`bayesdrop.samplers._gibbs_sparse._pair_sums`)."""
+    :func:`bayesdrop.samplers._gibbs_sparse._sum4`)."""
     x0 = 0.0
     x1 = 0.0
     x2 = 0.0
