@@ -187,6 +187,24 @@ def test_overrelaxed_draw_preserves_gaussian_with_lag_covariance_alpha_sigma(sol
         wls.sample(design, rho, t, rng, overrelax=0.5)
 
 
+def test_overrelaxed_cg_draw_is_warm_started_at_a_guess_of_the_draw():
+    """``x0`` guesses the draw ``theta'``; with over-relaxation the solve's unknown is
+    ``theta' - alpha theta``, so started from the draw itself (the same normals: a second
+    call with the same seed) conjugate gradients have nothing left to do -- where a
+    start at ``x0`` itself (the rule before) is ``alpha theta`` away and needs
+    iterations; the draw is the same either way."""
+    Xd = sparse_counts(n=40, d=12, density=0.5, seed=2).toarray()
+    design = Design(Xd, Dropout(0.3), True)
+    rng = np.random.default_rng(4)
+    rho, t = rng.random(40) + 0.2, rng.normal(size=40)
+    theta = rng.normal(size=13)
+    kw = dict(linalg="cg", theta=theta, overrelax=-0.5, cg_tol=1e-12)
+    cold, info = wls.sample(design, rho, t, np.random.default_rng(7), **kw)
+    warm, warm_info = wls.sample(design, rho, t, np.random.default_rng(7), x0=cold, **kw)
+    assert info["cg_iterations"] >= 5 and warm_info["cg_iterations"] <= 1
+    np.testing.assert_allclose(warm, cold, rtol=1e-9, atol=1e-10)
+
+
 def test_compiled_syrk_sums_row_blocks_of_the_weighted_gram_matrix():
     """``bayesdrop._blas.syrk_rows`` (BLAS dsyrk called from numba, upper triangle)
     accumulated over row blocks and mirrored equals ``W^T W``; only the first ``rows``

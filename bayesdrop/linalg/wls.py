@@ -311,7 +311,9 @@ def sample(design, rho, t, rng, *, linalg="auto", x0=None, cg_tol=1e-12, cg_maxi
     rng : numpy.random.Generator
     linalg : {"auto", "cholesky", "woodbury", "cg"}
     x0 : ndarray, optional
-        Warm start for conjugate gradients (e.g. the previous draw).
+        A guess of the draw (e.g. the current value) to warm-start conjugate gradients;
+        with over-relaxation the solve's unknown is ``draw - alpha theta``, which starts
+        at ``x0 - alpha theta``.
     cg_tol : float
     cg_maxiter : int, optional
     theta : ndarray of shape (n_params,), optional
@@ -341,6 +343,8 @@ def sample(design, rho, t, rng, *, linalg="auto", x0=None, cg_tol=1e-12, cg_maxi
             raise ValueError("overrelax != 0 needs the current theta")
         r *= 1.0 - alpha
         scale = np.sqrt(1.0 - alpha * alpha)
+        if x0 is not None:  # a guess of the draw; the solve's unknown is draw - alpha theta
+            x0 = x0 - alpha * theta
     else:
         scale = 1.0
     new = _draw(design, rho, r, rng, linalg, x0, cg_tol, cg_maxiter, scale)
