@@ -191,8 +191,9 @@ def test_zero_noise_path_with_weights_and_classes_matches_gridsearchcv():
 
 def test_each_fit_starts_from_a_neighbouring_grid_point(monkeypatch):
     """The documented walk: ``C`` ascends at every noise level; a level's first fit starts
-    from the previous level's fit at the smallest ``C``, every other fit from the fit at
-    the previous ``C`` of its level (one parameter one grid step away)."""
+    from the previous level's fit at the smallest ``C``; the first level's other fits
+    from the fit at the previous ``C``, the later levels' from the parallelogram of the
+    three fitted neighbours ``theta(q, C_prev) + theta(q_prev, C) - theta(q_prev, C_prev)``."""
     import bayesdrop.estimators.linear as linear
 
     points, calls = [], []
@@ -216,6 +217,13 @@ def test_each_fit_starts_from_a_neighbouring_grid_point(monkeypatch):
     assert points == walk * 2  # two folds, each the same walk
     for fold in (calls[:9], calls[9:]):
         assert fold[0][0] is None  # the first fit of a fold: a cold start
+        fit = [f[1] for f in fold]
         for k in range(1, 9):
-            source = k - 3 if k % 3 == 0 else k - 1  # the smallest C of the level before
-            np.testing.assert_array_equal(fold[k][0], fold[source][1])
+            level, i = divmod(k, 3)
+            if i == 0:  # the smallest C of the level before
+                np.testing.assert_array_equal(fold[k][0], fit[k - 3])
+            elif level == 0:  # the previous C
+                np.testing.assert_array_equal(fold[k][0], fit[k - 1])
+            else:
+                np.testing.assert_allclose(fold[k][0], fit[k - 1] + fit[k - 3] - fit[k - 4],
+                                           rtol=1e-14, atol=1e-14)

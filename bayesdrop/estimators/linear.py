@@ -145,18 +145,21 @@ class _DropoutLinearModel(LinearModel):
         return self._fit_built(self._binary_problems(X, targets, noise, loss, weights),
                                noise, loss)
 
-    def _fit_path(self, X, y, sample_weight, Cs):
+    def _fit_path(self, X, y, sample_weight, Cs, starts=None):
         """Fit at each ``C`` of ``Cs`` in turn, each fit started from the previous one's
-        solution (the first from the current ``coef_`` if ``warm_start``), the inputs
-        validated and the problems built once; yields ``self``, fitted, after each.
+        solution (the first from the current ``coef_`` if ``warm_start``) or from
+        ``starts(i)``, a ``(coef, intercept)`` for the ``i``-th fit where it is not None;
+        the inputs validated and the problems built once; yields ``self``, fitted, after
+        each.
 
         The path of the CV estimators (:mod:`.cv`). It sets ``self.C`` and
         ``self.warm_start`` (the CV estimators call it on a private copy)."""
         X, targets, noise, weights = self._prepared(X, y, sample_weight)
         problems = None
-        for C in Cs:
+        for i, C in enumerate(Cs):
             previous, self.C = self.C, float(C)
             loss = self._make_loss()
+            start = None if starts is None or i == 0 else starts(i)
             if problems is None:
                 problems = self._binary_problems(X, targets, noise, loss, weights)
                 scale = None
@@ -164,7 +167,9 @@ class _DropoutLinearModel(LinearModel):
                 # is this problem's at C times `scale` (the homotopy's start)
                 problems = [pr._replace(loss=loss.weighted(pr.loss.weights))
                             for pr in problems]
-                scale = previous / self.C
+                scale = previous / self.C if start is None else None
+            if start is not None:
+                self.coef_, self.intercept_ = start
             self._finish(self._fit_built(problems, noise, loss, scale))
             self.warm_start = True
             yield self
