@@ -1027,3 +1027,31 @@ def test_bare_value_is_J_at_the_best_bare_point(case):
     expected = min(problem.objective(p) for p in points)
     assert bare_value(problem, theta0) == pytest.approx(expected, rel=1e-13)
     assert bare_value(Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3)), None) is None
+
+
+def test_newton_takes_full_steps_whose_decrease_is_below_the_rounding_of_J():
+    """Near the optimum the predicted decrease of a full step falls below the rounding of
+    ``J`` and the Armijo test cannot see it; the step is taken unless ``J`` rose by more
+    than rounding (``loop.ROUNDING_RTOL``). On scikit-learn's sample-weight check (15 x 30,
+    3 classes, integer weights against repeated rows) every class's fit then ends with
+    a gradient at rounding level and the weighted and repeated fits agree to rounding
+    (refusing such steps left one class's gradient at 6e-8 whatever ``tol``, and the two
+    fits' coefficients 1e-8 apart: the check failed on some CPUs)."""
+    from sklearn.utils import shuffle
+
+    rng = np.random.RandomState(42)
+    X = rng.rand(15, 30)
+    y = rng.randint(0, 3, size=15)
+    sw = rng.randint(0, 5, size=15)
+    Xw, yw, sww = shuffle(X, y, sw, random_state=0)
+    for tol in (1e-8, 1e-15):
+        weighted = DropoutLogisticRegression(tol=tol).fit(Xw, yw, sample_weight=sww)
+        repeated = DropoutLogisticRegression(tol=tol).fit(X.repeat(sw, axis=0),
+                                                           y.repeat(sw))
+        np.testing.assert_allclose(weighted.coef_, repeated.coef_, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(weighted.intercept_, repeated.intercept_, rtol=0,
+                                   atol=1e-12)
+        if tol == 1e-15:
+            problems, thetas = repeated._problems(X.repeat(sw, axis=0), y.repeat(sw))
+            for problem, theta in zip(problems, thetas):
+                assert np.abs(problem.objective(theta, True)[1]).max() <= 1e-9

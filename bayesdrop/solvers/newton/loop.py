@@ -44,7 +44,7 @@ import numpy as np
 
 from ... import _jit
 
-__all__ = ["STAGNATION_RTOL", "STAGNATION_STEPS", "STALL_RTOL", "NewtonOptions", "accept",
+__all__ = ["ROUNDING_RTOL", "STAGNATION_RTOL", "STAGNATION_STEPS", "STALL_RTOL", "NewtonOptions", "accept",
            "add_pair", "chord_solve", "newton_direction", "newton_loop", "qn_direction",
            "retry_exact", "start", "take_doubled", "trial"]
 
@@ -62,6 +62,12 @@ STALL_RTOL = 1e-4
 #: 1e-7 of itself per step for 30 steps, to ``max_iter``); ``solver="auto"`` continues
 STAGNATION_STEPS = 5
 STAGNATION_RTOL = 1e-6
+#: a full step whose decrement is at most ``ROUNDING_RTOL max(|J|, 1)`` -- a predicted
+#: decrease below the rounding of ``J`` -- passes the line search unless ``J`` rose by
+#: more than that: the Armijo test cannot see such a decrease, and refusing the step left
+#: the gradient where rounding stopped it (sample weights against repeated rows, 3
+#: classes of 15 x 30: coefficients 1e-8 apart, gradients 6e-8, whatever ``tol``)
+ROUNDING_RTOL = 64.0 * 2.220446049250313e-16
 
 
 class NewtonOptions(NamedTuple):
@@ -311,10 +317,13 @@ def newton_loop(ev, theta0, opts, fresh_first):
         near = decrement <= opts.reuse * max(abs(J), 1.0)
         chord_next = ev.exact and near
         t = 1.0
+        rounding = ROUNDING_RTOL * max(abs(J), 1.0)
         while True:
             J_c = trial(ev, theta, step, t, 0, t == 1.0 and chord_next)
             if J_c <= J - opts.armijo * t * decrement or t < opts.min_step:
                 break
+            if t == 1.0 and decrement <= rounding and J_c <= J + rounding:
+                break  # a decrease below the rounding of J (see ROUNDING_RTOL)
             t *= 0.5
         if (t == 1.0 and ev.exact and not near
                 and J - J_c > opts.expand_ratio * 0.5 * decrement):
