@@ -15,7 +15,7 @@ would, and make the same choice (the same folds, scores and tie-breaking), for l
   every other time, cost newsgroups 12-17 Newton steps instead of 3-5: the search 4.6
   -> 4.2 s, breast cancer and diabetes 4-7 % less); the first level's other fits start
   from the fit at the previous ``C``, later levels' from the parallelogram of the three
-  fitted neighbours (:func:`_parallelogram`: 12-14 % fewer Newton steps); at
+  fitted neighbours (:func:`_parallelogram`: 10-14 % fewer Newton steps); at
   zero noise the hinge and epsilon-insensitive fits follow the exact solution path from
   the previous ``C``'s optimum instead (:mod:`bayesdrop.solvers.homotopy`: a few to a
   few hundred events of a few microseconds, where SMO takes up to thousands of steps
@@ -128,7 +128,7 @@ def _parallelogram(path, i):
     ``theta(q, C_i-1) + theta(q_prev, C_i) - theta(q_prev, C_i-1)``, first order in both
     ``C`` and the noise level -- else None (the fit at the previous ``C``). Breast
     cancer, one fold, 5 noise levels x 10 ``C``: Newton steps 220 -> 189 (logistic),
-    256 -> 224 (hinge); choosing among it, the secant in ``log C`` and the neighbours by
+    256 -> 224 (hinge); newsgroups (logistic) 281 -> 254; choosing among it, the secant in ``log C`` and the neighbours by
     ``J`` took fewer steps (179, 208) but cost more than they saved (an evaluation of
     ``J`` costs about a Newton step's time on such problems).
 

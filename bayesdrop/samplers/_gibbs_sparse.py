@@ -26,7 +26,7 @@ those two solves gave at ``tol`` each.
 ``theta_s ~ (1 - alpha) theta``, i.e. ``mu = (1 - alpha) R m`` with the current scores
 ``m``. Where ``C`` is large the draw's mean dominates ``v``, and this start saves CG
 iterations (random 2000 x 5000 CSR, dropout 0.3, ``C = 10^4``: 32 -> 26 per draw); where
-it is small the start is no worse than zero.
+it is small the start is about as good as zero (8.1 against 8.0 at ``C = 0.01``).
 
 **The error.** For any ``mu`` on the constraint and any ``b`` the draw
 ``(w, b)`` with ``w = K (r_w - X^T mu)`` has the primal residual
@@ -431,11 +431,9 @@ def _dual_solve(indptr, indices, xdata, rdata, cptr, cidx, cdata, kdiag, inv_rho
     d = np.empty(n)
     q = np.empty(n)
     sums = np.empty(4)
-    shift = 0.0
     tot = _precondition(blocks, fac, minv, r, z, btmp)
-    c = tot / su if fit_intercept else 0.0
-    _project(r, z, u, c, rho, sums)
-    shift += c
+    shift = tot / su if fit_intercept else 0.0  # S mu - v = r + shift 1 from here on
+    _project(r, z, u, shift, rho, sums)
     rz = sums[0]
     for i in range(n):
         d[i] = -z[i]
