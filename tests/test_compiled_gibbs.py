@@ -323,17 +323,23 @@ def test_intercept_line_move_mixes_the_intercept_faster():
 
 
 # ---------------------------------------------------------------- the sparse (CSR) sweep
-def _dense_draw(design, rho, t, theta, alpha, z1, z2, z3):
-    """The over-relaxed Gaussian draw from the same standard normals by a dense solve:
-    ``A^{-1}((1 - alpha) r + sqrt(1 - alpha^2) eta) + alpha theta`` with
+def _dense_system(design, rho, t, alpha, z1, z2, z3):
+    """``(A, (1 - alpha) r + sqrt(1 - alpha^2) eta)``: the over-relaxed Gaussian draw's
+    system from the standard normals, with
     ``eta = sqrt(2) I' z1 + Xbar^T (sqrt(rho) z2) + sqrt(V^T rho) z3``."""
     from bayesdrop.linalg.wls import normal_matrix, normal_rhs
 
     pad = np.zeros(design.n_params - design.n_features)
     eta = (np.sqrt(2.0) * np.append(z1, pad) + design.rmatvec(np.sqrt(rho) * z2)
            + np.sqrt(design.noise_diagonal(rho)) * np.append(z3, pad))
-    return np.linalg.solve(normal_matrix(design, rho), (1 - alpha) * normal_rhs(design, t)
-                           + np.sqrt(1 - alpha ** 2) * eta) + alpha * theta
+    return (normal_matrix(design, rho),
+            (1 - alpha) * normal_rhs(design, t) + np.sqrt(1 - alpha ** 2) * eta)
+
+
+def _dense_draw(design, rho, t, theta, alpha, z1, z2, z3):
+    """The over-relaxed Gaussian draw from the same standard normals by a dense solve:
+    ``A^{-1}((1 - alpha) r + sqrt(1 - alpha^2) eta) + alpha theta``."""
+    return np.linalg.solve(*_dense_system(design, rho, t, alpha, z1, z2, z3)) + alpha * theta
 
 
 def _sparse_noise_arrays(design):
@@ -395,13 +401,7 @@ def test_sparse_dual_draw_is_the_exact_gaussian_step(noise, fit_intercept, block
     # the stopping rule's guarantee in the posterior's metric (module docstring of
     # _gibbs_sparse): ||draw - ref||_A <= ||R^{1/2} e||, ||e|| <= tol (||v|| + |b| sqrt N),
     # v = X K r_w and b the solve's intercept; twice that for the reference's rounding
-    from bayesdrop.linalg.wls import normal_matrix, normal_rhs
-
-    A = normal_matrix(design, rho)
-    rhs = (1 - alpha) * normal_rhs(design, t) + np.sqrt(1 - alpha ** 2) * (
-        np.sqrt(2.0) * np.append(z1, np.zeros(design.n_params - D))
-        + design.rmatvec(np.sqrt(rho) * z2)
-        + np.sqrt(design.noise_diagonal(rho)) * np.append(z3, np.zeros(design.n_params - D)))
+    A, rhs = _dense_system(design, rho, t, alpha, z1, z2, z3)
     v = X @ (rhs[:D] / (2.0 + design.noise_diagonal(rho)[:D]))
     b = ref[D] - alpha * theta[D] if fit_intercept else 0.0
     bound = np.sqrt(rho.max()) * 1e-12 * (np.linalg.norm(v) + abs(b) * np.sqrt(n))

@@ -15,7 +15,7 @@ would, and make the same choice (the same folds, scores and tie-breaking), for l
   every other time, cost newsgroups 12-17 Newton steps instead of 3-5: the search 4.6
   -> 4.2 s, breast cancer and diabetes 4-7 % less); the first level's other fits start
   from the fit at the previous ``C``, later levels' from the parallelogram of the three
-  fitted neighbours (:func:`_parallelogram`: 10-14 % fewer Newton steps); at
+  fitted neighbours (:func:`_start`: 10-14 % fewer Newton steps); at
   zero noise the hinge and epsilon-insensitive fits follow the exact solution path from
   the previous ``C``'s optimum instead (:mod:`bayesdrop.solvers.homotopy`: a few to a
   few hundred events of a few microseconds, where SMO takes up to thousands of steps
@@ -121,26 +121,32 @@ def _accepts_sample_weight(scorer):
     return "sample_weight" in signature(scorer).parameters
 
 
-def _parallelogram(path, i):
+def _start(path, i):
     """The start of the fit at the ``i``-th ``C`` of the newest level of ``path`` (a list
-    per noise level of ``(coef, intercept)`` fits, ``C`` ascending): from the second
-    level and the second ``C`` on, the parallelogram of its three fitted neighbours --
-    ``theta(q, C_i-1) + theta(q_prev, C_i) - theta(q_prev, C_i-1)``, first order in both
-    ``C`` and the noise level -- else None (the fit at the previous ``C``). Breast
-    cancer, one fold, 5 noise levels x 10 ``C``: Newton steps 220 -> 189 (logistic),
-    256 -> 224 (hinge); newsgroups (logistic) 281 -> 254; choosing among it, the secant in ``log C`` and the neighbours by
-    ``J`` took fewer steps (179, 208) but cost more than they saved (an evaluation of
-    ``J`` costs about a Newton step's time on such problems).
+    per noise level of ``(coef, intercept)`` fits, ``C`` ascending), or None for the fit
+    at the previous ``C`` (the first fit of the first level: a cold start). A level's
+    first fit starts from the previous level's fit at the smallest ``C``; from the second
+    level and the second ``C`` on, a fit starts from the parallelogram of its three
+    fitted neighbours -- ``theta(q, C_i-1) + theta(q_prev, C_i) - theta(q_prev, C_i-1)``,
+    first order in both ``C`` and the noise level. Breast cancer, one fold, 5 noise
+    levels x 10 ``C``: Newton steps 220 -> 189 (logistic), 256 -> 224 (hinge);
+    newsgroups (logistic) 281 -> 254; choosing among it, the secant in ``log C`` and the
+    neighbours by ``J`` took fewer steps (179, 208) but cost more than they saved (an
+    evaluation of ``J`` costs about a Newton step's time on such problems).
 
     Examples
     --------
     >>> path = [[(np.array([1.0]), 0.0), (np.array([2.0]), 1.0)], [(np.array([3.0]), 0.5)]]
-    >>> coef, intercept = _parallelogram(path, 1)
+    >>> coef, intercept = _start(path, 1)
     >>> coef.tolist(), float(intercept)
     ([4.0], 1.5)
+    >>> _start(path[:1], 1) is None, _start(path, 0) == path[0][0]
+    (True, True)
     """
-    if len(path) < 2 or i < 1:
+    if len(path) < 2:
         return None
+    if i == 0:
+        return path[-2][0]
     (cq, bq), (cqp, bqp), (cp, bp) = path[-2][i], path[-2][i - 1], path[-1][i - 1]
     return cp + cq - cqp, np.asarray(bp) + bq - bqp
 
@@ -228,11 +234,9 @@ class _PathCV:
             with single_blas_pool():  # once for the fold's fits, not per fit
                 for j in np.argsort(levels, kind="stable"):
                     est.noise_level = float(levels[j])
-                    if path:  # from the previous level's fit at the smallest C
-                        est.coef_, est.intercept_ = path[-1][0]
                     path.append([])
                     fits = est._fit_path(X_train, y_train, w_train, Cs[order],
-                                         starts=lambda i: _parallelogram(path, i))
+                                         starts=lambda i: _start(path, i))
                     for k, fitted in zip(order, fits):
                         path[-1].append((np.copy(fitted.coef_), np.copy(fitted.intercept_)))
                         scores[j, k] = scorer(fitted, X_test, y_test, **score_kw)

@@ -146,11 +146,11 @@ class _DropoutLinearModel(LinearModel):
                                noise, loss)
 
     def _fit_path(self, X, y, sample_weight, Cs, starts=None):
-        """Fit at each ``C`` of ``Cs`` in turn, each fit started from the previous one's
-        solution (the first from the current ``coef_`` if ``warm_start``) or from
-        ``starts(i)``, a ``(coef, intercept)`` for the ``i``-th fit where it is not None;
-        the inputs validated and the problems built once; yields ``self``, fitted, after
-        each.
+        """Fit at each ``C`` of ``Cs`` in turn, each fit started from ``starts(i)``, a
+        ``(coef, intercept)`` for the ``i``-th fit, where that is not None, else from the
+        previous one's solution (the first from the current ``coef_`` if
+        ``warm_start``); the inputs validated and the problems built once; yields
+        ``self``, fitted, after each.
 
         The path of the CV estimators (:mod:`.cv`). It sets ``self.C`` and
         ``self.warm_start`` (the CV estimators call it on a private copy)."""
@@ -159,7 +159,7 @@ class _DropoutLinearModel(LinearModel):
         for i, C in enumerate(Cs):
             previous, self.C = self.C, float(C)
             loss = self._make_loss()
-            start = None if starts is None or i == 0 else starts(i)
+            start = None if starts is None else starts(i)
             if problems is None:
                 problems = self._binary_problems(X, targets, noise, loss, weights)
                 scale = None
@@ -170,6 +170,7 @@ class _DropoutLinearModel(LinearModel):
                 scale = previous / self.C if start is None else None
             if start is not None:
                 self.coef_, self.intercept_ = start
+                self.warm_start = True
             self._finish(self._fit_built(problems, noise, loss, scale))
             self.warm_start = True
             yield self

@@ -12,7 +12,7 @@ solves -- through the ``N x N`` dual system in ``mu``::
     w = K (r_w - X^T mu),   K = diag(1 / (2 + V^T rho))
 
 -- but with ``S`` applied matrix-free (two passes over the stored entries, their indices
-unsigned: :func:`bayesdrop.model.design.unsigned_indices`) and the system, with its
+unsigned 32-bit where they fit, :func:`dual_arrays`) and the system, with its
 constraint, solved by **projected preconditioned conjugate gradients** (Gould, Hribar and
 Nocedal, 2001; :func:`_dual_solve`): one right-hand side, the iterates kept on
 ``1^T mu = r_b`` by projecting the preconditioned gradient, the intercept read off the
@@ -287,8 +287,9 @@ def _block_factors(indptr, indices, xdata, kdiag, inv_rho, bptr, brows, boff, fa
                 scatter[indices[k]] = xdata[k] * kdiag[indices[k]]
             for b in range(a, size):
                 ib = brows[lo + b]
+                # lower triangle: row b, column a
                 fac[base + b * size + a] = _sum4(indices, xdata, indptr[ib], indptr[ib + 1],
-                                                 scatter, 0.0)  # lower triangle: row b, column a
+                                                 scatter, 0.0)
             fac[base + a * size + a] += inv_rho[ia]
             for k in range(indptr[ia], indptr[ia + 1]):
                 scatter[indices[k]] = 0.0
@@ -350,13 +351,19 @@ def _precondition(blocks, fac, minv, r, z, btmp):
 
 
 @_jit.njit(cache=True, nogil=True)
-def _project(r, z, u, c, rho, sums):
-    """``z -= c u`` and ``r -= c 1`` (``c = 1^T M^{-1} r / 1^T u`` with ``u = M^{-1} 1``:
-    ``1^T z = 0``, so that the iterates stay on ``1^T mu = r_b``; ``r - c 1`` has the
-    same projected ``z``), and ``sums = (r.z, sum r, sum r^2, sum rho r)`` of the new
-    ``r``. Moving the gradient's part along ``1`` into the intercept at every step is the
-    residual update of Gould, Hribar and Nocedal (2001): left in ``r`` it grows to swamp
-    the part that CG drives to zero."""
+def _project(blocks, fac, minv, btmp, u, su, rho, r, z, sums):
+    """``z = P r``, the projected preconditioned gradient, and the residual update;
+    returns the shift ``c`` moved from ``r`` into the intercept.
+
+    ``z = M^{-1} r - c u`` with ``c = 1^T M^{-1} r / su`` (``u = M^{-1} 1``,
+    ``su = 1^T u``; ``su = 0``: no intercept, no constraint, ``c = 0``): ``1^T z = 0``,
+    so that the iterates stay on ``1^T mu = r_b``. ``r`` becomes ``r - c 1``, which ``P``
+    maps to the same ``z``: moving the gradient's part along ``1`` into the intercept at
+    every step is the residual update of Gould, Hribar and Nocedal (2001) -- left in
+    ``r`` it grows to swamp the part that CG drives to zero. ``sums = (r.z, sum r,
+    sum r^2, sum rho r)`` of the new ``r``, in the same pass."""
+    tot = _precondition(blocks, fac, minv, r, z, btmp)
+    c = tot / su if su > 0.0 else 0.0
     rz = 0.0
     s1 = 0.0
     s2 = 0.0
@@ -373,6 +380,7 @@ def _project(r, z, u, c, rho, sums):
     sums[1] = s1
     sums[2] = s2
     sums[3] = sr
+    return c
 
 
 @_jit.njit(cache=True, nogil=True)
@@ -431,9 +439,8 @@ def _dual_solve(indptr, indices, xdata, rdata, cptr, cidx, cdata, kdiag, inv_rho
     d = np.empty(n)
     q = np.empty(n)
     sums = np.empty(4)
-    tot = _precondition(blocks, fac, minv, r, z, btmp)
-    shift = tot / su if fit_intercept else 0.0  # S mu - v = r + shift 1 from here on
-    _project(r, z, u, shift, rho, sums)
+    # S mu - v = r + shift 1 from here on
+    shift = _project(blocks, fac, minv, btmp, u, su, rho, r, z, sums)
     rz = sums[0]
     for i in range(n):
         d[i] = -z[i]
@@ -454,10 +461,7 @@ def _dual_solve(indptr, indices, xdata, rdata, cptr, cidx, cdata, kdiag, inv_rho
         for i in range(n):
             mu[i] += alpha * d[i]
             r[i] += alpha * q[i]
-        tot = _precondition(blocks, fac, minv, r, z, btmp)
-        c = tot / su if fit_intercept else 0.0
-        _project(r, z, u, c, rho, sums)
-        shift += c
+        shift += _project(blocks, fac, minv, btmp, u, su, rho, r, z, sums)
         beta = sums[0] / rz
         rz = sums[0]
         for i in range(n):

@@ -44,9 +44,10 @@ import numpy as np
 
 from ... import _jit
 
-__all__ = ["ROUNDING_RTOL", "STAGNATION_RTOL", "STAGNATION_STEPS", "STALL_RTOL", "NewtonOptions", "accept",
-           "add_pair", "chord_solve", "newton_direction", "newton_loop", "qn_direction",
-           "retry_exact", "start", "take_doubled", "trial"]
+__all__ = ["ROUNDING_RTOL", "STAGNATION_RTOL", "STAGNATION_STEPS", "STALL_RTOL",
+           "NewtonOptions", "accept", "add_pair", "chord_solve", "newton_direction",
+           "newton_loop", "qn_direction", "retry_exact", "start", "take_doubled",
+           "trial"]
 
 #: status codes of :func:`newton_loop`
 CONVERGED, MAX_ITER, NO_DECREASE, STALLED, NONFINITE_DIRECTION, NONFINITE_START = \
