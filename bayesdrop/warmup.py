@@ -8,7 +8,8 @@ which compiles exactly the kernels those calls use (for the logistic loss at ``C
 ``C = 0.1``: its sweep has a variant for Polya-Gamma shapes ``2C`` below 1 and one for the
 rest), and compiles the whole Newton loop for
 small dense problems of the estimator's loss (which ``compiled="auto"`` runs only once
-it is compiled: :func:`bayesdrop.solvers.newton.fit`), the float32 Hessian of larger dense
+it is compiled: :func:`bayesdrop.solvers.newton.fit`) and, for the classifiers, its run
+over a path of ``C`` (:func:`bayesdrop.solvers.newton.fit_path`), the float32 Hessian of larger dense
 designs (:data:`LARGE_DENSE`) and, for the SVMs, the event loop
 that the CV estimators' zero-noise path runs (:mod:`bayesdrop.solvers.homotopy`); later
 processes load them from the cache.
@@ -61,7 +62,10 @@ def _compile_newton(est, X, y):
     regression = type(est).__name__ == "DropoutSVR"
     target = np.asarray(y, dtype=float) if regression else 2.0 * np.asarray(y) - 1.0
     problem = Problem.create(X, target, est._make_loss(), "dropout")
-    newton.fit(problem, compiled=True, warn=False)
+    theta = newton.fit(problem, compiled=True, warn=False).theta
+    if not regression:  # the CV path's fits in one call (for the epsilon-insensitive
+        # loss only where its tube has at most 64 edges: bayesdrop.solvers.fit_path)
+        newton.fit_path(problem, [1.0, 2.0], theta, compiled=True)
 
 
 def warm(estimators=ESTIMATORS, kinds=KINDS, *, sample=True, file=None):

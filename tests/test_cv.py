@@ -193,37 +193,25 @@ def test_each_fit_starts_from_a_neighbouring_grid_point(monkeypatch):
     """The documented walk: ``C`` ascends at every noise level; a level's first fit starts
     from the previous level's fit at the smallest ``C``; the first level's other fits
     from the fit at the previous ``C``, the later levels' from the parallelogram of the
-    three fitted neighbours ``theta(q, C_prev) + theta(q_prev, C) - theta(q_prev, C_prev)``."""
+    three fitted neighbours -- :func:`bayesdrop.solvers.fit_path` with the previous
+    level's fits as ``previous`` (whose starts ``tests/test_solvers.py`` checks)."""
     import bayesdrop.estimators.linear as linear
 
-    points, calls = [], []
-    real_fit, real_built = linear.fit_problem, linear.DropoutLogisticRegression._fit_built
+    calls = []
+    real = linear.fit_path
 
-    def fit_problem(problem, theta0=None, **kwargs):
-        result = real_fit(problem, theta0, **kwargs)
-        calls.append((theta0, result.theta))
-        return result
+    def fit_path(problem, Cs, theta0=None, previous=None, **kwargs):
+        results = real(problem, Cs, theta0, previous, **kwargs)
+        calls.append((list(Cs), theta0, previous, np.array([r.theta for r in results])))
+        return results
 
-    def fit_built(self, problems, noise, loss, theta0_scale=None):
-        points.append((self.noise_level, loss.C))
-        return real_built(self, problems, noise, loss, theta0_scale)
-
-    monkeypatch.setattr(linear, "fit_problem", fit_problem)
-    monkeypatch.setattr(linear.DropoutLogisticRegression, "_fit_built", fit_built)
+    monkeypatch.setattr(linear, "fit_path", fit_path)
     X, y = _binary()
     levels, Cs = [0.3, 0.0, 0.1], [3.0, 0.01, 0.3]
     DropoutLogisticRegressionCV(Cs=Cs, noise_levels=levels, cv=2, refit=False).fit(X, y)
-    walk = [(q, C) for q in sorted(levels) for C in sorted(Cs)]
-    assert points == walk * 2  # two folds, each the same walk
-    for fold in (calls[:9], calls[9:]):
-        assert fold[0][0] is None  # the first fit of a fold: a cold start
-        fit = [f[1] for f in fold]
-        for k in range(1, 9):
-            level, i = divmod(k, 3)
-            if i == 0:  # the smallest C of the level before
-                np.testing.assert_array_equal(fold[k][0], fit[k - 3])
-            elif level == 0:  # the previous C
-                np.testing.assert_array_equal(fold[k][0], fit[k - 1])
-            else:
-                np.testing.assert_allclose(fold[k][0], fit[k - 1] + fit[k - 3] - fit[k - 4],
-                                           rtol=1e-14, atol=1e-14)
+    assert [c[0] for c in calls] == [sorted(Cs)] * 6  # two folds, three levels each
+    for fold in (calls[:3], calls[3:]):
+        assert fold[0][1] is None and fold[0][2] is None  # a cold start
+        for before, level in zip(fold, fold[1:]):
+            np.testing.assert_array_equal(level[2], before[3])
+            np.testing.assert_array_equal(level[1], before[3][0])

@@ -1055,3 +1055,89 @@ def test_newton_takes_full_steps_whose_decrease_is_below_the_rounding_of_J():
             problems, thetas = repeated._problems(X.repeat(sw, axis=0), y.repeat(sw))
             for problem, theta in zip(problems, thetas):
                 assert np.abs(problem.objective(theta, True)[1]).max() <= 1e-9
+
+
+# ------------------------------------------------------------------ the path over C
+PATH_CASES = [("logistic", "dropout"), ("hinge", "dropout"), ("hinge", "none"),
+              ("epsilon", "dropout")]
+
+
+def _documented_start(path, i, theta0, previous, Cs):
+    """``(theta0, theta0_scale)`` of the ``i``-th fit as ``fit_path`` documents it."""
+    if i == 0:
+        return theta0, None
+    if previous is not None:
+        return path[i - 1].theta + previous[i] - previous[i - 1], None
+    return path[i - 1].theta, Cs[i - 1] / Cs[i]
+
+
+@pytest.mark.parametrize("loss_name, noise_name", PATH_CASES)
+@pytest.mark.parametrize("with_previous", [False, True])
+def test_path_fits_are_fit_problems_from_the_documented_starts(loss_name, noise_name,
+                                                               with_previous, monkeypatch):
+    """``fit_path``'s ``i``-th fit is ``fit_problem``'s at ``C_i`` from the documented start
+    (``theta0``; the previous fit, moved by the difference of ``previous``'s rows where
+    given), bit for bit -- also where Newton's fits ran in one compiled call (forced here:
+    ``compiled=True``), which the smooth cases must use."""
+    from bayesdrop import _jit
+    from bayesdrop.solvers import fit_path
+
+    _jit.load()  # no interpreted first fit in this process (it rounds differently)
+    lanes = []
+    real = newton.fit_path
+
+    def compiled_path(*args, **kwargs):
+        runs = real(*args, **dict(kwargs, compiled=True))
+        lanes.append(len(runs))
+        return runs
+
+    monkeypatch.setattr(newton, "fit_path", compiled_path)
+    X, y = _data("dense", loss_name, seed=3)
+    problem = Problem.create(X, y, LOSSES[loss_name](), NOISES[noise_name]())
+    Cs = np.array([0.05, 0.4, 3.0, 20.0])
+    previous = theta0 = None
+    if with_previous:  # a neighbouring path: the fits of another noise level, say
+        other = Problem.create(X, y, LOSSES[loss_name](), Dropout(0.1))
+        previous = np.array([r.theta for r in fit_path(other, Cs)])
+        theta0 = previous[0]
+        lanes.clear()
+    path = fit_path(problem, Cs, theta0, previous)
+    for i, C in enumerate(Cs):
+        start, scale = _documented_start(path, i, theta0, previous, Cs)
+        alone = fit_problem(problem._replace(loss=problem.loss.with_C(C)), start,
+                            theta0_scale=scale)
+        np.testing.assert_array_equal(path[i].theta, alone.theta)
+        assert (path[i].solver, path[i].n_iter) == (alone.solver, alone.n_iter)
+    # the lane: Newton's problems whose bare models' J does not depend on the start (every
+    # kink a candidate: at most 64 of them -- not the tube's edges at many targets)
+    kinks = problem.loss.kinks(problem.y)
+    lane = noise_name != "none" and (kinks is None or np.unique(kinks[0]).size <= 64)
+    assert lane == ((noise_name, loss_name) in (("dropout", "logistic"), ("dropout", "hinge")))
+    assert bool(lanes) == lane and sum(lanes) >= (3 if lane else 0)
+
+
+def test_path_hands_a_run_newton_did_not_finish_to_fit_problem(monkeypatch):
+    """A compiled run that does not converge (here: ``max_iter`` too small) is fitted again
+    by ``fit_problem`` (its warning included), and the path goes on from its result: the
+    same fits as ``fit_problem`` at every ``C``."""
+    from bayesdrop import _jit
+    from bayesdrop.solvers import fit_path
+
+    _jit.load()
+    calls = []
+    real = newton.fit_path
+    monkeypatch.setattr(newton, "fit_path", lambda *a, **k: calls.append(len(a[1])) or real(
+        *a, **dict(k, compiled=True)))
+    X, y = _data("dense", "logistic", seed=4)
+    problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
+    Cs = np.array([0.1, 1.0, 10.0])
+    with pytest.warns(ConvergenceWarning):
+        path = fit_path(problem, Cs, np.zeros(problem.design.n_params), max_iter=1)
+    assert calls == [3, 2, 1]  # each run stopped at once, each C fitted again
+    for i, C in enumerate(Cs):
+        start, _ = _documented_start(path, i, np.zeros(problem.design.n_params), None, Cs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            alone = fit_problem(problem._replace(loss=LogisticLoss(C)), start, max_iter=1)
+        np.testing.assert_array_equal(path[i].theta, alone.theta)
+        assert not path[i].converged

@@ -334,7 +334,12 @@ class LinearModel(BaseEstimator):
             fits = Parallel(n_jobs=n_jobs, prefer="threads")(
                 delayed(fit_binary)(k, column(k), starts[k])
                 for k in range(n_problems))
-        self.coef_ = np.array([f.coef for f in fits], dtype=float).reshape(n_problems, n_coef)
+        return self._store_fits(fits, n_coef, time.perf_counter() - start_time)
+
+    def _store_fits(self, fits, n_coef, fit_time):
+        """Set the fitted attributes from one :class:`BinaryFit` per problem; returns
+        ``self``."""
+        self.coef_ = np.array([f.coef for f in fits], dtype=float).reshape(len(fits), n_coef)
         self.intercept_ = np.array([f.intercept for f in fits], dtype=float)
         self.n_iter_ = np.array([f.n_iter for f in fits], dtype=int)
         self.converged_ = np.array([f.converged for f in fits], dtype=bool)
@@ -344,7 +349,7 @@ class LinearModel(BaseEstimator):
             self.objective_ = np.array([f.objective for f in fits], dtype=float)
         for key in fits[0].extra:
             setattr(self, key, np.array([f.extra[key] for f in fits]))
-        self.fit_time_ = time.perf_counter() - start_time
+        self.fit_time_ = fit_time
         return self
 
     def _example_weights(self, y, sample_weight, n_samples):

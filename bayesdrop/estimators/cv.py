@@ -15,11 +15,17 @@ would, and make the same choice (the same folds, scores and tie-breaking), for l
   every other time, cost newsgroups 12-17 Newton steps instead of 3-5: the search 4.6
   -> 4.2 s, breast cancer and diabetes 4-7 % less); the first level's other fits start
   from the fit at the previous ``C``, later levels' from the parallelogram of the three
-  fitted neighbours (:func:`_start`: 10-14 % fewer Newton steps); at
-  zero noise the hinge and epsilon-insensitive fits follow the exact solution path from
-  the previous ``C``'s optimum instead (:mod:`bayesdrop.solvers.homotopy`: a few to a
-  few hundred events of a few microseconds, where SMO takes up to thousands of steps
-  and the smoothing solver tens of Newton steps);
+  fitted neighbours (:func:`bayesdrop.solvers.fit_path`; breast cancer, one fold, 5
+  levels x 10 ``C``: Newton steps 220 -> 189 logistic, 256 -> 224 hinge, newsgroups 281
+  -> 254 -- choosing among it, the secant in ``log C`` and the neighbours by ``J`` took
+  fewer steps but cost more than they saved); at zero noise the hinge and
+  epsilon-insensitive fits follow the exact solution path from the previous ``C``'s
+  optimum instead (:mod:`bayesdrop.solvers.homotopy`: a few to a few hundred events of
+  a few microseconds, where SMO takes up to thousands of steps and the smoothing solver
+  tens of Newton steps);
+* on a small dense design a level's Newton fits run in one compiled call
+  (:func:`bayesdrop.solvers.newton.fit_path`: the same iterations, without Python
+  between the fits);
 * the held-out rows are validated once per fold, and the BLAS limit of
   :func:`bayesdrop._threads.single_blas_pool` is set once per fold, not per fit;
 * the folds run in parallel (``n_jobs``) in joblib's worker processes, as
@@ -121,36 +127,6 @@ def _accepts_sample_weight(scorer):
     return "sample_weight" in signature(scorer).parameters
 
 
-def _start(path, i):
-    """The start of the fit at the ``i``-th ``C`` of the newest level of ``path`` (a list
-    per noise level of ``(coef, intercept)`` fits, ``C`` ascending), or None for the fit
-    at the previous ``C`` (the first fit of the first level: a cold start). A level's
-    first fit starts from the previous level's fit at the smallest ``C``; from the second
-    level and the second ``C`` on, a fit starts from the parallelogram of its three
-    fitted neighbours -- ``theta(q, C_i-1) + theta(q_prev, C_i) - theta(q_prev, C_i-1)``,
-    first order in both ``C`` and the noise level. Breast cancer, one fold, 5 noise
-    levels x 10 ``C``: Newton steps 220 -> 189 (logistic), 256 -> 224 (hinge);
-    newsgroups (logistic) 281 -> 254; choosing among it, the secant in ``log C`` and the
-    neighbours by ``J`` took fewer steps (179, 208) but cost more than they saved (an
-    evaluation of ``J`` costs about a Newton step's time on such problems).
-
-    Examples
-    --------
-    >>> path = [[(np.array([1.0]), 0.0), (np.array([2.0]), 1.0)], [(np.array([3.0]), 0.5)]]
-    >>> coef, intercept = _start(path, 1)
-    >>> coef.tolist(), float(intercept)
-    ([4.0], 1.5)
-    >>> _start(path[:1], 1) is None, _start(path, 0) == path[0][0]
-    (True, True)
-    """
-    if len(path) < 2:
-        return None
-    if i == 0:
-        return path[-2][0]
-    (cq, bq), (cqp, bqp), (cp, bp) = path[-2][i], path[-2][i - 1], path[-1][i - 1]
-    return cp + cq - cqp, np.asarray(bp) + bq - bqp
-
-
 class _PathCV:
     """The search shared by the CV estimators (mixed in before the base estimator).
 
@@ -230,16 +206,16 @@ class _PathCV:
             score_kw = {"sample_weight": weights[test]} if weighted_scores else {}
             scores = np.empty((levels.size, Cs.size))
             order = np.argsort(Cs, kind="stable")
-            path = []  # path[a][i]: the fit at the a-th level and the i-th C (ascending)
+            previous = None  # the previous level's fits, C ascending
             with single_blas_pool():  # once for the fold's fits, not per fit
                 for j in np.argsort(levels, kind="stable"):
                     est.noise_level = float(levels[j])
-                    path.append([])
-                    fits = est._fit_path(X_train, y_train, w_train, Cs[order],
-                                         starts=lambda i: _start(path, i))
-                    for k, fitted in zip(order, fits):
-                        path[-1].append((np.copy(fitted.coef_), np.copy(fitted.intercept_)))
+                    fits = []
+                    for k, fitted in zip(order, est._fit_path(X_train, y_train, w_train,
+                                                              Cs[order], previous)):
+                        fits.append((np.copy(fitted.coef_), np.copy(fitted.intercept_)))
                         scores[j, k] = scorer(fitted, X_test, y_test, **score_kw)
+                    previous = fits
             return scores
 
         n_jobs = self.n_jobs if len(splits) > 1 else None

@@ -15,6 +15,8 @@ by :mod:`bayesdrop.estimators._base`; each binary problem is fitted by
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
@@ -27,7 +29,7 @@ from ..model.problem import Problem, drop_zero_weights
 from ..posterior import maybe_log_likelihood, sample_problems, store_log_likelihood
 from ..predictive import vote_fractions
 from ..linalg.backend import RowBackend
-from ..solvers import check_solver, fit_problem, fit_rows
+from ..solvers import check_solver, fit_path, fit_problem, fit_rows
 from ._base import (BinaryFit, LinearModel, OneVsRestClassifier, class_index, column_vector,
                     warns_at_caller)
 from ._dask import dask_problems, fit_dask
@@ -113,6 +115,13 @@ _N_JOBS_DOC = """n_jobs : int or None, default=None
 """
 
 
+def _binary_fit(design, result):
+    """The :class:`BinaryFit` of a :class:`~bayesdrop.solvers.SolverResult` on ``design``."""
+    coef, intercept = design.split(result.theta)
+    return BinaryFit(coef, intercept, result.n_iter, result.converged, result.objective,
+                     {"solver_": result.solver})
+
+
 class _DropoutLinearModel(LinearModel):
     """Shared code of the dropout models: parameters, noise, one IRLS fit per problem."""
 
@@ -145,33 +154,46 @@ class _DropoutLinearModel(LinearModel):
         return self._fit_built(self._binary_problems(X, targets, noise, loss, weights),
                                noise, loss)
 
-    def _fit_path(self, X, y, sample_weight, Cs, starts=None):
-        """Fit at each ``C`` of ``Cs`` in turn, each fit started from ``starts(i)``, a
-        ``(coef, intercept)`` for the ``i``-th fit, where that is not None, else from the
-        previous one's solution (the first from the current ``coef_`` if
-        ``warm_start``); the inputs validated and the problems built once; yields
-        ``self``, fitted, after each.
+    def _fit_path(self, X, y, sample_weight, Cs, previous=None):
+        """Fit at each ``C`` of ``Cs`` in turn by :func:`~bayesdrop.solvers.fit_path`
+        (each problem's fits warm-started along ``Cs``; the first from ``previous[0]``,
+        else from the current ``coef_`` if ``warm_start``), the inputs validated and the
+        problems built once; yields ``self``, fitted, at each ``C``.
 
-        The path of the CV estimators (:mod:`.cv`). It sets ``self.C`` and
-        ``self.warm_start`` (the CV estimators call it on a private copy)."""
+        ``previous``: the fits of a neighbouring path at the same ``Cs``, a
+        ``(coef_, intercept_)`` per ``C`` (the previous noise level's, on the CV path:
+        the parallelogram starts of ``fit_path``). The path of the CV estimators
+        (:mod:`.cv`). It sets ``self.C`` and ``self.warm_start`` (the CV estimators call
+        it on a private copy)."""
+        start_time = time.perf_counter()
         X, targets, noise, weights = self._prepared(X, y, sample_weight)
-        problems = None
-        for i, C in enumerate(Cs):
-            previous, self.C = self.C, float(C)
-            loss = self._make_loss()
-            start = None if starts is None else starts(i)
-            if problems is None:
-                problems = self._binary_problems(X, targets, noise, loss, weights)
-                scale = None
-            else:  # the same design and targets; only C changes: the previous optimum
-                # is this problem's at C times `scale` (the homotopy's start)
-                problems = [pr._replace(loss=loss.weighted(pr.loss.weights))
-                            for pr in problems]
-                scale = previous / self.C if start is None else None
-            if start is not None:
-                self.coef_, self.intercept_ = start
-                self.warm_start = True
-            self._finish(self._fit_built(problems, noise, loss, scale))
+        losses = []
+        for C in Cs:
+            self.C = float(C)
+            losses.append(self._make_loss())
+        problems = self._binary_problems(X, targets, noise, losses[0], weights)
+        n_coef = problems[0].design.n_features
+        warm = (self._warm_start_points(len(problems), n_coef) if previous is None
+                else previous[0])
+
+        def row(fit, k):  # problem k's (coef, intercept) of a fit
+            return np.atleast_2d(fit[0])[k], float(np.atleast_1d(fit[1])[k])
+
+        paths = []
+        for k, problem in enumerate(problems):
+            pack = problem.design.pack
+            paths.append(fit_path(
+                problem, [loss.C for loss in losses],
+                None if warm is None else pack(*row(warm, k)),
+                None if previous is None else np.array([pack(*row(f, k)) for f in previous]),
+                solver=self._solver, linalg=self._linalg, tol=self.tol,
+                max_iter=self.max_iter, accelerate=self.accelerate))
+        share = (time.perf_counter() - start_time) / len(losses)
+        for i, loss in enumerate(losses):
+            self.C, self.noise_, self.loss_ = float(Cs[i]), noise, loss
+            self._finish(self._store_fits([_binary_fit(pr.design, path[i])
+                                           for pr, path in zip(problems, paths)],
+                                          n_coef, share))
             self.warm_start = True
             yield self
 
@@ -180,21 +202,15 @@ class _DropoutLinearModel(LinearModel):
         which unstacks its one problem)."""
         return fitted
 
-    def _fit_built(self, problems, noise, loss, theta0_scale=None):
-        """Fit the built binary ``problems``; set the fitted attributes. ``theta0_scale``:
-        the warm start is the optimum at ``C`` times it (see
-        :func:`~bayesdrop.solvers.fit_problem`)."""
+    def _fit_built(self, problems, noise, loss):
+        """Fit the built binary ``problems``; set the fitted attributes."""
 
         def fit_binary(k, _, start):
             design = problems[k].design
             theta0 = None if start is None else design.pack(*start)
-            res = fit_problem(problems[k], theta0, solver=self._solver, linalg=self._linalg,
-                              tol=self.tol, max_iter=self.max_iter,
-                              accelerate=self.accelerate,
-                              theta0_scale=None if start is None else theta0_scale)
-            coef, intercept = design.split(res.theta)
-            return BinaryFit(coef, intercept, res.n_iter, res.converged, res.objective,
-                             {"solver_": res.solver})
+            return _binary_fit(design, fit_problem(
+                problems[k], theta0, solver=self._solver, linalg=self._linalg, tol=self.tol,
+                max_iter=self.max_iter, accelerate=self.accelerate))
 
         self.noise_ = noise
         self.loss_ = loss

@@ -17,8 +17,9 @@
 * :mod:`.lbfgs` -- L-BFGS-B with scikit-learn's tolerance scaling (smooth baselines).
 
 All return a :class:`~bayesdrop.solvers.result.SolverResult`. :func:`fit_problem` is the
-one entry point the estimators use: ``solver=`` names the **optimiser**, ``linalg=`` the
-linear-algebra back-end (:mod:`bayesdrop.linalg`).
+one entry point the estimators use (:func:`fit_path` for a path of fits over ``C``):
+``solver=`` names the **optimiser**, ``linalg=`` the linear-algebra back-end
+(:mod:`bayesdrop.linalg`).
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ from . import dual, homotopy, irls, newton, smoothing
 from .bare import bare_gap, bare_gap_rows, bare_points, bare_value
 from .result import SolverResult
 
-__all__ = ["SOLVERS", "SolverResult", "check_solver", "choose_solver", "fit_problem",
-           "fit_rows"]
+__all__ = ["SOLVERS", "SolverResult", "check_solver", "choose_solver", "fit_path",
+           "fit_problem", "fit_rows"]
 
 #: optimisers of ``J`` an estimator can use
 SOLVERS = ("auto", "newton", "irls", "smoothing", "dual")
@@ -296,6 +297,101 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
                               warn=warn)
         return _newton_auto(problem, theta0, tol=tol, max_iter=max_iter,
                             accelerate=accelerate, linalg=linalg, warn=warn)
+
+
+def fit_path(problem, Cs, theta0=None, previous=None, *, solver="auto", linalg="auto",
+             tol=1e-8, max_iter=1000, accelerate=True, warn=True):
+    """Minimise ``J`` of ``problem`` with its loss at each ``C`` of ``Cs`` in turn
+    (:meth:`~bayesdrop.model.losses.Loss.with_C`), each fit warm-started from the last: a
+    regularisation path (the CV estimators', :mod:`bayesdrop.estimators.cv`).
+
+    The ``i``-th fit (:func:`fit_problem`) starts from
+
+    * ``i = 0``: ``theta0`` (None: a cold start);
+    * with ``previous`` -- the fits at the same ``Cs`` of a neighbouring path, such as the
+      previous noise level's -- the parallelogram of its three fitted neighbours,
+      ``theta_{i-1} + previous[i] - previous[i-1]`` (first order in ``C`` and in the
+      path's other parameter);
+    * else ``theta_{i-1}``, the previous optimum, as ``fit_problem``'s ``theta0`` with
+      ``theta0_scale = C_{i-1} / C_i`` (the zero-noise hinge and epsilon-insensitive
+      losses then follow the exact solution path from it, :mod:`.homotopy`).
+
+    Where Newton's compiled loop fits the problem (``solver`` choosing Newton, a small
+    dense design, the loop's machine code at hand) consecutive fits run in one compiled
+    call, :func:`.newton.fit_path`: the same iterations from the same starts, without
+    Python between the fits. A fit it does not converge, and every other fit, goes
+    through :func:`fit_problem` (IRLS after Newton where ``solver="auto"``).
+
+    Parameters
+    ----------
+    problem : Problem
+        Its loss's ``C`` is not used.
+    Cs : array-like of float > 0
+    theta0 : ndarray of shape (n_params,), optional
+    previous : ndarray of shape (len(Cs), n_params), optional
+    solver, linalg, tol, max_iter, accelerate, warn
+        As :func:`fit_problem`'s.
+
+    Returns
+    -------
+    list of SolverResult
+        One per ``C``.
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100, 3)); y = np.sign(X[:, 0] + rng.normal(size=100))
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
+    >>> path = fit_path(problem, [0.1, 1.0, 10.0])
+    >>> alone = fit_problem(problem._replace(loss=LogisticLoss(10.0)), path[1].theta)
+    >>> [r.solver for r in path], bool(np.allclose(path[2].theta, alone.theta, atol=1e-12))
+    (['newton', 'newton', 'newton'], True)
+    """
+    solver, linalg = check_solver(solver, linalg)
+    Cs = np.asarray(Cs, dtype=np.float64).ravel()
+    if previous is not None:
+        previous = np.asarray(previous, dtype=np.float64)
+    results = []
+
+    def start(i):  # (theta0, theta0_scale) of the i-th fit
+        if i == 0:
+            return theta0, None
+        if previous is not None:
+            return results[-1].theta + previous[i] - previous[i - 1], None
+        return results[-1].theta, Cs[i - 1] / Cs[i]
+
+    lane = choose_solver(problem, solver, linalg) == "newton" and linalg in ("auto", "cholesky")
+    kinks = problem.loss.kinks(problem.y)
+    # the trap check of solver="auto" needs J of the best bare model at each C: J(0, b) is
+    # piecewise linear in b with its minimum at a kink, so the start's intercept (an extra
+    # candidate of bare_value) changes nothing where every kink is a candidate
+    lane = lane and (kinks is None or solver == "newton" or not problem.design.fit_intercept
+                     or np.unique(kinks[0]).size <= 64)
+    again = -1  # a fit the compiled runs did not converge: by fit_problem
+    while len(results) < Cs.size:
+        i = len(results)
+        theta, scale = start(i)
+        if lane and theta is not None and i != again:
+            bare = None if kinks is None or solver == "newton" else [
+                bare_value(problem._replace(loss=problem.loss.with_C(C)), None) for C in Cs[i:]]
+            runs = newton.fit_path(
+                problem, Cs[i:], theta, None if previous is None else previous[i:], tol=tol,
+                max_iter=min(max_iter, AUTO_NEWTON_ITER) if solver == "auto" else max_iter,
+                bare_Js=bare)
+            if runs is None:
+                lane = False  # not at hand: fit_problem from here on
+                continue
+            if runs[-1].converged:
+                results += runs
+            else:
+                results += runs[:-1]
+                again = len(results)
+            continue
+        results.append(fit_problem(problem._replace(loss=problem.loss.with_C(Cs[i])), theta,
+                                   solver=solver, linalg=linalg, tol=tol, max_iter=max_iter,
+                                   accelerate=accelerate, warn=warn, theta0_scale=scale))
+    return results
 
 
 def _newton_auto(problem, theta0, *, tol, max_iter, accelerate, linalg, warn):

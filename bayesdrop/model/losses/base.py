@@ -41,7 +41,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from ..._validation import as_float_vector, check_binary_labels
+from ..._validation import as_float_vector, check_binary_labels, check_scalar
 from . import kernels as _k
 
 __all__ = ["Loss"]
@@ -126,6 +126,21 @@ class Loss(ABC):
             return self
         new = copy.copy(self)
         new.weights = np.asarray(sample_weight, dtype=np.float64)
+        return new
+
+    def with_C(self, C):
+        """This loss at another ``C`` (its weights and other parameters kept): the losses
+        of a regularisation path (:func:`bayesdrop.solvers.fit_path`).
+
+        Examples
+        --------
+        >>> from bayesdrop.model.losses import HingeLoss
+        >>> loss = HingeLoss(C=1.0).weighted(np.array([1.0, 3.0])).with_C(2.0)
+        >>> loss.C, loss.c.tolist(), loss.kernel_params
+        (2.0, [2.0, 6.0], HingeParams(C=2.0, margin=1.0))
+        """
+        new = copy.copy(self)
+        new.C = check_scalar(C, "C", min_val=0.0, include_min=False)
         return new
 
     def check_target(self, y, n):

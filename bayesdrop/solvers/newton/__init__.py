@@ -83,7 +83,7 @@ from .constants import (  # noqa: F401
     START_GRAM_ROWS, START_GRAM_ROWS_PER_PARAM, SUBSAMPLE_MAX_ITER,
     SUBSAMPLE_MIN_ROWS, SUBSAMPLE_STEP, TRAP_STEPS)
 
-__all__ = ["LINALG", "applicable", "choose_linalg", "fit", "ray_scale"]
+__all__ = ["LINALG", "applicable", "choose_linalg", "fit", "fit_path", "ray_scale"]
 
 #: linear-algebra back-ends of the Newton solver
 LINALG = ("auto", "cholesky", "cg")
@@ -331,19 +331,31 @@ def _compiled_ready(args, irls_start):
     """Whether the compiled loop (and the compiled IRLS start) for these arguments runs
     without compiling (see ``compiled`` of :func:`fit`)."""
     from .compiled import irls_start as compiled_irls_start
-    from .compiled import newton_dense, ready
+    from .compiled import newton_dense
 
-    key = (type(args[0]), irls_start) + tuple(
+    runs = [(newton_dense, args)]
+    if irls_start:
+        runs.append((compiled_irls_start, args[:8] + args[9:11]))
+    return _at_hand(("fit", irls_start), args, runs)
+
+
+def _at_hand(tag, args, runs):
+    """Whether every ``(dispatcher, arguments)`` of ``runs`` has machine code without
+    compiling (:func:`.compiled.ready`), remembered per ``tag`` and argument kinds (the
+    loss parameter type, the layouts of ``X`` and ``M`` in ``args``)."""
+    from .compiled import ready
+
+    key = (tag, type(args[0])) + tuple(
         (a.flags.c_contiguous, a.flags.writeable, a.dtype.str) for a in args[1:3])
     if key in _READY:
         return True
+
     def n_codes():
-        return len(newton_dense.overloads) + len(compiled_irls_start.overloads)
+        return sum(len(dispatcher.overloads) for dispatcher, _ in runs)
 
     if _MISSING.get(key) == n_codes():
         return False
-    if ready(newton_dense, *args) and (not irls_start or ready(
-            compiled_irls_start, *args[:8], args[9], args[10])):
+    if all(ready(dispatcher, *a) for dispatcher, a in runs):
         _READY.add(key)
         return True
     _MISSING[key] = n_codes()
@@ -521,6 +533,89 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
     if out[5] != loop.CONVERGED and not (loss.smooth or design.every_row_noisy):
         out = _empty_rows(problem, out, opts, linalg, cg_maxiter)
     return _result(out, start, linalg, warn, max_iter, tol)
+
+
+def fit_path(problem, Cs, theta0, previous=None, *, tol=1e-8, max_iter=100, bare_Js=None,
+             compiled="auto"):
+    """Newton at each ``C`` of ``Cs`` in turn in one compiled call: the fits of a
+    regularisation path on a small dense design, without Python between them.
+
+    Each run is :func:`fit`'s compiled loop on ``problem`` with its loss at that ``C``,
+    from the start :func:`bayesdrop.solvers.fit_path` documents (``theta0``, then the
+    previous run's point, moved by the difference of ``previous``'s rows where given);
+    the same iteration, so the same result as :func:`fit` from that start. The call stops
+    after the first run that does not converge (its caller goes on from there).
+
+    Parameters
+    ----------
+    problem : Problem
+        Twice differentiable (:func:`applicable`); its loss's ``C`` is not used.
+    Cs : array-like of float
+    theta0 : ndarray of shape (n_params,)
+    previous : ndarray of shape (len(Cs), n_params), optional
+    tol, max_iter : see :func:`fit`
+    bare_Js : array-like of float, optional
+        ``bare_J`` of :func:`fit` at each ``C`` (None: no trap check).
+    compiled : {"auto", True}
+        As :func:`fit`'s: ``"auto"`` only where the machine code is at hand.
+
+    Returns
+    -------
+    list of SolverResult or None
+        One per run made (``time``: the call's time over the runs), or None where the
+        compiled loop does not apply (a sparse or large design, a loss without compiled
+        kernels, interpreted kernels) or, with ``"auto"``, is not at hand.
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, LogisticLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100, 3)); y = np.sign(X[:, 0] + rng.normal(size=100))
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
+    >>> runs = fit_path(problem, [1.0, 4.0], np.zeros(4), compiled=True)
+    >>> alone = fit(problem._replace(loss=LogisticLoss(4.0)), runs[0].theta, compiled=True)
+    >>> [r.converged for r in runs], bool(np.array_equal(runs[1].theta, alone.theta))
+    ([True, True], True)
+    """
+    from ...model.losses.kernels import has_kernels, kernels_of
+
+    tol = check_scalar(tol, "tol", min_val=0.0, include_min=False)
+    max_iter = check_scalar(max_iter, "max_iter", min_val=1, integer=True)
+    design, loss, _ = problem
+    if (choose_linalg(design) != "cholesky" or not applicable(problem)
+            or (compiled == "auto" and _jit.interpreting())):
+        return None
+    lp, arrays = loss.kernel_params, _dense_arrays(design, compiled)
+    if arrays is None or kernels_of(lp) is None or not (loss.smooth
+                                                        or has_kernels(loss, "mean")):
+        return None
+    Cs = np.ascontiguousarray(Cs, dtype=np.float64)
+    p_dim = design.n_params
+    theta = np.array(theta0, dtype=np.float64, copy=True)
+    if theta.shape != (p_dim,):
+        raise ValueError(f"theta0 must have shape ({p_dim},), got {theta.shape}")
+    previous = (np.empty((0, p_dim)) if previous is None
+                else np.ascontiguousarray(previous, dtype=np.float64))
+    if previous.shape[0] and previous.shape != (Cs.size, p_dim):
+        raise ValueError(f"previous must have shape ({Cs.size}, {p_dim}), got "
+                         f"{previous.shape}")
+    bare_Js = (np.full(Cs.size, math.inf) if bare_Js is None
+               else np.ascontiguousarray(bare_Js, dtype=np.float64))
+    opts = _options(tol, max_iter, _reuse_threshold(design))
+    args = _compiled_args(problem, theta, lp, arrays, opts)
+    path_args = args[:7] + (Cs, theta, previous, opts, bare_Js) + args[9:]
+    from .compiled import newton_dense_path
+
+    if compiled is not True and not _at_hand("path", args, [(newton_dense_path, path_args)]):
+        return None
+    start = time.perf_counter()
+    k, thetas, J, grad_norm, n_iter, n_factors, status, histories = \
+        newton_dense_path(*path_args)
+    share = (time.perf_counter() - start) / k
+    return [_result((thetas[i], J[i], grad_norm[i: i + 1], histories[i, : n_iter[i] + 1],
+                     int(n_iter[i]), int(status[i]), int(n_factors[i])),
+                    time.perf_counter() - share, "cholesky", False, max_iter, tol)
+            for i in range(k)]
 
 
 def _empty_rows(problem, out, opts, linalg, cg_maxiter):

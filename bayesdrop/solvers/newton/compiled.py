@@ -26,8 +26,8 @@ from ...model._design_kernels import dense_rmatvec_pair, scaled_rows
 from ...model.losses.kernels import mean, objective_from_scores, ridge, term
 from . import loop
 
-__all__ = ["DenseSteps", "dense_steps", "irls_start", "newton_dense", "newton_loop_compiled",
-           "ready"]
+__all__ = ["DenseSteps", "dense_steps", "irls_start", "newton_dense", "newton_dense_path",
+           "newton_loop_compiled", "ready", "with_C"]
 
 #: rows per block of the Hessian's stacked Gram product (see
 #: :data:`bayesdrop.linalg.hessian.HESSIAN_BLOCK`)
@@ -386,6 +386,77 @@ def newton_dense(lp, X, M, scale, fi, y, sw, theta0, opts, syrk, potrf, ridge):
     arrays (built here: no tuple of arrays crosses into Python)."""
     ev = dense_steps(lp, X, M, scale, fi, y, sw, syrk, potrf, ridge)
     return newton_loop_compiled(ev, theta0, opts, True)
+
+
+def with_C(lp, C):
+    """The loss's parameter tuple ``lp`` with its first field, ``C``, replaced (also in
+    compiled code, where numba has no ``_replace``).
+
+    Examples
+    --------
+    >>> from bayesdrop.model.losses import HingeLoss
+    >>> with_C(HingeLoss(1.0).kernel_params, 4.0)
+    HingeParams(C=4.0, margin=1.0)
+    """
+    return lp._replace(C=C)
+
+
+@_jit.overload(with_C)
+def _with_C(lp, C):
+    cls = lp.instance_class  # a NamedTuple type: its class, called with every field
+    source = ("def impl(lp, C):\n    return cls(C"
+              + "".join(f", lp[{k}]" for k in range(1, len(lp))) + ")\n")
+    namespace = {"cls": cls}
+    exec(source, namespace)  # noqa: S102 - fixed source, the tuple's length only
+    return namespace["impl"]
+
+
+@_jit.njit(cache=True, nogil=True)
+def newton_dense_path(lp, X, M, scale, fi, y, sw, Cs, theta0, previous, opts, bare_Js, syrk,
+                      potrf, ridge):
+    """:func:`newton_dense` at each ``C`` of ``Cs`` in turn (the loss ``lp`` at that ``C``,
+    :func:`with_C`; the trap check at ``bare_Js[i]``), each run from the start of
+    :func:`bayesdrop.solvers.fit_path`: the first from ``theta0``, the ``i``-th from
+    ``theta_{i-1} + previous[i] - previous[i-1]`` where ``previous`` (the fits of a
+    neighbouring path, one row per ``C``) has rows, else from ``theta_{i-1}``. Stops after
+    the first run that does not converge.
+
+    Returns ``(k, thetas, J, grad_norm, n_iter, n_factors, status, histories)``
+    for the ``k`` runs made (rows ``0 .. k-1``; row ``i`` of ``histories`` holds ``J``
+    before each step and after the last in its first ``n_iter[i] + 1`` entries)."""
+    n_C = Cs.shape[0]
+    p = theta0.shape[0]
+    starts, thetas = np.empty((n_C, p)), np.empty((n_C, p))
+    J, grad_norm = np.empty(n_C), np.empty(n_C)
+    n_iter, n_factors, status = (np.zeros(n_C, dtype=np.int64), np.zeros(n_C, dtype=np.int64),
+                                 np.zeros(n_C, dtype=np.int64))
+    histories = np.full((n_C, opts.max_iter + 1), np.nan)
+    for i in range(n_C):
+        for a in range(p):
+            if i == 0:
+                starts[i, a] = theta0[a]
+            elif previous.shape[0] > 0:  # the same operations as the Python path's
+                starts[i, a] = thetas[i - 1, a] + previous[i, a] - previous[i - 1, a]
+            else:
+                starts[i, a] = thetas[i - 1, a]
+        run = loop.NewtonOptions(opts.tol, opts.max_iter, opts.armijo, opts.min_step,
+                                 opts.reuse, opts.contraction, opts.chord_stop,
+                                 opts.expand_steps, opts.expand_ratio, opts.qn_memory,
+                                 opts.cg_floor, bare_Js[i], opts.trap_steps)
+        theta, J_i, g, history, it, st, nf = newton_dense(
+            with_C(lp, Cs[i]), X, M, scale, fi, y, sw, starts[i].copy(), run, syrk, potrf,
+            ridge)
+        thetas[i] = theta
+        J[i] = J_i
+        gmax = 0.0
+        for a in range(g.shape[0]):
+            gmax = max(gmax, abs(g[a]))
+        grad_norm[i] = gmax
+        n_iter[i], n_factors[i], status[i] = it, nf, st
+        histories[i, :history.shape[0]] = history
+        if st != loop.CONVERGED:
+            return i + 1, thetas, J, grad_norm, n_iter, n_factors, status, histories
+    return n_C, thetas, J, grad_norm, n_iter, n_factors, status, histories
 
 
 def ready(dispatcher, *args):
