@@ -365,7 +365,8 @@ def fit_path(problem, Cs, theta0=None, previous=None, *, solver="auto", linalg="
     kinks = problem.loss.kinks(problem.y)
     # the trap check of solver="auto" needs J of the best bare model at each C: J(0, b) is
     # piecewise linear in b with its minimum at a kink, so the start's intercept (an extra
-    # candidate of bare_value) changes nothing where every kink is a candidate
+    # candidate of bare_value) changes nothing where every kink is a candidate; and it is
+    # linear in C, so one value serves the path (equal to rounding)
     lane = lane and (kinks is None or solver == "newton" or not problem.design.fit_intercept
                      or np.unique(kinks[0]).size <= 64)
     again = -1  # a fit the compiled runs did not converge: by fit_problem
@@ -373,8 +374,10 @@ def fit_path(problem, Cs, theta0=None, previous=None, *, solver="auto", linalg="
         i = len(results)
         theta, scale = start(i)
         if lane and theta is not None and i != again:
-            bare = None if kinks is None or solver == "newton" else [
-                bare_value(problem._replace(loss=problem.loss.with_C(C)), None) for C in Cs[i:]]
+            bare = None  # J(0, b) is linear in C: one bare value, scaled (to rounding)
+            if kinks is not None and solver == "auto":
+                bare = bare_value(problem._replace(loss=problem.loss.with_C(Cs[i])), None) \
+                    * (Cs[i:] / Cs[i])
             runs = newton.fit_path(
                 problem, Cs[i:], theta, None if previous is None else previous[i:], tol=tol,
                 max_iter=min(max_iter, AUTO_NEWTON_ITER) if solver == "auto" else max_iter,
