@@ -190,7 +190,8 @@ def test_zero_noise_path_with_weights_and_classes_matches_gridsearchcv():
 
 
 def test_each_fit_starts_from_a_neighbouring_grid_point(monkeypatch):
-    """The documented walk: ``C`` ascends at every noise level; a level's first fit starts
+    """The documented walk: the noisiest level first, ``C`` ascending at every level; a
+    level's first fit starts
     from the previous level's fit at the smallest ``C``; the first level's other fits
     from the fit at the previous ``C``, the later levels' from the parallelogram of the
     three fitted neighbours -- :func:`bayesdrop.solvers.fit_path` with the previous
@@ -202,7 +203,9 @@ def test_each_fit_starts_from_a_neighbouring_grid_point(monkeypatch):
 
     def fit_path(problem, Cs, theta0=None, previous=None, **kwargs):
         results = real(problem, Cs, theta0, previous, **kwargs)
-        calls.append((list(Cs), theta0, previous, np.array([r.theta for r in results])))
+        variance = problem.design.variance
+        calls.append((list(Cs), theta0, previous, np.array([r.theta for r in results]),
+                      0.0 if variance.is_zero else variance.scale))
         return results
 
     monkeypatch.setattr(linear, "fit_path", fit_path)
@@ -211,6 +214,8 @@ def test_each_fit_starts_from_a_neighbouring_grid_point(monkeypatch):
     DropoutLogisticRegressionCV(Cs=Cs, noise_levels=levels, cv=2, refit=False).fit(X, y)
     assert [c[0] for c in calls] == [sorted(Cs)] * 6  # two folds, three levels each
     for fold in (calls[:3], calls[3:]):
+        scales = [c[4] for c in fold]  # dropout's q / (1 - q): the noisiest level first
+        assert scales == sorted(scales, reverse=True) and scales[-1] == 0.0
         assert fold[0][1] is None and fold[0][2] is None  # a cold start
         for before, level in zip(fold, fold[1:]):
             np.testing.assert_array_equal(level[2], before[3])

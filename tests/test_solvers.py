@@ -1141,3 +1141,21 @@ def test_path_hands_a_run_newton_did_not_finish_to_fit_problem(monkeypatch):
             alone = fit_problem(problem._replace(loss=LogisticLoss(C)), start, max_iter=1)
         np.testing.assert_array_equal(path[i].theta, alone.theta)
         assert not path[i].converged
+
+
+def test_path_follows_the_zero_noise_solution_path_whatever_previous():
+    """At zero noise the hinge's fits follow the exact solution path from each optimum to
+    the next (:mod:`bayesdrop.solvers.homotopy`), so ``fit_path`` leaves ``previous``
+    aside there: the same fits with it as without, the first from ``theta0``."""
+    from bayesdrop.solvers import fit_path
+
+    X, y = _data("dense", "hinge", seed=5)
+    problem = Problem.create(X, y, HingeLoss(1.0), NoNoise())
+    Cs = np.array([0.05, 0.4, 3.0])
+    noisy = fit_path(Problem.create(X, y, HingeLoss(1.0), Dropout(0.1)), Cs)
+    previous = np.array([r.theta for r in noisy])
+    with_previous = fit_path(problem, Cs, previous[0], previous)
+    without = fit_path(problem, Cs, previous[0])
+    for a, b in zip(with_previous, without):
+        np.testing.assert_array_equal(a.theta, b.theta)
+    assert [r.solver for r in with_previous[1:]] == ["homotopy", "homotopy"]

@@ -312,9 +312,10 @@ def fit_path(problem, Cs, theta0=None, previous=None, *, solver="auto", linalg="
       previous noise level's -- the parallelogram of its three fitted neighbours,
       ``theta_{i-1} + previous[i] - previous[i-1]`` (first order in ``C`` and in the
       path's other parameter);
-    * else ``theta_{i-1}``, the previous optimum, as ``fit_problem``'s ``theta0`` with
-      ``theta0_scale = C_{i-1} / C_i`` (the zero-noise hinge and epsilon-insensitive
-      losses then follow the exact solution path from it, :mod:`.homotopy`).
+    * else, and where ``solver="auto"`` follows the exact solution path (the zero-noise
+      hinge and epsilon-insensitive losses, :mod:`.homotopy`: ``previous`` is not used),
+      ``theta_{i-1}``, the previous optimum, as ``fit_problem``'s ``theta0`` with
+      ``theta0_scale = C_{i-1} / C_i``.
 
     Where Newton's compiled loop fits the problem (``solver`` choosing Newton, a small
     dense design, the loop's machine code at hand) consecutive fits run in one compiled
@@ -350,8 +351,12 @@ def fit_path(problem, Cs, theta0=None, previous=None, *, solver="auto", linalg="
     """
     solver, linalg = check_solver(solver, linalg)
     Cs = np.asarray(Cs, dtype=np.float64).ravel()
-    if previous is not None:
+    chosen = choose_solver(problem, solver, linalg)
+    if previous is not None and not (solver == "auto" and chosen in ("dual", "smoothing")
+                                     and homotopy.applicable(problem)):
         previous = np.asarray(previous, dtype=np.float64)
+    else:  # the exact solution path from each optimum to the next
+        previous = None
     results = []
 
     def start(i):  # (theta0, theta0_scale) of the i-th fit
@@ -361,7 +366,7 @@ def fit_path(problem, Cs, theta0=None, previous=None, *, solver="auto", linalg="
             return results[-1].theta + previous[i] - previous[i - 1], None
         return results[-1].theta, Cs[i - 1] / Cs[i]
 
-    lane = choose_solver(problem, solver, linalg) == "newton" and linalg in ("auto", "cholesky")
+    lane = chosen == "newton" and linalg in ("auto", "cholesky")
     kinks = problem.loss.kinks(problem.y)
     # the trap check of solver="auto" needs J of the best bare model at each C: J(0, b) is
     # piecewise linear in b with its minimum at a kink, so the start's intercept (an extra
