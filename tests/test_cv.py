@@ -4,6 +4,8 @@ estimator's fit at the chosen parameters."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -217,6 +219,6 @@ def test_each_fit_starts_from_a_neighbouring_grid_point(monkeypatch):
         scales = [c[4] for c in fold]  # dropout's q / (1 - q): the noisiest level first
         assert scales == sorted(scales, reverse=True) and scales[-1] == 0.0
         assert fold[0][1] is None and fold[0][2] is None  # a cold start
-        for before, level in zip(fold, fold[1:]):
+        for before, level in itertools.pairwise(fold):
             np.testing.assert_array_equal(level[2], before[3])
             np.testing.assert_array_equal(level[1], before[3][0])
