@@ -469,28 +469,36 @@ def test_a_missing_compiled_loop_is_looked_up_once_per_process(monkeypatch):
 @pytest.mark.parametrize("loss", [LogisticLoss(1.0), HingeLoss(1.0)])
 def test_newton_cg_takes_one_pass_of_derivatives_per_step(monkeypatch, loss):
     """Newton-CG solves with a new Hessian every step, so each accepted point's pass over
-    the data (``Design.rmatvec_pair``: the gradient and the Hessian's noise diagonal)
-    brings the second derivatives along, and the last point's pass the gradient only: one
-    pass at the start and one per step, not a second one for the next direction. The
-    optimum is that of Cholesky Newton."""
+    the data (``Design.rmatvec_pair``, or on a wide CSR design
+    ``kernels.csr_gradient_entries``: the gradient and the Hessian's noise diagonal, with
+    the CG products' entries) brings the second derivatives along, and the last point's
+    pass the gradient only: one pass at the start and one per step, not a second one for
+    the next direction (nor one for the entries). The optimum is that of Cholesky Newton."""
     import scipy.sparse as sp
+    from bayesdrop.linalg import kernels
     from bayesdrop.model.design import Design
 
     rng = np.random.default_rng(0)
     X = sp.random(300, 900, density=0.02, format="csr", random_state=1)
     y = np.where(X @ rng.normal(size=900) + 0.1 * rng.normal(size=300) > 0, 1.0, -1.0)
     problem = Problem.create(X, y, loss, Dropout(0.3))
-    passes = []
-    real = Design.rmatvec_pair
+    passes, entries = [], []
 
-    def counting(self, *args, **kwargs):
-        passes.append(1)
-        return real(self, *args, **kwargs)
+    def counting(real, log):
+        def call(*args, **kwargs):
+            log.append(1)
+            return real(*args, **kwargs)
+        return call
 
-    monkeypatch.setattr(Design, "rmatvec_pair", counting)
+    monkeypatch.setattr(Design, "rmatvec_pair", counting(Design.rmatvec_pair, passes))
+    monkeypatch.setattr(kernels, "csr_gradient_entries",
+                        counting(kernels.csr_gradient_entries, passes))
+    monkeypatch.setattr(kernels, "csr_hessian_entries",
+                        counting(kernels.csr_hessian_entries, entries))
     res = newton.fit(problem, linalg="cg")
     assert res.converged
     assert len(passes) == res.n_iter + 1
+    assert len(entries) == (0 if loss.smooth else 1)  # the hinge: its IRLS start's system
     monkeypatch.undo()
     exact = newton.fit(problem, linalg="cholesky", tol=1e-12)
     assert res.objective[-1] == pytest.approx(exact.objective[-1], rel=1e-8)

@@ -401,6 +401,38 @@ def test_gradient_pair_from_one_pass_equals_the_two_products(noise, intercept, n
         assert not other._squares
 
 
+@pytest.mark.parametrize("noise", ["dropout", "poisson"])
+@pytest.mark.parametrize("intercept", [True, False])
+def test_curvature_entries_from_the_gradients_pass_equal_the_separate_passes(noise,
+                                                                             intercept):
+    """On a CSR design ``curvature(..., entries=True)`` takes the gradient, the noise
+    diagonal and the CG products' entries from one pass: the same bits as the gradient's
+    pass (``Design.rmatvec_pair``) and the Hessian's set-up pass
+    (``kernels.csr_hessian_entries``) apart, and the same Hessian products."""
+    from bayesdrop.linalg import kernels
+
+    rng = np.random.default_rng(11)
+    X = sp.random(60, 200, density=0.05, format="csr", random_state=3)
+    y = np.where(rng.normal(size=60) > 0, 1.0, -1.0)
+    problem = Problem.create(X, y, LogisticLoss(0.7), NOISES[noise](), intercept)
+    theta = 0.3 * rng.normal(size=problem.design.n_params)
+    J, g, curv = hessian.curvature(problem, theta, entries=True)
+    J0, g0, curv0 = hessian.curvature(problem, theta)
+    assert curv0.entries is None and J == J0
+    np.testing.assert_array_equal(g, g0)
+    np.testing.assert_array_equal(curv.noise_diag, curv0.noise_diag)
+    indptr, indices, xdata, mdata = problem.design.row_kernel_arrays()[1]
+    xg = kernels.csr_hessian_entries(indptr, indices, xdata, mdata,
+                                     float(problem.design.variance.scale), intercept,
+                                     curv0.w, curv0.d_mm, curv0.d_ms, curv0.d_ss,
+                                     curv0.noise_diag, np.empty(2 * xdata.size),
+                                     np.empty(0))[0]
+    np.testing.assert_array_equal(curv.entries, xg)
+    z = rng.normal(size=problem.design.n_params)
+    np.testing.assert_array_equal(hessian.hessian_operator(problem.design, curv)(z),
+                                  hessian.hessian_operator(problem.design, curv0)(z))
+
+
 @pytest.mark.parametrize("intercept", [True, False])
 def test_compiled_sparse_cg_equals_the_python_loop_and_solves_the_system(intercept):
     """The compiled PCG of a CSR Hessian: the same iterates as the Python loop on the

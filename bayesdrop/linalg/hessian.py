@@ -45,6 +45,10 @@ class Curvature(NamedTuple):
         Second derivatives.
     noise_diag : ndarray of shape (n_features,)
         ``2 V^T d_s``.
+    entries : ndarray of shape (2 nnz,) or None
+        For a CSR design with compiled row passes: the entries of ``X`` and of
+        ``G = 2 V diag(w)`` interleaved, as :func:`hessian_operator` uses them (written by
+        the gradient's pass, :func:`bayesdrop.linalg.kernels.csr_gradient_entries`).
     """
 
     w: np.ndarray
@@ -54,10 +58,13 @@ class Curvature(NamedTuple):
     d_ms: np.ndarray
     d_ss: np.ndarray
     noise_diag: np.ndarray  # 2 V^T d_s, the diagonal noise term of H (length n_features)
+    entries: np.ndarray = None
 
 
-def curvature(problem, theta, m=None, s=None):
-    """``J``, its gradient and the :class:`Curvature` at ``theta`` in one pass.
+def curvature(problem, theta, m=None, s=None, entries=False):
+    """``J``, its gradient and the :class:`Curvature` at ``theta`` in one pass; with
+    ``entries`` (for CG on a CSR design whose preconditioner does not need ``H``'s
+    diagonal) also :attr:`Curvature.entries` from that pass.
 
     Returns
     -------
@@ -82,11 +89,35 @@ def curvature(problem, theta, m=None, s=None):
     if m is None or s is None:
         m, s = design.scores(theta)
     value, d_m, d_s, d_mm, d_ms, d_ss = loss.terms_curvature(m, s, y)
-    grad, noise_diag = design.rmatvec_pair(d_m, d_s)
+    fused = _gradient_entries(design, w, d_m, d_s) if entries else None
+    grad, noise_diag, entries = fused or (*design.rmatvec_pair(d_m, d_s), None)
     noise_diag *= 2.0
     grad[: design.n_features] += 2.0 * w + noise_diag * w
     J = penalised(w, value)
-    return J, grad, Curvature(w, d_m, d_s, np.maximum(d_mm, 0.0), d_ms, d_ss, noise_diag)
+    return J, grad, Curvature(w, d_m, d_s, np.maximum(d_mm, 0.0), d_ms, d_ss, noise_diag,
+                              entries)
+
+
+def _gradient_entries(design, w, d_m, d_s):
+    """``(Xbar^T d_m, V^T d_s, entries)`` -- :meth:`~bayesdrop.model.design.Design.rmatvec_pair`
+    (the same sums) and :attr:`Curvature.entries` from one compiled pass -- for a CSR
+    design with compiled row passes and noise; None otherwise."""
+    if not design.sparse or design.variance.is_zero:
+        return None
+    compiled = design.row_kernel_arrays()
+    if compiled is None or compiled[0] != "csr":
+        return None
+    indptr, indices, xdata, mdata = compiled[1]
+    g, nd, xg = (np.empty(design.n_params), np.empty(design.n_features),
+                 np.empty(2 * xdata.shape[0]))
+    kernels.csr_gradient_entries(indptr, indices, xdata, mdata, float(compiled[2]),
+                                 np.ascontiguousarray(w, dtype=np.float64),
+                                 np.ascontiguousarray(d_m, dtype=np.float64),
+                                 np.ascontiguousarray(d_s, dtype=np.float64), g, nd, xg)
+    if design.fit_intercept:
+        g[-1] = np.sum(d_m)
+    nd *= design.variance.scale
+    return g, nd, xg
 
 
 def gradient(problem, theta, m, s, terms=None):
@@ -131,10 +162,13 @@ def _compiled_operator(design, curv, compiled, diagonal):
     fi = design.fit_intercept
     if kind == "csr":
         indptr, indices, xdata, mdata = arrays
-        xg, diag = kernels.csr_hessian_entries(
-            indptr, indices, xdata, mdata, float(scale), fi, curv.w, curv.d_mm, curv.d_ms,
-            curv.d_ss, curv.noise_diag, np.empty(2 * xdata.shape[0]),
-            np.empty(design.n_params if diagonal else 0))
+        if curv.entries is not None and not diagonal:  # written by the gradient's pass
+            xg = curv.entries
+        else:
+            xg, diag = kernels.csr_hessian_entries(
+                indptr, indices, xdata, mdata, float(scale), fi, curv.w, curv.d_mm,
+                curv.d_ms, curv.d_ss, curv.noise_diag, np.empty(2 * xdata.shape[0]),
+                np.empty(design.n_params if diagonal else 0))
         base = 2.0 + curv.noise_diag
 
         def apply(z):
@@ -298,7 +332,8 @@ def hessian_operator(design, curv, diagonal=False):
     compiled row passes it also has ``.solve(g, inv_precond, rtol, maxiter)``, the whole
     preconditioned CG loop on ``H p = -g`` compiled (:func:`bayesdrop.linalg.kernels.csr_pcg`),
     and with ``diagonal=True`` ``.diagonal``, the diagonal of ``H`` from the same set-up
-    pass (:func:`bayesdrop.linalg.kernels.csr_hessian_entries`).
+    pass (:func:`bayesdrop.linalg.kernels.csr_hessian_entries`; without it, the entries
+    the gradient's pass wrote, :attr:`Curvature.entries`, where there are any).
 
     Examples
     --------

@@ -11,6 +11,8 @@ stored entries, with no temporary ``N x D`` array and no scipy call per product:
   diagonal, by :func:`csr_hessian_entries`, not once per product);
 * :func:`csr_hessian_entries` / :func:`dense_hdiag` -- the Hessian's diagonal (the CG
   preconditioner);
+* :func:`csr_gradient_entries` -- where CG needs no diagonal (a wide design), the
+  entries of ``G`` written by the gradient's pass instead of a pass of their own;
 
 The loops run in row order on one thread, so results are the same bits on every machine
 and thread count. The formulas are those of :mod:`bayesdrop.linalg.hessian` (the tests
@@ -26,7 +28,7 @@ import numpy as np
 from .. import _jit
 from ..model._design_kernels import _scaled_row
 
-__all__ = ["csr_hessian_entries", "csr_hvp", "csr_pcg", "dense_hvp",
+__all__ = ["csr_gradient_entries", "csr_hessian_entries", "csr_hvp", "csr_pcg", "dense_hvp",
            "dense_hdiag", "dense_hessian_split"]
 
 
@@ -72,6 +74,33 @@ def csr_hessian_entries(indptr, indices, xdata, mdata, scale, fit_intercept, w, 
     if with_diag and fit_intercept:
         diag[D] = total
     return xg, diag
+
+
+@_jit.njit(cache=True, nogil=True)
+def csr_gradient_entries(indptr, indices, xdata, mdata, scale, w, a, rho, g, nd, xg):
+    """The gradient's pass and the Hessian's entries in one pass over the stored entries:
+    ``g[:D] = X^T a`` and ``nd = M^T rho`` (the products of
+    :func:`bayesdrop.model._design_kernels.csr_rmatvec_pair`, in its order: the same
+    sums) and ``xg`` as :func:`csr_hessian_entries` writes it without the diagonal --
+    ``x_k`` and ``g_k = 2 scale m_k w_j`` interleaved. Where the next Newton direction
+    needs a new Hessian (CG on a wide design) the entries then cost no pass of their own
+    (newsgroups, 1427 x 22178: 0.71 -> 0.50 ms for both)."""
+    for j in range(nd.shape[0]):
+        g[j] = 0.0
+        nd[j] = 0.0
+    two_s = 2.0 * scale
+    for i in range(indptr.shape[0] - 1):
+        ai = a[i]
+        ri = rho[i]
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            x = xdata[k]
+            m = mdata[k]
+            g[j] += x * ai
+            nd[j] += m * ri
+            xg[2 * k] = x
+            xg[2 * k + 1] = two_s * m * w[j]
+    return g, nd, xg
 
 
 @_jit.njit(cache=True, nogil=True, inline="always")

@@ -155,6 +155,8 @@ class DesignSteps:
         self.problem = problem
         self.linalg = linalg
         self.exact = linalg == "cholesky"
+        # CG without H's diagonal: the gradient's pass writes the products' entries
+        self.entries = not self.exact and cg_wide(problem.design)
         self.opts = opts
         self.cg_maxiter = cg_maxiter
         self.single = single
@@ -170,14 +172,15 @@ class DesignSteps:
         m, s = problem.design.scores(theta) if self.scores is None else self.scores
         self.theta, self.m, self.s = theta, m, s
         if self.factor is None:
-            J, g, self.curv = hess.curvature(problem, theta, m, s)
+            J, g, self.curv = hess.curvature(problem, theta, m, s, self.entries)
         else:
             J, g = hess.gradient(problem, theta, m, s)
         return J, g
 
     def newton_direction(self, g, rtol):
         if self.curv is None:  # second derivatives at the current point
-            _, _, self.curv = hess.curvature(self.problem, self.theta, self.m, self.s)
+            _, _, self.curv = hess.curvature(self.problem, self.theta, self.m, self.s,
+                                             self.entries)
         design = self.problem.design
         if self.exact:
             self.factor, self.from_single = factor_cholesky(design, self.curv, self.opts,
@@ -219,7 +222,8 @@ class DesignSteps:
         self.theta = theta
         self.m, self.s, terms = self.slots[0]
         if second:
-            J, g, self.curv = hess.curvature(self.problem, theta, self.m, self.s)
+            J, g, self.curv = hess.curvature(self.problem, theta, self.m, self.s,
+                                             self.entries)
         else:  # the next direction reuses the factor: first derivatives only
             J, g = hess.gradient(self.problem, theta, self.m, self.s, terms)
             self.curv = None
