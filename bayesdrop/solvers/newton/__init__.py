@@ -568,11 +568,13 @@ def fit_path(problem, Cs, theta0, previous=None, *, tol=1e-8, max_iter=100, bare
 
     Examples
     --------
-    >>> from bayesdrop import Problem, LogisticLoss, Dropout
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(100, 3)); y = np.sign(X[:, 0] + rng.normal(size=100))
-    >>> problem = Problem.create(X, y, LogisticLoss(1.0), Dropout(0.3))
-    >>> runs = fit_path(problem, [1.0, 4.0], np.zeros(4), compiled=True)
+    Each run is the compiled :func:`fit` from its start:
+
+    >>> from bayesdrop import Problem, LogisticLoss
+    >>> features = np.random.default_rng(3).normal(size=(90, 2))
+    >>> labels = np.where(features.sum(axis=1) > 0.5, 1.0, -1.0)
+    >>> problem = Problem.create(features, labels, LogisticLoss(1.0), "dropout")
+    >>> runs = fit_path(problem, [1.0, 4.0], np.zeros(3), compiled=True)
     >>> alone = fit(problem._replace(loss=LogisticLoss(4.0)), runs[0].theta, compiled=True)
     >>> [r.converged for r in runs], bool(np.array_equal(runs[1].theta, alone.theta))
     ([True, True], True)
