@@ -320,7 +320,9 @@ def fit_path(problem, Cs, theta0=None, previous=None, *, solver="auto", linalg="
     Where Newton's compiled loop fits the problem (``solver`` choosing Newton, a small
     dense design, the loop's machine code at hand) consecutive fits run in one compiled
     call, :func:`.newton.fit_path`: the same iterations from the same starts, without
-    Python between the fits. A fit it does not converge, and every other fit, goes
+    Python between the fits (the trap check of ``solver="auto"`` compares with the bare
+    model's ``J`` at the run's first ``C`` scaled to each ``C``: ``J(0, b)`` is linear in
+    ``C``, equal to rounding). A fit it does not converge, and every other fit, goes
     through :func:`fit_problem` (IRLS after Newton where ``solver="auto"``).
 
     Parameters
