@@ -307,6 +307,24 @@ def _dense_arrays(design, compiled="auto"):
     return design.dense_kernel_arrays()
 
 
+def _compiled_inputs(problem, linalg, compiled):
+    """``(lp, (X, M, scale))`` for the compiled dense loop (:func:`fit` and
+    :func:`fit_path`), or None where it does not apply: not Cholesky, ``compiled=False``,
+    ``"auto"`` while the kernels run interpreted, a sparse or (``"auto"``) large design,
+    a loss without compiled kernels (a non-smooth one: without its ``mean`` kernel, which
+    the IRLS start needs)."""
+    from ...model.losses.kernels import has_kernels, kernels_of
+
+    if linalg != "cholesky" or not compiled or (compiled == "auto" and _jit.interpreting()):
+        return None
+    loss = problem.loss
+    lp, arrays = loss.kernel_params, _dense_arrays(problem.design, compiled)
+    if arrays is None or kernels_of(lp) is None or not (loss.smooth
+                                                        or has_kernels(loss, "mean")):
+        return None
+    return lp, arrays
+
+
 def _compiled_args(problem, theta, lp, arrays, opts):
     from ..._blas import dpotrf_address, dsyrk_address
 
@@ -481,17 +499,10 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
     cg_maxiter = min(p_dim, 250) if cg_maxiter is None else int(cg_maxiter)
     start = time.perf_counter()
     factor0 = None
-    compiled_run = None
-    if linalg == "cholesky" and compiled and not (compiled == "auto" and _jit.interpreting()):
-        from ...model.losses.kernels import has_kernels, kernels_of
-
-        lp, arrays = loss.kernel_params, _dense_arrays(design, compiled)
-        usable = kernels_of(lp) is not None and (loss.smooth or has_kernels(loss, "mean"))
-        if usable and arrays is not None:
-            compiled_run = lp, arrays
-        elif compiled is True:
-            raise ValueError("compiled=True needs a dense design and a loss with compiled "
-                             "kernels")
+    compiled_run = _compiled_inputs(problem, linalg, compiled)
+    if compiled_run is None and compiled is True and linalg == "cholesky":
+        raise ValueError("compiled=True needs a dense design and a loss with compiled "
+                         "kernels")
     if theta0 is None and _subsample_applies(problem):
         # many rows: start from the optimum of every SUBSAMPLE_STEP-th example (weighted
         # SUBSAMPLE_STEP, the same J in expectation); the subsample's Hessian there directs
@@ -579,18 +590,14 @@ def fit_path(problem, Cs, theta0, previous=None, *, tol=1e-8, max_iter=100, bare
     >>> [r.converged for r in runs], bool(np.array_equal(runs[1].theta, alone.theta))
     ([True, True], True)
     """
-    from ...model.losses.kernels import has_kernels, kernels_of
-
     tol = check_scalar(tol, "tol", min_val=0.0, include_min=False)
     max_iter = check_scalar(max_iter, "max_iter", min_val=1, integer=True)
-    design, loss, _ = problem
-    if (choose_linalg(design) != "cholesky" or not applicable(problem)
-            or (compiled == "auto" and _jit.interpreting())):
+    design = problem.design
+    inputs = (_compiled_inputs(problem, choose_linalg(design), compiled)
+              if applicable(problem) else None)
+    if inputs is None:
         return None
-    lp, arrays = loss.kernel_params, _dense_arrays(design, compiled)
-    if arrays is None or kernels_of(lp) is None or not (loss.smooth
-                                                        or has_kernels(loss, "mean")):
-        return None
+    lp, arrays = inputs
     Cs = np.ascontiguousarray(Cs, dtype=np.float64)
     p_dim = design.n_params
     theta = np.array(theta0, dtype=np.float64, copy=True)
