@@ -7,9 +7,9 @@ runs a small fit and a small posterior sample for each chosen estimator and inpu
 which compiles exactly the kernels those calls use (for the logistic loss at ``C = 1`` and
 ``C = 0.1``: its sweep has a variant for Polya-Gamma shapes ``2C`` below 1 and one for the
 rest), and compiles the whole Newton loop for
-small dense problems of the estimator's loss (which ``compiled="auto"`` runs only once
-it is compiled: :func:`bayesdrop.solvers.newton.fit`) and, for the classifiers, its run
-over a path of ``C`` (:func:`bayesdrop.solvers.newton.fit_path`), the float32 Hessian of larger dense
+small dense problems and Newton-CG's loop for CSR designs of the estimator's loss (which
+``compiled="auto"`` runs only once compiled: :func:`bayesdrop.solvers.newton.fit`) and,
+for the classifiers, the dense loop's run over a path of ``C`` (:func:`bayesdrop.solvers.newton.fit_path`), the float32 Hessian of larger dense
 designs (:data:`LARGE_DENSE`) and, for the SVMs, the event loop
 that the CV estimators' zero-noise path runs (:mod:`bayesdrop.solvers.homotopy`); later
 processes load them from the cache.
@@ -63,7 +63,7 @@ def _compile_newton(est, X, y):
     target = np.asarray(y, dtype=float) if regression else 2.0 * np.asarray(y) - 1.0
     problem = Problem.create(X, target, est._make_loss(), "dropout")
     theta = newton.fit(problem, compiled=True, warn=False).theta
-    if not regression:  # the CV path's fits in one call (for the epsilon-insensitive
+    if not regression and not problem.design.sparse:  # the CV path's fits in one call (for the epsilon-insensitive
         # loss only where its tube has at most 64 edges: bayesdrop.solvers.fit_path)
         newton.fit_path(problem, [1.0, 2.0], theta, compiled=True)
 
@@ -107,8 +107,8 @@ def warm(estimators=ESTIMATORS, kinds=KINDS, *, sample=True, file=None):
             est = getattr(bayesdrop, name)(noise_level=0.2)
             t0 = time.perf_counter()
             est.fit(X, y)
-            if kind == "dense":  # the compiled loop that later small dense fits use
-                _compile_newton(est, X, y)
+            _compile_newton(est, X, y)  # the compiled loop that later fits use
+            if kind == "dense":
                 type(est)(noise_level=0.2).fit(
                     *_data(kind, name == "DropoutSVR", LARGE_DENSE))
                 if name != "DropoutLogisticRegression":  # the CV path's zero-noise walk

@@ -169,8 +169,8 @@ def main():
     warnings.simplefilter("ignore", ConvergenceWarning)
     from bayesdrop.warmup import warm
 
-    with open(os.devnull, "w") as devnull:  # python -m bayesdrop compile's dense kernels
-        warm(kinds=("dense",), sample=False, file=devnull)
+    with open(os.devnull, "w") as devnull:  # python -m bayesdrop compile's fit kernels
+        warm(sample=False, file=devnull)
     lines = ["| problem | ours s | solver | relJ | peer | peer s | ours / peer "
              "| every peer s (ours / it) |", "|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)

@@ -64,10 +64,12 @@ def test_every_solver_reaches_the_lbfgs_minimum(case):
     results = {
         "irls": irls.fit(problem, tol=1e-13, max_iter=5000),
         "newton-cholesky": newton.fit(problem, linalg="cholesky", compiled=False),
-        "newton-cg": newton.fit(problem, linalg="cg"),
+        "newton-cg": newton.fit(problem, linalg="cg", compiled=False),
     }
     if kind == "dense":
         results["newton-compiled"] = newton.fit(problem, linalg="cholesky", compiled=True)
+    else:
+        results["newton-cg-compiled"] = newton.fit(problem, linalg="cg", compiled=True)
     assert_conformance(problem, results, theta_ref, J_ref)
 
 
@@ -84,12 +86,13 @@ def test_newton_cg_reaches_the_lbfgs_minimum_on_a_wide_design(case):
     problem = Problem.create(X, y, LOSSES[loss_name](), NOISES[noise_name](), intercept)
     assert newton.steps.cg_wide(problem.design)
     theta_ref, J_ref = _lbfgs(problem)
-    res = newton.fit(problem, linalg="cg")
     scale = max(abs(J_ref), 1.0)
-    assert res.converged
-    assert problem.objective(res.theta) <= J_ref + 1e-9 * scale
-    np.testing.assert_allclose(res.theta, theta_ref, rtol=0,
-                               atol=1e-4 * max(1.0, np.max(np.abs(theta_ref))))
+    for compiled in ([False, True] if kind == "sparse" else [False]):
+        res = newton.fit(problem, linalg="cg", compiled=compiled)
+        assert res.converged
+        assert problem.objective(res.theta) <= J_ref + 1e-9 * scale
+        np.testing.assert_allclose(res.theta, theta_ref, rtol=0,
+                                   atol=1e-4 * max(1.0, np.max(np.abs(theta_ref))))
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c[2] == "dense"], ids=_ids)
@@ -232,7 +235,7 @@ def test_newton_cg_tolerance_is_floored_and_reaches_the_optimum(loss_name, monke
         return solve(*args)
 
     monkeypatch.setattr(kernels, "csr_pcg", spy)
-    res = newton.fit(problem, linalg="cg")
+    res = newton.fit(problem, linalg="cg", compiled=False)  # the Python loop: spied on
     if loss_name == "hinge":  # first the IRLS start's solve, to its own tolerance
         assert asked.pop(0) == newton.START_CG_RTOL
     assert res.converged and len(asked) >= 3
@@ -268,12 +271,12 @@ def test_cg_preconditioner_saves_products_over_jacobi(loss_name, shape, monkeypa
         return p, k
 
     monkeypatch.setattr(kernels, "csr_pcg", spy)
-    ours = newton.fit(problem, linalg="cg")
+    ours = newton.fit(problem, linalg="cg", compiled=False)  # the Python loop: spied on
     n_ours, products[:] = sum(products), []
     monkeypatch.setattr(newton.steps, "cg_preconditioner",
                         lambda design, curv, ridge, diagonal=None:
                         hessian.hessian_diagonal(design, curv))
-    jacobi = newton.fit(problem, linalg="cg")
+    jacobi = newton.fit(problem, linalg="cg", compiled=False)
     n_jacobi = sum(products)
     assert ours.converged and jacobi.converged
     assert n_ours < n_jacobi
@@ -477,6 +480,54 @@ def test_compiled_newton_takes_the_same_steps(case):
     np.testing.assert_allclose(a.theta, b.theta, rtol=1e-9, atol=1e-12)
     # at the optimum the gradient is rounding noise: equal to its size only
     assert a.grad_norm == pytest.approx(b.grad_norm, rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize("case", [c for c in CASES if c[2] == "sparse"], ids=_ids)
+def test_compiled_newton_cg_takes_the_same_steps(case, wide, monkeypatch):
+    """Newton-CG's compiled CSR loop and the Python loop are one algorithm: the same
+    steps, so the same iterates to rounding (the compiled line's sums run in another
+    order than scipy's products), on a tall design (CG with ``H``'s diagonal) and a wide
+    one (the entries from the gradient's pass)."""
+    loss_name, noise_name, kind, intercept = case
+    X, y = _data(kind, loss_name, seed=8)
+    if wide:
+        X = sp.hstack([X] * 8, format="csr")
+        X = X[: X.shape[1] // 3]
+        y = y[: X.shape[0]]
+    problem = Problem.create(X, y, LOSSES[loss_name](), NOISES[noise_name](), intercept)
+    assert newton.steps.cg_wide(problem.design) == wide
+    python_loop = newton.loop.newton_loop
+    if problem.design.row_kernel_arrays() is not None:  # the compiled loop only
+        import bayesdrop.solvers.newton.compiled_csr  # noqa: F401 (compiled from the loop)
+
+        def python_loop_called(*args):
+            raise AssertionError("the Python loop ran")
+
+        monkeypatch.setattr(newton.loop, "newton_loop", python_loop_called)
+    a = newton.fit(problem, compiled=True, linalg="cg")
+    # every iterate, not only the optimum both reach: the first steps, stopped early
+    early = [newton.fit(problem, compiled=True, linalg="cg", max_iter=k, warn=False).theta
+             for k in (1, 2)]
+    monkeypatch.setattr(newton.loop, "newton_loop", python_loop)
+    b = newton.fit(problem, compiled=False, linalg="cg")
+    assert a.n_iter == b.n_iter and a.n_solves == b.n_solves
+    np.testing.assert_allclose(a.objective, b.objective, rtol=1e-12)
+    np.testing.assert_allclose(a.theta, b.theta, rtol=1e-8, atol=1e-11)
+    for k, theta in zip((1, 2), early):
+        ref = newton.fit(problem, compiled=False, linalg="cg", max_iter=k, warn=False).theta
+        np.testing.assert_allclose(theta, ref, rtol=1e-9, atol=1e-12)
+
+
+def test_compiled_newton_cg_needs_compiled_row_passes():
+    """``compiled=True`` on a CSR design without compiled row passes (a variance of
+    another sparsity pattern) runs the Python loop: the same fit as ``compiled=False``."""
+    X, y = _data("sparse", "logistic")
+    problem = Problem.create(X, y, LogisticLoss(1.0), AdditiveGaussian(0.5))
+    assert problem.design.row_kernel_arrays() is None
+    a = newton.fit(problem, compiled=True, linalg="cg")
+    b = newton.fit(problem, compiled=False, linalg="cg")
+    assert np.array_equal(a.theta, b.theta)
 
 
 @pytest.mark.parametrize("intercept", [True, False])

@@ -48,7 +48,8 @@ step with a reused factor converges only linearly, so it stops the iteration at
 
 The iteration is written once, :func:`.loop.newton_loop`, over a step evaluator
 (:mod:`.steps`: a dense or CSR ``Design``, a row back-end; :mod:`.compiled`: small dense
-designs, the same function compiled by numba). :func:`fit` and :func:`fit_rows` choose the
+designs, and :mod:`.compiled_csr`: Newton-CG on CSR designs, the same function compiled
+by numba). :func:`fit` and :func:`fit_rows` choose the
 evaluator and the start and pass this module's constants (read at call time).
 """
 
@@ -392,6 +393,35 @@ def _run_compiled(args, irls_start):
     return newton_dense(*args)
 
 
+def _run_csr(problem, theta, scores, linalg, compiled, opts, cg_maxiter):
+    """Newton-CG's loop compiled for a CSR design (:mod:`.compiled_csr`) from ``theta``
+    (whose scores are ``scores``, or None), or None where it does not apply (not CG,
+    ``compiled=False``, interpreted kernels, a design without compiled row passes, a loss
+    without compiled kernels) or, with ``"auto"``, is not at hand."""
+    from ...model.losses.kernels import kernels_of
+
+    design, loss, y = problem
+    if linalg != "cg" or not compiled or (compiled == "auto" and _jit.interpreting()):
+        return None
+    arrays = design.row_kernel_arrays() if design.sparse else None
+    lp = loss.kernel_params
+    if arrays is None or arrays[0] != "csr" or kernels_of(lp) is None:
+        return None
+    if scores is None:  # at zero they are zero: no pass over the data
+        scores = (design.scores(theta) if theta.any()
+                  else (np.zeros(design.n_samples), np.zeros(design.n_samples)))
+    from .compiled_csr import newton_csr
+
+    sw = np.ones(design.n_samples) if loss.weights is None else loss.weights
+    args = (lp, *arrays[1], float(arrays[2]), design.fit_intercept, design.n_features,
+            np.ascontiguousarray(y, dtype=np.float64), sw, theta,
+            *(np.ascontiguousarray(a, dtype=np.float64) for a in scores), opts, RIDGE,
+            int(cg_maxiter))
+    if compiled is not True and not _at_hand("csr", args, [(newton_csr, args)]):
+        return None
+    return newton_csr(*args)
+
+
 def _result(out, start, linalg, warn, max_iter, tol, n_passes=0):
     """The :class:`SolverResult` of :func:`loop.newton_loop`'s output ``out``."""
     theta, _, g, history, it, status, n_factors = out
@@ -446,8 +476,10 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     compiled : {"auto", True, False}
         With ``linalg="cholesky"`` and a dense design, run the whole loop compiled
         (:mod:`bayesdrop.solvers.newton.compiled`: the same loop without Python between
-        the steps; ``True`` compiles it if needed, about 10 s once per machine).
-        ``"auto"``: up to :data:`MAX_COMPILED_ROWS` rows and :data:`MAX_COMPILED_ENTRIES`
+        the steps; ``True`` compiles it if needed, about 10 s once per machine); with
+        ``linalg="cg"`` and a CSR design whose noise variance has ``X``'s sparsity
+        pattern, likewise Newton-CG's loop (:mod:`.compiled_csr`, about 7 s per loss).
+        ``"auto"``: for dense designs up to :data:`MAX_COMPILED_ROWS` rows and :data:`MAX_COMPILED_ENTRIES`
         entries in ``X``, and only when its machine code is at hand -- compiled earlier
         in this process or held by numba's on-disk cache (``python -m bayesdrop
         compile`` puts it there) -- otherwise the same iteration runs in Python, which
@@ -528,6 +560,7 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
         raise ValueError(f"theta0 must have shape ({p_dim},), got {theta.shape}")
     opts = _options(tol, max_iter, _reuse_threshold(design), bare_J=bare_J)
     irls_start = theta0 is None and not loss.smooth
+    out = None
     if compiled_run is not None:
         args = _compiled_args(problem, theta, *compiled_run, opts)
         if compiled is True or _compiled_ready(args, irls_start):
@@ -537,6 +570,8 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
     if compiled_run is None:
         if irls_start and scores is None:
             theta, *scores = _irls_start(problem, linalg, cg_maxiter)
+        out = _run_csr(problem, theta, scores, linalg, compiled, opts, cg_maxiter)
+    if out is None:
         single = linalg == "cholesky" and hess.single_applies(design)
         ev = steps.DesignSteps(problem, linalg, _factor_options(), cg_maxiter=cg_maxiter,
                                single=single, factor=factor0, scores=scores)
