@@ -23,7 +23,11 @@ import os
 import threading
 from contextlib import nullcontext
 
-__all__ = ["one_blas_thread", "single_blas_pool", "with_single_blas_pool"]
+__all__ = ["numba_threads", "one_blas_thread", "single_blas_pool", "with_single_blas_pool"]
+
+#: the process that imported bayesdrop (a forked child is another: :func:`numba_threads`)
+_PID = os.getpid()
+_SAFE_LAYER = []  # [whether numba has a thread-safe threading layer], filled on first use
 
 _SECONDARY = []  # [selection or None], filled on first use
 _ALL_BLAS = []  # the same for every BLAS library (one_blas_thread)
@@ -142,3 +146,49 @@ def one_blas_thread():
     """
     selection = _all_blas()
     return nullcontext() if selection is None else selection.limit(limits=1)
+
+
+def numba_threads():
+    """Whether compiled kernels may run their fixed chunks of work on numba's threads
+    (``parallel=True``; :func:`bayesdrop.linalg.kernels.csr_hvp`): in the main thread of
+    the process that imported bayesdrop, with more than one numba thread, and with a
+    threading layer that is safe to launch from any thread -- TBB or OpenMP, whichever
+    numba picks by default, unless ``NUMBA_THREADING_LAYER`` names another. Not in a
+    forked child (GNU OpenMP's threads do not survive ``fork``: numba then aborts the
+    child), not from other threads (dask's threaded scheduler, a user's pool: there the
+    chunks run one after the other), not with numba's ``workqueue`` layer. The chunks are
+    the same either way, so results do not depend on this.
+
+    Examples
+    --------
+    >>> import threading
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> with ThreadPoolExecutor(1) as pool:  # not from another thread
+    ...     pool.submit(numba_threads).result()
+    False
+    """
+    if os.getpid() != _PID or threading.current_thread() is not threading.main_thread():
+        return False
+    if not _SAFE_LAYER:
+        import importlib
+
+        import numba
+        from numba.core import config
+
+        layer = config.THREADING_LAYER
+        candidates = {"default": ("tbb", "omp"), "safe": ("tbb",), "threadsafe": ("tbb", "omp"),
+                      "forksafe": ("tbb",), "tbb": ("tbb",), "omp": ("omp",)}.get(layer, ())
+        safe = False
+        for name in candidates:
+            try:
+                importlib.import_module(f"numba.np.ufunc.{name}pool")
+            except ImportError:
+                continue
+            safe = True
+            break
+        _SAFE_LAYER.append(safe and numba.config.NUMBA_NUM_THREADS > 1)
+    if not _SAFE_LAYER[0]:
+        return False
+    import numba
+
+    return numba.get_num_threads() > 1

@@ -86,3 +86,99 @@ def test_one_blas_thread_inspects_the_libraries_once(monkeypatch):
         assert set(inside) == set(before) and set(inside.values()) == {1}
         assert blas_threads() == before
     assert len(inspections) == 1  # at the first block only
+
+
+# -- numba's threads: the CSR products' fixed row chunks ---------------------------------
+
+def _wide_problem(loss):
+    import numpy as np
+    import scipy.sparse as sp
+
+    from bayesdrop import Dropout, Problem
+
+    rng = np.random.default_rng(5)
+    X = sp.random(400, 3000, density=0.05, format="csr", random_state=6)  # 6e4 entries
+    y = np.where(X @ rng.normal(size=3000) + 0.1 * rng.normal(size=400) > 0, 1.0, -1.0)
+    return Problem.create(X, y, loss, Dropout(0.3))
+
+
+def test_row_chunks_split_the_stored_entries_evenly():
+    import numpy as np
+
+    from bayesdrop.linalg.kernels import CHUNKED_MIN_ENTRIES, HVP_CHUNKS, row_chunks
+
+    indptr = np.cumsum(np.r_[0, np.full(1000, 60)])
+    chunks = row_chunks(indptr)
+    assert indptr[-1] >= CHUNKED_MIN_ENTRIES and chunks.size == HVP_CHUNKS + 1
+    sizes = np.diff(indptr[chunks])
+    assert chunks[0] == 0 and chunks[-1] == 1000 and sizes.max() - sizes.min() <= 60
+    assert row_chunks(indptr[:10]).tolist() == [0, 9]  # few entries: one chunk
+
+
+def test_products_on_threads_are_the_products_in_one_thread():
+    """The chunks run on numba's threads or one after the other: the same sums, bit for
+    bit, and ``H z`` to rounding (against the dense Hessian)."""
+    import numpy as np
+
+    from bayesdrop import LogisticLoss
+    from bayesdrop.linalg import hessian as hess
+    from bayesdrop.linalg import kernels
+
+    problem = _wide_problem(LogisticLoss(1.0))
+    design = problem.design
+    theta = np.random.default_rng(1).normal(size=design.n_params) * 0.1
+    _, _, curv = hess.curvature(problem, theta)
+    indptr, indices, xdata, mdata = design.row_kernel_arrays()[1]
+    scale = design.row_kernel_arrays()[2]
+    xg, _ = kernels.csr_hessian_entries(indptr, indices, xdata, mdata, scale, True, curv.w,
+                                        curv.d_mm, curv.d_ms, curv.d_ss, curv.noise_diag,
+                                        np.empty(2 * xdata.size), np.empty(0))
+    chunks = kernels.row_chunks(indptr)
+    assert chunks.size == 3
+    z = np.random.default_rng(2).normal(size=design.n_params)
+    base = 2.0 + curv.noise_diag
+    out = {}
+    for threads in (True, False):
+        out[threads] = kernels.csr_hvp(indptr, indices, xg, True, curv.d_mm, curv.d_ms,
+                                       curv.d_ss, base, z, np.empty(z.size), chunks,
+                                       np.empty((1, base.size)), threads)
+    one = kernels.csr_hvp(indptr, indices, xg, True, curv.d_mm, curv.d_ms, curv.d_ss, base,
+                          z, np.empty(z.size), np.array([0, design.n_samples]),
+                          np.empty((0, base.size)), False)
+    assert np.array_equal(out[True], out[False])
+    H = hess.hessian_matrix(design, curv)
+    np.testing.assert_allclose(out[True], H @ z, rtol=1e-10, atol=1e-10 * np.abs(H @ z).max())
+    np.testing.assert_allclose(out[True], one, rtol=1e-12, atol=1e-13 * np.abs(one).max())
+
+
+@pytest.mark.parametrize("loss_name", ["logistic", "hinge"])
+def test_newton_cg_gives_the_same_bits_with_and_without_numba_threads(monkeypatch, loss_name):
+    import numpy as np
+
+    from bayesdrop import HingeLoss, LogisticLoss
+    from bayesdrop.linalg import hessian as hess
+    from bayesdrop.solvers import newton
+
+    problem = _wide_problem(LogisticLoss(1.0) if loss_name == "logistic" else HingeLoss(1.0))
+    fits = {}
+    for threads in (True, False):
+        for module in (newton, hess):
+            monkeypatch.setattr(module, "numba_threads", lambda t=threads: t)
+        fits[threads] = [newton.fit(problem, linalg="cg", compiled=c) for c in (True, False)]
+    for c in (0, 1):
+        assert np.array_equal(fits[True][c].theta, fits[False][c].theta)
+
+
+def test_no_numba_threads_in_a_forked_child_or_another_thread():
+    import multiprocessing as mp
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bayesdrop._threads import numba_threads
+
+    if "fork" not in mp.get_all_start_methods():
+        pytest.skip("no fork here")
+    numba_threads()  # the parent decided first
+    with mp.get_context("fork").Pool(1) as pool:
+        assert pool.apply(numba_threads) is False
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(numba_threads).result() is False

@@ -25,8 +25,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import kernels
 from .._blas import padded_rows
+from .._threads import numba_threads
+from . import kernels
 from ..model.objective import penalised
 
 __all__ = ["Curvature", "curvature", "gradient", "hessian_matrix", "hessian_operator",
@@ -170,15 +171,18 @@ def _compiled_operator(design, curv, compiled, diagonal):
                 curv.d_ms, curv.d_ss, curv.noise_diag, np.empty(2 * xdata.shape[0]),
                 np.empty(design.n_params if diagonal else 0))
         base = 2.0 + curv.noise_diag
+        chunks, threads = kernels.row_chunks(indptr), numba_threads()
 
         def apply(z):
             z = np.ascontiguousarray(z, dtype=np.float64)
             return kernels.csr_hvp(indptr, indices, xg, fi, curv.d_mm, curv.d_ms, curv.d_ss,
-                                   base, z, np.empty(design.n_params))
+                                   base, z, np.empty(design.n_params), chunks,
+                                   np.empty((chunks.size - 2, base.size)), threads)
 
         def solve(g, inv_precond, rtol, maxiter):
             return kernels.csr_pcg(indptr, indices, xg, fi, curv.d_mm, curv.d_ms, curv.d_ss,
-                                   base, inv_precond, g, float(rtol), int(maxiter))
+                                   base, inv_precond, g, float(rtol), int(maxiter), chunks,
+                                   threads)
         apply.solve = solve  # the whole preconditioned CG loop compiled
         if diagonal:
             apply.diagonal = diag

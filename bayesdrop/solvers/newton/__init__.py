@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import math
 import threading
+from contextlib import nullcontext
 import time
 import warnings
 import weakref
@@ -66,7 +67,7 @@ import scipy.linalg as sla
 from sklearn.exceptions import ConvergenceWarning
 
 from ... import _jit
-from ..._threads import with_single_blas_pool
+from ..._threads import numba_threads, one_blas_thread, with_single_blas_pool
 from ..._validation import check_scalar
 from ...linalg import hessian as hess
 from ...linalg.wls import MAX_CHOLESKY_PARAMS
@@ -398,6 +399,7 @@ def _run_csr(problem, theta, scores, linalg, compiled, opts, cg_maxiter):
     (whose scores are ``scores``, or None), or None where it does not apply (not CG,
     ``compiled=False``, interpreted kernels, a design without compiled row passes, a loss
     without compiled kernels) or, with ``"auto"``, is not at hand."""
+    from ...linalg.kernels import row_chunks
     from ...model.losses.kernels import kernels_of
 
     design, loss, y = problem
@@ -416,7 +418,7 @@ def _run_csr(problem, theta, scores, linalg, compiled, opts, cg_maxiter):
     args = (lp, *arrays[1], float(arrays[2]), design.fit_intercept, design.n_features,
             np.ascontiguousarray(y, dtype=np.float64), sw, theta,
             *(np.ascontiguousarray(a, dtype=np.float64) for a in scores), opts, RIDGE,
-            int(cg_maxiter))
+            int(cg_maxiter), row_chunks(arrays[1][0]), numba_threads())
     if compiled is not True and not _at_hand("csr", args, [(newton_csr, args)]):
         return None
     return newton_csr(*args)
@@ -511,8 +513,11 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     >>> bool(abs(res.objective[-1] - ref.objective[-1]) <= 1e-10 * ref.objective[-1])
     True
     """
-    return _fit(problem, theta0, tol=tol, max_iter=max_iter, linalg=linalg, warn=warn,
-                cg_maxiter=cg_maxiter, compiled=compiled, bare_J=bare_J)
+    # a sparse design's products run on numba's threads: numpy's BLAS on one thread
+    # meanwhile (its idle workers spin and take the cores: newsgroups hinge 35 -> 65 ms)
+    with one_blas_thread() if problem.design.sparse and numba_threads() else nullcontext():
+        return _fit(problem, theta0, tol=tol, max_iter=max_iter, linalg=linalg, warn=warn,
+                    cg_maxiter=cg_maxiter, compiled=compiled, bare_J=bare_J)
 
 
 def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=True,

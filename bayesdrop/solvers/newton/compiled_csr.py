@@ -40,7 +40,8 @@ class CsrSteps(NamedTuple):
     ``nd = 2 V^T d_s``, the Hessian's entries ``xg`` (``X`` and ``G = 2 V diag(w)``
     interleaved), whether the design is wide (:func:`~.steps.cg_wide`: the gradient's
     pass writes ``xg``, and CG is preconditioned without ``H``'s diagonal), ``ridge``
-    as ``RIDGE`` and CG's iteration limit."""
+    as ``RIDGE``, CG's iteration limit, and the products' row chunks and whether they
+    run on numba's threads (:func:`bayesdrop.linalg.kernels.csr_hvp`)."""
 
     lp: tuple
     theta: np.ndarray
@@ -72,12 +73,14 @@ class CsrSteps(NamedTuple):
     wide: bool
     ridge: float
     cg_maxiter: int
+    chunks: np.ndarray
+    threads: bool
     exact: bool
 
 
 @_jit.njit(cache=True, nogil=True)
 def csr_steps(lp, indptr, indices, xdata, mdata, scale, fi, D, y, sw, m, s, ridge,
-              cg_maxiter):
+              cg_maxiter, chunks, threads):
     """A :class:`CsrSteps` with its workspace for ``D`` features, at the scores
     ``(m, s)`` of the start."""
     n = indptr.shape[0] - 1
@@ -87,7 +90,7 @@ def csr_steps(lp, indptr, indices, xdata, mdata, scale, fi, D, y, sw, m, s, ridg
                     np.empty(n), np.empty(n), np.zeros(2), np.empty(n), np.empty(n),
                     np.empty(n), np.empty(n), np.empty(n), np.zeros(1, dtype=np.int64),
                     np.empty(D), np.empty(2 * xdata.shape[0]), 2 * n <= D, ridge,
-                    cg_maxiter, False)
+                    cg_maxiter, chunks, threads, False)
 
 
 @_jit.njit(cache=True, nogil=True)
@@ -232,7 +235,7 @@ def _newton_direction(ev, g, rtol):
         for d in range(D):
             base[d] = 2.0 + ev.nd[d]
         return csr_pcg(ev.indptr, ev.indices, ev.xg, ev.fi, ev.d_mm, ev.d_ms, ev.d_ss, base,
-                       diag, g, rtol, ev.cg_maxiter)[0]
+                       diag, g, rtol, ev.cg_maxiter, ev.chunks, ev.threads)[0]
     return impl
 
 
@@ -300,9 +303,9 @@ def _accept(ev, theta, second):
 
 @_jit.njit(cache=True, nogil=True)
 def newton_csr(lp, indptr, indices, xdata, mdata, scale, fi, D, y, sw, theta0, m, s, opts,
-               ridge, cg_maxiter):
+               ridge, cg_maxiter, chunks, threads):
     """:func:`~bayesdrop.solvers.newton.compiled.newton_loop_compiled` from ``theta0``
     (whose scores are ``(m, s)``) on the :class:`CsrSteps` of these arrays."""
     ev = csr_steps(lp, indptr, indices, xdata, mdata, scale, fi, D, y, sw, m, s, ridge,
-                   cg_maxiter)
+                   cg_maxiter, chunks, threads)
     return newton_loop_compiled(ev, theta0, opts, True)
