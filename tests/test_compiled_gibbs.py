@@ -16,6 +16,7 @@ from bayesdrop import (
 from bayesdrop._arviz import mcse
 from bayesdrop.samplers import sample
 from bayesdrop.model.pg_compiled import polya_gamma_compiled
+from bayesdrop.linalg.kernels import row_chunks
 from bayesdrop.samplers._gibbs_sparse import (
     dual_arrays,
     dual_blocks,
@@ -175,7 +176,8 @@ def test_tall_sparse_designs_sample_the_primal_system_at_a_cost_bounded_in_C(mon
         dual.append(dual_draw(ip, ix, X.data, mdata, vkind, scale, D, True,
                               dual_arrays(X), rho, C * t, np.zeros(D + 1), np.zeros(n), 0.0,
                               z1, z2, z3,
-                              1e-11, np.empty(D + 1), blocks, dual_work(D, blocks)))
+                              1e-11, np.empty(D + 1), blocks, dual_work(D, blocks),
+                              (row_chunks(ip), False)))
     print("ITERS", primal, dual)
     assert primal[1] < 2 * primal[0]
     assert dual[1] > 5 * dual[0] or dual[1] < 0  # what the old rule paid (or failed)
@@ -384,14 +386,22 @@ def test_sparse_dual_draw_is_the_exact_gaussian_step(noise, fit_intercept, block
     m = design.matvec(theta)  # the current scores: the dual solve's start
     iters = dual_draw(ip, ix, X.data, mdata, vkind, scale, D, fit_intercept,
                       dual, rho, t, theta, m, alpha, z1, z2, z3, 1e-12, out, blocks,
-                      dual_work(D, blocks))
+                      dual_work(D, blocks), (row_chunks(ip), False))
     assert iters > 0
+    # the products' row chunks on numba's threads: the same draw, bit for bit
+    chunks = np.array([0, n // 3, n], dtype=np.int64)
+    one, threaded = np.empty(design.n_params), np.empty(design.n_params)
+    for par, res in (((chunks, False), one), ((chunks, True), threaded)):
+        dual_draw(ip, ix, X.data, mdata, vkind, scale, D, fit_intercept, dual, rho, t, theta,
+                  m, alpha, z1, z2, z3, 1e-12, res, blocks, dual_work(D, blocks), par)
+    assert np.array_equal(one, threaded)
+    np.testing.assert_allclose(one, out, rtol=1e-9, atol=1e-9 * np.abs(out).max())
     if blocky:
         jacobi = np.empty(design.n_params)
         iters_jacobi = dual_draw(ip, ix, X.data, mdata, vkind, scale, D,
                                  fit_intercept, dual, rho, t, theta, m, alpha, z1, z2, z3,
                                  1e-12, jacobi, singleton_blocks(n),
-                                 dual_work(D, singleton_blocks(n)))
+                                 dual_work(D, singleton_blocks(n)), (row_chunks(ip), False))
         assert iters < iters_jacobi
     ref = _dense_draw(design, rho, t, theta, alpha, z1, z2, z3)
     draws = [out] + ([jacobi] if blocky else [])
@@ -751,7 +761,7 @@ def test_dual_draw_on_binary_features_skips_the_values_and_draws_the_same(fit_in
         out = np.empty(design.n_params)
         dual_draw(ip, ix, X.data, mdata, vkind, scale, D, fit_intercept, d, rho, t, theta,
                   design.matvec(theta), -0.5, z1, z2, z3, 1e-12, out, blocks,
-                  dual_work(D, blocks))
+                  dual_work(D, blocks), (row_chunks(ip), False))
         outs.append(out)
     np.testing.assert_array_equal(outs[0], outs[1])
     ref = _dense_draw(design, rho, t, theta, -0.5, z1, z2, z3)

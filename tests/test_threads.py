@@ -182,3 +182,25 @@ def test_no_numba_threads_in_a_forked_child_or_another_thread():
         assert pool.apply(numba_threads) is False
     with ThreadPoolExecutor(1) as pool:
         assert pool.submit(numba_threads).result() is False
+
+
+def test_sparse_sweep_gives_the_same_draws_with_and_without_numba_threads(monkeypatch):
+    """One chain of the compiled sparse sweep (the dual products' row chunks on numba's
+    threads, or one after the other): the same draws, bit for bit."""
+    import numpy as np
+
+    from bayesdrop import LogisticLoss
+    from bayesdrop.samplers import compiled, sample
+
+    from bayesdrop.solvers import fit_problem
+
+    problem = _wide_problem(LogisticLoss(1.0))
+    assert compiled.compiled_setup(problem, "auto")["chunks"].size == 3
+    theta_hat = fit_problem(problem).theta
+    draws = {}
+    for threads in (True, False):
+        monkeypatch.setattr(compiled, "numba_threads", lambda t=threads: t)
+        result = sample(problem, draws=15, tune=5, chains=1, random_state=3,
+                       theta_hat=theta_hat, progressbar=False, compiled=True)
+        draws[threads] = result.theta
+    assert np.array_equal(draws[True], draws[False])

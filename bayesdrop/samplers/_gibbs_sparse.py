@@ -219,22 +219,58 @@ def _sum4(idx, data, lo, hi, v, init):
     return (a + b) + (c + e)
 
 
+@_jit.njit(cache=True, nogil=True, inline="always")
+def _dual_rows(indptr, indices, xdata, inv_rho, p, q, tmp, lo, hi):
+    """Rows ``lo .. hi - 1`` of :func:`_dual_apply`'s ``q = p / rho + X tmp``; returns
+    their share of ``p . q``."""
+    pq = 0.0
+    for i in range(lo, hi):
+        qi = _sum4(indices, xdata, indptr[i], indptr[i + 1], tmp, inv_rho[i] * p[i])
+        q[i] = qi
+        pq += p[i] * qi
+    return pq
+
+
+@_jit.njit(cache=True, nogil=True, parallel=True)
+def _dual_apply_threads(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, p, q, tmp,
+                        chunks, part):
+    """:func:`_dual_apply` on numba's threads: the columns' sums and the row chunks'
+    products in parallel, each the same sum as in one thread; ``part[c]``: chunk ``c``'s
+    share of ``p . q``."""
+    for j in _jit.prange(cptr.shape[0] - 1):
+        tmp[j] = kdiag[j] * _sum4(cidx, cdata, cptr[j], cptr[j + 1], p, 0.0)
+    for c in _jit.prange(chunks.shape[0] - 1):
+        part[c] = _dual_rows(indptr, indices, xdata, inv_rho, p, q, tmp, chunks[c],
+                             chunks[c + 1])
+
+
 @_jit.njit(cache=True, nogil=True)
-def _dual_apply(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, p, q, tmp):
+def _dual_apply(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, p, q, tmp, par):
     """``q = S p``: ``tmp = K X^T p`` by columns (the CSC copy ``cptr, cidx, cdata``: a
     gather from the small ``p``), then ``q = p / rho + X tmp`` by rows (each sum by
     :func:`_sum4`; :func:`dual_arrays` numbers the columns by decreasing frequency, so
     the gathers from ``tmp`` mostly hit the cache). ``xdata = cdata = None``: every
     stored value is 1 (binary features; :func:`dual_arrays`), the sums then skip the
     values; numba compiles one variant per problem, by the values' type. Returns
-    ``p . q`` (CG's curvature along ``p``, summed in the same pass)."""
-    for j in range(cptr.shape[0] - 1):
-        tmp[j] = kdiag[j] * _sum4(cidx, cdata, cptr[j], cptr[j + 1], p, 0.0)
+    ``p . q`` (CG's curvature along ``p``, summed in the same pass): the rows' shares
+    in the fixed chunks ``par[0]`` (:func:`bayesdrop.linalg.kernels.row_chunks`) added in
+    chunk order, each chunk on one of numba's threads where ``par[1]``
+    (:func:`bayesdrop._threads.numba_threads`) -- the same sums either way."""
+    chunks, threads = par
+    K = chunks.shape[0] - 1
+    part = np.empty(K)
+    if threads and K > 1:
+        _dual_apply_threads(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, p, q,
+                            tmp, chunks, part)
+    else:
+        for j in range(cptr.shape[0] - 1):
+            tmp[j] = kdiag[j] * _sum4(cidx, cdata, cptr[j], cptr[j + 1], p, 0.0)
+        for c in range(K):
+            part[c] = _dual_rows(indptr, indices, xdata, inv_rho, p, q, tmp, chunks[c],
+                                 chunks[c + 1])
     pq = 0.0
-    for i in range(indptr.shape[0] - 1):
-        qi = _sum4(indices, xdata, indptr[i], indptr[i + 1], tmp, inv_rho[i] * p[i])
-        q[i] = qi
-        pq += p[i] * qi
+    for c in range(K):
+        pq += part[c]
     return pq
 
 
@@ -385,7 +421,7 @@ def _project(blocks, fac, minv, btmp, u, su, rho, r, z, sums):
 
 @_jit.njit(cache=True, nogil=True)
 def _dual_solve(indptr, indices, xdata, rdata, cptr, cidx, cdata, kdiag, inv_rho, rho, v,
-                rb, fit_intercept, tol, mu, blocks, scatter, tmp, fac):
+                rb, fit_intercept, tol, mu, blocks, scatter, tmp, fac, par):
     """Solve ``S mu - b 1 = v`` with ``1^T mu = r_b`` (``fit_intercept``; else
     ``S mu = v``) by projected preconditioned CG from the guess in ``mu``; returns
     ``(iterations, b)`` (``-1`` if not converged within ``4 n + 100`` products).
@@ -404,7 +440,8 @@ def _dual_solve(indptr, indices, xdata, rdata, cptr, cidx, cdata, kdiag, inv_rho
     exactly (one more pass) only where the estimate is within twice the bound.
     ``scatter``, ``tmp`` and ``fac``: work arrays of :func:`dual_work` (no allocation of
     ``D``-sized arrays per draw: large allocations are fresh pages, whose page faults
-    serialise the chains' threads)."""
+    serialise the chains' threads); ``par``: the products' row chunks and threads
+    (:func:`_dual_apply`)."""
     n = indptr.shape[0] - 1
     bptr, brows, boff = blocks
     scatter[:] = 0.0
@@ -429,7 +466,7 @@ def _dual_solve(indptr, indices, xdata, rdata, cptr, cidx, cdata, kdiag, inv_rho
         for i in range(n):
             mu[i] += c * u[i]
     r = np.empty(n)
-    _dual_apply(indptr, indices, rdata, cptr, cidx, cdata, kdiag, inv_rho, mu, r, tmp)
+    _dual_apply(indptr, indices, rdata, cptr, cidx, cdata, kdiag, inv_rho, mu, r, tmp, par)
     nv = 0.0
     for i in range(n):
         r[i] -= v[i]
@@ -454,7 +491,7 @@ def _dual_solve(indptr, indices, xdata, rdata, cptr, cidx, cdata, kdiag, inv_rho
             if math.sqrt(res) <= bound:
                 return it, shift + b
         dq = _dual_apply(indptr, indices, rdata, cptr, cidx, cdata, kdiag, inv_rho, d, q,
-                         tmp)
+                         tmp, par)
         if not dq > 0.0:
             return -1, shift + b
         alpha = rz / dq
@@ -471,13 +508,14 @@ def _dual_solve(indptr, indices, xdata, rdata, cptr, cidx, cdata, kdiag, inv_rho
 
 @_jit.njit(cache=True, nogil=True)
 def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dual, rho, t,
-              theta, m, overrelax, z1, z2, z3, tol, out, blocks, work):
+              theta, m, overrelax, z1, z2, z3, tol, out, blocks, work, par):
     """The over-relaxed Gaussian draw given the weights ``(rho, t)`` and the standard
     normals ``z1`` (D), ``z2`` (N), ``z3`` (D) (see the module docstring); writes
     ``out`` and returns the CG iterations (``-1``: not converged). ``m``: the scores
     ``Xbar theta`` of the current ``theta``, from which the dual solve starts (see the
     module docstring). ``dual``: the arrays of :func:`dual_arrays`; ``blocks``: those
-    of :func:`dual_blocks`; ``work``: the work arrays of :func:`dual_work`."""
+    of :func:`dual_blocks`; ``work``: the work arrays of :func:`dual_work`; ``par``: the
+    products' row chunks and threads (:func:`_dual_apply`)."""
     cptr, cidx, cdata, rdata, pindices, cperm = dual
     wD, tmp, fac = work[0], work[1], work[2]
     n = indptr.shape[0] - 1
@@ -526,7 +564,7 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
         kperm[d] = kdiag[cperm[d]]
     iters, b = _dual_solve(indptr, pindices, xdata, rdata, cptr, cidx, cdata, kperm,
                            inv_rho, rho, v, rb, fit_intercept, tol, mu, blocks, wD[5], tmp,
-                           fac)
+                           fac, par)
     xt = wD[3]
     _rmatvec(indptr, indices, xdata, mu, xt)
     for d in range(D):
@@ -540,7 +578,7 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
 def run_sweeps_csr(lp, indptr, indices, xdata, mdata, vkind, scale, D,
                    fit_intercept, dual, y, sw, theta, m, s, n_sweeps,
                    first_sweep, tune, thin, overrelax, rng, theta_out, aug_sum,
-                   aug_out, first_kept, tol, cg_stats, pgt, blocks, work):
+                   aug_out, first_kept, tol, cg_stats, pgt, blocks, work, par):
     """Advance one chain by ``n_sweeps`` sweeps (in place); returns the number kept (see
     :func:`bayesdrop.samplers._gibbs_dense.run_sweeps`, also for ``pgt``). The kept draws'
     ``lp = -J`` and pointwise terms are not computed here: the sweep itself never needs
@@ -548,7 +586,8 @@ def run_sweeps_csr(lp, indptr, indices, xdata, mdata, vkind, scale, D,
     the chain from the kernels the fit has compiled (a first posterior compiles about
     0.8 s less). ``cg_stats`` accumulates
     ``(CG iterations, sweeps)``; a dual solve that does not converge sets
-    ``cg_stats[2] = 1`` and stops."""
+    ``cg_stats[2] = 1`` and stops. ``par``: the dual products' row chunks and threads
+    (:func:`_dual_apply`: the same draws with threads or without)."""
     n = indptr.shape[0] - 1
     p = theta.shape[0]
     rho = np.empty(n)
@@ -571,7 +610,7 @@ def run_sweeps_csr(lp, indptr, indices, xdata, mdata, vkind, scale, D,
             z3[d] = rng.standard_normal()
         iters = dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept,
                           dual, rho, t, theta, m, overrelax, z1, z2, z3, tol, new,
-                          blocks, work)
+                          blocks, work, par)
         if iters < 0:
             cg_stats[2] = 1.0
             return kept

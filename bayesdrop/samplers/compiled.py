@@ -6,12 +6,13 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg as sla
 
-from .._threads import one_blas_thread
+from .._threads import numba_threads, one_blas_thread
 from ..linalg import wls
 from ..model.design import V_CONSTANT, V_LIKE_X
 from ..model.objective import penalised, terms_many
@@ -122,8 +123,11 @@ def _csr_setup(problem, linalg):
         return None
     from ._gibbs_sparse import dual_arrays, dual_blocks
 
+    from ..linalg.kernels import row_chunks
+
     X = arrays.pop("csr")
-    return dict(kind="csr", blocks=dual_blocks(X), dual=dual_arrays(X), **arrays,
+    return dict(kind="csr", blocks=dual_blocks(X), dual=dual_arrays(X),
+                chunks=row_chunks(X.indptr), **arrays,
                 **_model_arrays(problem), n=design.n_samples, p=design.n_params,
                 problem=problem)
 
@@ -420,11 +424,17 @@ class CompiledKernel:
 
         setup = self.setup
         if self.csr:
-            new = run_sweeps_csr(setup["lp"], *st.csr_args, setup["dual"], setup["y"],
-                                 setup["sw"], st.theta, st.m, st.s, n_sweeps, first_sweep,
-                                 tune, thin, self.overrelax, rng, st.theta_out, st.aug_sum,
-                                 st.aug_out, kept, DUAL_TOL, st.cg_stats,
-                                 setup["pg_tables"], setup["blocks"], st.dual_work)
+            # the dual products' row chunks on numba's threads where a single chain runs
+            # in this process's main thread (chains in threads are the parallelism), with
+            # numpy's BLAS on one thread meanwhile (see newton.fit); the same draws
+            threads = numba_threads()
+            with one_blas_thread() if threads else nullcontext():
+                new = run_sweeps_csr(setup["lp"], *st.csr_args, setup["dual"], setup["y"],
+                                     setup["sw"], st.theta, st.m, st.s, n_sweeps,
+                                     first_sweep, tune, thin, self.overrelax, rng,
+                                     st.theta_out, st.aug_sum, st.aug_out, kept, DUAL_TOL,
+                                     st.cg_stats, setup["pg_tables"], setup["blocks"],
+                                     st.dual_work, (setup["chunks"], threads))
             if st.cg_stats[2]:
                 raise FloatingPointError(
                     "the dual conjugate-gradient solve of the sparse Gibbs sweep did "
