@@ -191,7 +191,6 @@ def test_sparse_sweep_gives_the_same_draws_with_and_without_numba_threads(monkey
 
     from bayesdrop import LogisticLoss
     from bayesdrop.samplers import compiled, sample
-
     from bayesdrop.solvers import fit_problem
 
     problem = _wide_problem(LogisticLoss(1.0))

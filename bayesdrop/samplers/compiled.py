@@ -17,8 +17,14 @@ from ..linalg import wls
 from ..model.design import V_CONSTANT, V_LIKE_X
 from ..model.objective import penalised, terms_many
 from .result import ChainRecord
-from .schedule import (MH_DF, MH_MIN_ACCEPT, PROPOSAL_INFLATE, SCHEDULE_MIN_SWEEPS, move_costs,
-                       schedule)
+from .schedule import (
+    MH_DF,
+    MH_MIN_ACCEPT,
+    PROPOSAL_INFLATE,
+    SCHEDULE_MIN_SWEEPS,
+    move_costs,
+    schedule,
+)
 
 __all__ = ["BLOCK_SECONDS", "CompiledKernel", "Moves", "compiled_setup", "intercept_line",
            "kept_log_target", "next_block"]
@@ -121,9 +127,8 @@ def _csr_setup(problem, linalg):
     arrays = design.sweep_arrays()
     if arrays is None:
         return None
-    from ._gibbs_sparse import dual_arrays, dual_blocks
-
     from ..linalg.kernels import row_chunks
+    from ._gibbs_sparse import dual_arrays, dual_blocks
 
     X = arrays.pop("csr")
     return dict(kind="csr", blocks=dual_blocks(X), dual=dual_arrays(X),
