@@ -10,7 +10,8 @@ rest), and compiles the whole Newton loop for
 small dense problems and Newton-CG's loop for CSR designs of the estimator's loss (which
 ``compiled="auto"`` runs only once compiled: :func:`bayesdrop.solvers.newton.fit`) and,
 for the classifiers, the dense loop's run over a path of ``C`` (:func:`bayesdrop.solvers.newton.fit_path`), the float32 Hessian of larger dense
-designs (:data:`LARGE_DENSE`) and, for the SVMs, the event loop
+designs (:data:`LARGE_DENSE`), the threaded products of larger sparse ones
+(:data:`LARGE_SPARSE`) and, for the SVMs, the event loop
 that the CV estimators' zero-noise path runs (:mod:`bayesdrop.solvers.homotopy`); later
 processes load them from the cache.
 """
@@ -21,9 +22,11 @@ import time
 import warnings
 
 import numpy as np
-from ._arviz import ConvergenceWarning
 
-__all__ = ["ESTIMATORS", "KINDS", "LARGE_DENSE", "warm"]
+from ._arviz import ConvergenceWarning
+from ._threads import numba_threads
+
+__all__ = ["ESTIMATORS", "KINDS", "LARGE_DENSE", "LARGE_SPARSE", "warm"]
 
 #: estimators :func:`warm` knows, by the name of their class
 ESTIMATORS = ("DropoutLogisticRegression", "DropoutSVC", "DropoutSVR")
@@ -39,17 +42,24 @@ KINDS = ("dense", "sparse")
 #: one); its kernels took 1 s on the first such fit after the command otherwise
 LARGE_DENSE = (2001, 20)
 
+#: the shape and density of the second sparse input: more stored entries than
+#: ``CHUNKED_MIN_ENTRIES``, whose products run in row chunks on numba's threads where
+#: :func:`bayesdrop._threads.numba_threads` allows (Newton-CG, the one-chain sparse sweep):
+#: their parallel kernels took about 3 s on the first such fit after the command otherwise
+LARGE_SPARSE = (100, 2500, 0.25)
 
-def _data(kind, regression, shape=(80, 5)):
+
+def _data(kind, regression, shape=None):
     rng = np.random.default_rng(0)
     if kind == "dense":
-        X = rng.normal(size=shape)
+        X = rng.normal(size=shape or (80, 5))
     else:
         import scipy.sparse as sp
 
         # more parameters than MAX_CHOLESKY_PARAMS and fewer rows than columns: the
         # kernels of wide sparse data (Newton-CG; the sampler's dual sweep)
-        X = sp.random(40, 2500, density=0.01, format="csr", random_state=0)
+        n, D, density = shape or (40, 2500, 0.01)
+        X = sp.random(n, D, density=density, format="csr", random_state=0)
     score = np.asarray(X @ rng.normal(size=X.shape[1])).ravel()
     y = score if regression else (score > np.median(score)).astype(int)
     return X, y
@@ -108,6 +118,10 @@ def warm(estimators=ESTIMATORS, kinds=KINDS, *, sample=True, file=None):
             t0 = time.perf_counter()
             est.fit(X, y)
             _compile_newton(est, X, y)  # the compiled loop that later fits use
+            large = None
+            if kind == "sparse" and numba_threads():
+                large = _data(kind, name == "DropoutSVR", LARGE_SPARSE)
+                _compile_newton(est, *large)
             if kind == "dense":
                 type(est)(noise_level=0.2).fit(
                     *_data(kind, name == "DropoutSVR", LARGE_DENSE))
@@ -128,6 +142,10 @@ def warm(estimators=ESTIMATORS, kinds=KINDS, *, sample=True, file=None):
                         # sweep's variant with the fractional Polya-Gamma tables
                         type(est)(C=0.1, noise_level=0.2).fit(X, y).sample_posterior(
                             X, y, draws=20, tune=10, chains=2, progressbar=False,
+                            random_state=0)
+                    if large is not None:  # one chain: the dual products on threads
+                        type(est)(noise_level=0.2).fit(*large).sample_posterior(
+                            *large, draws=5, tune=5, chains=1, progressbar=False,
                             random_state=0)
                 rows.append((name, kind, "sample_posterior", time.perf_counter() - t0))
                 print(f"{name:<26} {kind:<6} sample_posterior {rows[-1][3]:7.1f} s",

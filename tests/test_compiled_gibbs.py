@@ -391,7 +391,7 @@ def test_sparse_dual_draw_is_the_exact_gaussian_step(noise, fit_intercept, block
     # the products' row chunks on numba's threads: the same draw, bit for bit
     chunks = np.array([0, n // 3, n], dtype=np.int64)
     one, threaded = np.empty(design.n_params), np.empty(design.n_params)
-    for par, res in (((chunks, False), one), ((chunks, True), threaded)):
+    for par, res in (((chunks, None), one), ((chunks, True), threaded)):
         dual_draw(ip, ix, X.data, mdata, vkind, scale, D, fit_intercept, dual, rho, t, theta,
                   m, alpha, z1, z2, z3, 1e-12, res, blocks, dual_work(D, blocks), par)
     assert np.array_equal(one, threaded)

@@ -138,14 +138,14 @@ def test_products_on_threads_are_the_products_in_one_thread():
     z = np.random.default_rng(2).normal(size=design.n_params)
     base = 2.0 + curv.noise_diag
     out = {}
-    for threads in (True, False):
+    for threads in (True, False, None):  # None: the variant without the parallel kernel
         out[threads] = kernels.csr_hvp(indptr, indices, xg, True, curv.d_mm, curv.d_ms,
                                        curv.d_ss, base, z, np.empty(z.size), chunks,
                                        np.empty((1, base.size)), threads)
     one = kernels.csr_hvp(indptr, indices, xg, True, curv.d_mm, curv.d_ms, curv.d_ss, base,
                           z, np.empty(z.size), np.array([0, design.n_samples]),
                           np.empty((0, base.size)), False)
-    assert np.array_equal(out[True], out[False])
+    assert np.array_equal(out[True], out[False]) and np.array_equal(out[True], out[None])
     H = hess.hessian_matrix(design, curv)
     np.testing.assert_allclose(out[True], H @ z, rtol=1e-10, atol=1e-10 * np.abs(H @ z).max())
     np.testing.assert_allclose(out[True], one, rtol=1e-12, atol=1e-13 * np.abs(one).max())

@@ -171,7 +171,8 @@ def _compiled_operator(design, curv, compiled, diagonal):
                 curv.d_ms, curv.d_ss, curv.noise_diag, np.empty(2 * xdata.shape[0]),
                 np.empty(design.n_params if diagonal else 0))
         base = 2.0 + curv.noise_diag
-        chunks, threads = kernels.row_chunks(indptr), numba_threads()
+        chunks = kernels.row_chunks(indptr)
+        threads = kernels.threads_arg(chunks, numba_threads())
 
         def apply(z):
             z = np.ascontiguousarray(z, dtype=np.float64)

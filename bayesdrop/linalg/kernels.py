@@ -30,7 +30,7 @@ from ..model._design_kernels import _scaled_row
 
 __all__ = ["CHUNKED_MIN_ENTRIES", "HVP_CHUNKS", "csr_gradient_entries", "csr_hessian_entries",
            "csr_hvp", "csr_pcg", "dense_hdiag", "dense_hessian_split", "dense_hvp",
-           "row_chunks"]
+           "row_chunks", "threads_arg"]
 
 
 @_jit.njit(cache=True, nogil=True)
@@ -172,6 +172,19 @@ def row_chunks(indptr):
     return np.concatenate(([0], np.clip(cuts, 1, n - 1), [n])).astype(np.int64)
 
 
+def threads_arg(chunks, threads):
+    """The ``threads`` argument of :func:`csr_hvp`, :func:`csr_pcg` and the sparse sweep's
+    dual products for these ``chunks``: True where more than one chunk may run on
+    numba's threads (``threads``: :func:`bayesdrop._threads.numba_threads`), else None.
+
+    Examples
+    --------
+    >>> threads_arg(np.array([0, 5, 9]), True), threads_arg(np.array([0, 9]), True)
+    (True, None)
+    """
+    return True if threads and chunks.shape[0] > 2 else None
+
+
 @_jit.njit(cache=True, nogil=True, inline="always")
 def _hvp_rows(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, lo, hi, out):
     """Rows ``lo .. hi - 1`` of :func:`csr_hvp` added into ``out``; returns their share
@@ -194,28 +207,22 @@ def _hvp_chunks(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks, out, bufs,
     """The chunks of :func:`csr_hvp` one after the other (chunk 0 into ``out``, chunk
     ``c`` into the zeroed ``bufs[c - 1]``; ``tb[c]`` its intercept share)."""
     for c in range(chunks.shape[0] - 1):
-        if c == 0:
-            tb[c] = _hvp_rows(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks[0],
-                              chunks[1], out)
-        else:
-            buf = bufs[c - 1]
-            buf[:] = 0.0
-            tb[c] = _hvp_rows(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks[c],
-                              chunks[c + 1], buf)
+        target = out if c == 0 else bufs[c - 1]
+        if c > 0:
+            target[:] = 0.0
+        tb[c] = _hvp_rows(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks[c],
+                          chunks[c + 1], target)
 
 
 @_jit.njit(cache=True, nogil=True, parallel=True)
 def _hvp_chunks_threads(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks, out, bufs, tb):
     """:func:`_hvp_chunks` with the chunks on numba's threads (the same sums)."""
     for c in _jit.prange(chunks.shape[0] - 1):
-        if c == 0:
-            tb[c] = _hvp_rows(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks[0],
-                              chunks[1], out)
-        else:
-            buf = bufs[c - 1]
-            buf[:] = 0.0
-            tb[c] = _hvp_rows(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks[c],
-                              chunks[c + 1], buf)
+        target = out if c == 0 else bufs[c - 1]
+        if c > 0:
+            target[:] = 0.0
+        tb[c] = _hvp_rows(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks[c],
+                          chunks[c + 1], target)
 
 
 @_jit.njit(cache=True, nogil=True)
@@ -230,7 +237,9 @@ def csr_hvp(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, z, out, 
 
     The rows run in the chunks ``chunks`` (:func:`row_chunks`), each but the first summed
     into a row of ``bufs`` (shape ``(K - 1, D)``), the copies then added to ``out`` in
-    chunk order; ``threads``: the chunks on numba's threads (the same sums).
+    chunk order; ``threads``: True for the chunks on numba's threads (the same sums),
+    None where they never are (:func:`threads_arg`: then the parallel kernel is not
+    compiled -- about 3 s of a first fit after install).
     """
     D = base.shape[0]
     zb = z[D] if fit_intercept else 0.0
@@ -238,7 +247,7 @@ def csr_hvp(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, z, out, 
         out[d] = base[d] * z[d]
     K = chunks.shape[0] - 1
     tb = np.empty(K)
-    if threads and K > 1:
+    if threads is not None and threads and K > 1:  # (pruned by numba where None)
         _hvp_chunks_threads(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks, out, bufs,
                             tb)
     else:
@@ -292,8 +301,8 @@ def csr_pcg(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, inv_prec
     The same iteration as the Python loop of :func:`bayesdrop.solvers.newton.steps.direction_cg`
     without Python between the products, and without BLAS (numba's ``np.dot`` would call
     scipy's BLAS, whose idle threads then compete with numpy's for the cores). ``chunks``
-    and ``threads``: the products' row chunks and whether they run on numba's threads
-    (:func:`csr_hvp`). Returns ``(p, iterations)``.
+    and ``threads``: the products' row chunks and True where they run on numba's threads,
+    else None (:func:`csr_hvp`). Returns ``(p, iterations)``.
     """
     n_p = g.shape[0]
     p = np.zeros(n_p)

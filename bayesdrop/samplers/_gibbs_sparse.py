@@ -245,7 +245,8 @@ def _dual_apply_threads(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rh
 
 
 @_jit.njit(cache=True, nogil=True)
-def _dual_apply(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, p, q, tmp, par):
+def _dual_apply(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, p, q, tmp, chunks,
+                threads):
     """``q = S p``: ``tmp = K X^T p`` by columns (the CSC copy ``cptr, cidx, cdata``: a
     gather from the small ``p``), then ``q = p / rho + X tmp`` by rows (each sum by
     :func:`_sum4`; :func:`dual_arrays` numbers the columns by decreasing frequency, so
@@ -253,13 +254,13 @@ def _dual_apply(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, p, q,
     stored value is 1 (binary features; :func:`dual_arrays`), the sums then skip the
     values; numba compiles one variant per problem, by the values' type. Returns
     ``p . q`` (CG's curvature along ``p``, summed in the same pass): the rows' shares
-    in the fixed chunks ``par[0]`` (:func:`bayesdrop.linalg.kernels.row_chunks`) added in
-    chunk order, each chunk on one of numba's threads where ``par[1]``
-    (:func:`bayesdrop._threads.numba_threads`) -- the same sums either way."""
-    chunks, threads = par
+    in the fixed chunks ``chunks`` (:func:`bayesdrop.linalg.kernels.row_chunks`) added in
+    chunk order, each chunk on one of numba's threads where ``threads`` is True, one
+    after the other where it is None (:func:`bayesdrop.linalg.kernels.threads_arg`; then
+    nothing parallel is compiled) -- the same sums either way."""
     K = chunks.shape[0] - 1
     part = np.empty(K)
-    if threads and K > 1:
+    if threads is not None and K > 1:  # (pruned by numba where None)
         _dual_apply_threads(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, p, q,
                             tmp, chunks, part)
     else:
@@ -466,7 +467,8 @@ def _dual_solve(indptr, indices, xdata, rdata, cptr, cidx, cdata, kdiag, inv_rho
         for i in range(n):
             mu[i] += c * u[i]
     r = np.empty(n)
-    _dual_apply(indptr, indices, rdata, cptr, cidx, cdata, kdiag, inv_rho, mu, r, tmp, par)
+    _dual_apply(indptr, indices, rdata, cptr, cidx, cdata, kdiag, inv_rho, mu, r, tmp,
+                par[0], par[1])
     nv = 0.0
     for i in range(n):
         r[i] -= v[i]
@@ -491,7 +493,7 @@ def _dual_solve(indptr, indices, xdata, rdata, cptr, cidx, cdata, kdiag, inv_rho
             if math.sqrt(res) <= bound:
                 return it, shift + b
         dq = _dual_apply(indptr, indices, rdata, cptr, cidx, cdata, kdiag, inv_rho, d, q,
-                         tmp, par)
+                         tmp, par[0], par[1])
         if not dq > 0.0:
             return -1, shift + b
         alpha = rz / dq

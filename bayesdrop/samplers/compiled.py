@@ -425,6 +425,7 @@ class CompiledKernel:
         ``theta`` goes there and nothing is kept."""
         from .._blas import dpotrf_address, dsyrk_address
         from ._gibbs_dense import run_sweeps
+        from ..linalg.kernels import threads_arg
         from ._gibbs_sparse import DUAL_TOL, run_sweeps_csr
 
         setup = self.setup
@@ -432,7 +433,7 @@ class CompiledKernel:
             # the dual products' row chunks on numba's threads where a single chain runs
             # in this process's main thread (chains in threads are the parallelism), with
             # numpy's BLAS on one thread meanwhile (see newton.fit); the same draws
-            threads = numba_threads()
+            threads = threads_arg(setup["chunks"], numba_threads())
             with one_blas_thread() if threads else nullcontext():
                 new = run_sweeps_csr(setup["lp"], *st.csr_args, setup["dual"], setup["y"],
                                      setup["sw"], st.theta, st.m, st.s, n_sweeps,

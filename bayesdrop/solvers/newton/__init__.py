@@ -399,7 +399,7 @@ def _run_csr(problem, theta, scores, linalg, compiled, opts, cg_maxiter):
     (whose scores are ``scores``, or None), or None where it does not apply (not CG,
     ``compiled=False``, interpreted kernels, a design without compiled row passes, a loss
     without compiled kernels) or, with ``"auto"``, is not at hand."""
-    from ...linalg.kernels import row_chunks
+    from ...linalg.kernels import row_chunks, threads_arg
     from ...model.losses.kernels import kernels_of
 
     design, loss, y = problem
@@ -414,11 +414,13 @@ def _run_csr(problem, theta, scores, linalg, compiled, opts, cg_maxiter):
                   else (np.zeros(design.n_samples), np.zeros(design.n_samples)))
     from .compiled_csr import newton_csr
 
+    chunks = row_chunks(arrays[1][0])
+
     sw = np.ones(design.n_samples) if loss.weights is None else loss.weights
     args = (lp, *arrays[1], float(arrays[2]), design.fit_intercept, design.n_features,
             np.ascontiguousarray(y, dtype=np.float64), sw, theta,
             *(np.ascontiguousarray(a, dtype=np.float64) for a in scores), opts, RIDGE,
-            int(cg_maxiter), row_chunks(arrays[1][0]), numba_threads())
+            int(cg_maxiter), chunks, threads_arg(chunks, numba_threads()) is True)
     if compiled is not True and not _at_hand("csr", args, [(newton_csr, args)]):
         return None
     return newton_csr(*args)

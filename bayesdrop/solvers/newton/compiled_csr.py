@@ -41,7 +41,8 @@ class CsrSteps(NamedTuple):
     interleaved), whether the design is wide (:func:`~.steps.cg_wide`: the gradient's
     pass writes ``xg``, and CG is preconditioned without ``H``'s diagonal), ``ridge``
     as ``RIDGE``, CG's iteration limit, and the products' row chunks and whether they
-    run on numba's threads (:func:`bayesdrop.linalg.kernels.csr_hvp`)."""
+    run on numba's threads (:func:`bayesdrop.linalg.kernels.csr_hvp`; a bool here, never
+    None: one machine code for both, compiled by ``python -m bayesdrop compile``)."""
 
     lp: tuple
     theta: np.ndarray
