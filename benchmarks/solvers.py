@@ -95,7 +95,7 @@ TARGET = 1e-8
 HOW_TIMED = [
     "# How each side is timed (same process, same run, wall clock, best of repeats):",
     "# - ours: the functional solver (part 1) or the estimator's fit incl. validation (parts 2-3),",
-    "#   default tol, numba compiled beforehand (`python -m bayesdrop compile`'s dense kernels,",
+    "#   default tol, numba compiled beforehand (`python -m bayesdrop compile`'s fit kernels,",
     "#   which include the compiled Newton loop that compiled='auto' uses once compiled, and a",
     "#   warm-up fit); relJ = (J - J*) / J*.",
     "#   Part 1 also times ours to 1e-8 like L-BFGS: the fit with max_iter = k, k its first",
@@ -443,7 +443,7 @@ def main(argv=None):
         out(line)
     from bayesdrop.warmup import warm
 
-    warm(kinds=("dense",), sample=False, file=open(os.devnull, "w"))  # as the compile command
+    warm(sample=False, file=open(os.devnull, "w"))  # as the compile command
     out("\n== 1. time to J within 1e-8 (relative) of J*: our solvers vs scipy L-BFGS-B on J ==")
     rows = []
     for name, problem, repeat in problems(args.quick):
