@@ -10,8 +10,9 @@ the most before the series took over at ``h = 9``). Problems: breast cancer (den
 compiled sweep), a random 2000 x 5000 CSR design (fewer examples than features: the
 compiled sweep's dual system) and a random 6000 x 2500 one (more examples than features:
 the primal system, solved by the Python kernel's CG back-end; also without noise, where
-the dual system's iterations would grow as ``sqrt(C)``). For each problem and ``C``: one chain in one thread (BLAS on one
-thread too), from the mode, after one untimed run of the same problem at the same ``C``
+the dual system's iterations would grow as ``sqrt(C)``). For each problem and ``C``: one
+chain (BLAS on one thread; the wide CSR sweep's dual products on numba's threads, as a
+single chain runs them -- ``NUMBA_NUM_THREADS=1`` for one thread), from the mode, after one untimed run of the same problem at the same ``C``
 (it compiles: the logistic sweep has a variant for shapes ``2C >= 1``, without tables): 30
 tuning + 300 kept sweeps on the dense problem, 5 + 20 on the sparse one (its sweeps at
 large C take seconds); the time per sweep is the whole chain's wall-clock time over its
@@ -88,8 +89,11 @@ def pg_seconds(h):
 
 
 def main():
+    import numba
+
     lines = [f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
-             "one chain, one thread.", "",
+             f"one chain, BLAS on one thread, {numba.get_num_threads()} numba thread(s) (the "
+             "wide CSR sweep's dual products).", "",
              "| data | loss | " + " | ".join(f"C={c:g} ms/sweep" for c in CS)
              + " | max / min |", "|---|---|" + "---|" * (len(CS) + 1)]
     print("\n".join(lines), flush=True)
