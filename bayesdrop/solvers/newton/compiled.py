@@ -26,7 +26,7 @@ from ...model._design_kernels import dense_rmatvec_pair, scaled_rows
 from ...model.losses.kernels import mean, objective_from_scores, ridge, term
 from . import loop
 
-__all__ = ["DenseSteps", "dense_steps", "irls_start", "newton_dense", "newton_dense_path",
+__all__ = ["EVALUATORS", "DenseSteps", "dense_steps", "irls_start", "newton_dense", "newton_dense_path",
            "newton_loop_compiled", "ready", "with_C"]
 
 #: rows per block of the Hessian's stacked Gram product (see
@@ -274,6 +274,19 @@ def _is_dense(ev):
     return isinstance(ev, types.BaseNamedTuple) and ev.instance_class is DenseSteps
 
 
+#: the NamedTuple evaluators compiled into the loop (:class:`DenseSteps`; :mod:`.compiled_csr`
+#: adds ``CsrSteps``): they share the overloads of the operations that only move the
+#: trial points' scores (:func:`_take_doubled`) or have no float32 factor to retry
+#: (:func:`_retry_exact`)
+EVALUATORS = [DenseSteps]
+
+
+def _is_compiled(ev):
+    from numba import types
+
+    return isinstance(ev, types.BaseNamedTuple) and ev.instance_class in EVALUATORS
+
+
 @_jit.overload(loop.start)
 def _start(ev, theta):
     if not _is_dense(ev):
@@ -338,7 +351,7 @@ def _trial(ev, theta, step, t, slot, derivs):
 
 @_jit.overload(loop.take_doubled)
 def _take_doubled(ev):
-    if not _is_dense(ev):
+    if not _is_compiled(ev):
         return None
 
     def impl(ev):
@@ -350,7 +363,7 @@ def _take_doubled(ev):
 
 @_jit.overload(loop.retry_exact)
 def _retry_exact(ev, fresh):
-    if not _is_dense(ev):
+    if not _is_compiled(ev):
         return None
 
     def impl(ev, fresh):

@@ -24,7 +24,7 @@ from ...linalg.kernels import csr_gradient_entries, csr_hessian_entries, csr_pcg
 from ...model._design_kernels import csr_rmatvec_pair
 from ...model.losses.kernels import objective_from_scores, ridge, term_and_value
 from . import loop
-from .compiled import newton_loop_compiled
+from .compiled import EVALUATORS, newton_loop_compiled
 
 __all__ = ["CsrSteps", "csr_steps", "newton_csr"]
 
@@ -185,6 +185,9 @@ def _gradient(ev, entries):
     return g
 
 
+EVALUATORS.append(CsrSteps)  # take_doubled and retry_exact: the dense evaluator's
+
+
 def _is_csr(ev):
     from numba import types
 
@@ -262,28 +265,6 @@ def _trial(ev, theta, step, t, slot, derivs):
             J = _line(ev, theta, step, t, ev.m_e, ev.s_e, False)
         ev.J_trial[slot] = J
         return J
-    return impl
-
-
-@_jit.overload(loop.take_doubled)
-def _take_doubled(ev):
-    if not _is_csr(ev):
-        return None
-
-    def impl(ev):
-        loop.put(ev.m_c, ev.m_e)
-        loop.put(ev.s_c, ev.s_e)
-        ev.J_trial[0] = ev.J_trial[1]
-    return impl
-
-
-@_jit.overload(loop.retry_exact)
-def _retry_exact(ev, fresh):
-    if not _is_csr(ev):
-        return None
-
-    def impl(ev, fresh):
-        return False
     return impl
 
 
