@@ -151,15 +151,15 @@ def test_products_on_threads_are_the_products_in_one_thread():
     np.testing.assert_allclose(out[True], one, rtol=1e-12, atol=1e-13 * np.abs(one).max())
 
 
-@pytest.mark.parametrize("loss_name", ["logistic", "hinge"])
-def test_newton_cg_gives_the_same_bits_with_and_without_numba_threads(monkeypatch, loss_name):
+def test_newton_cg_gives_the_same_bits_with_and_without_numba_threads(monkeypatch):
+    """(One loss: the products do not depend on it, and each variant compiles for seconds.)"""
     import numpy as np
 
-    from bayesdrop import HingeLoss, LogisticLoss
+    from bayesdrop import LogisticLoss
     from bayesdrop.linalg import hessian as hess
     from bayesdrop.solvers import newton
 
-    problem = _wide_problem(LogisticLoss(1.0) if loss_name == "logistic" else HingeLoss(1.0))
+    problem = _wide_problem(LogisticLoss(1.0))
     fits = {}
     for threads in (True, False):
         for module in (newton, hess):
