@@ -9,7 +9,9 @@ Two kernels on the same problem, the same run:
 * **python** -- the Python kernel (``compiled=False``: the Woodbury back-end, chains in
   processes), as before this kernel existed.
 
-Reported: one chain's sweep time (one thread), the sweeps per second of 4 chains on both
+Reported: one chain's sweep time (the compiled chain's dual products on numba's threads,
+as a single chain runs them; ``NUMBA_NUM_THREADS=1`` for one thread), the sweeps per
+second of 4 chains on both
 cores with the default 500 tuning + 1000 kept sweeps (compiled only: the Python kernel's
 full run takes about 20 minutes, so its throughput is its single-chain rate times the two
 cores), bulk and tail ESS (ArviZ; minimum over the intercept, the 200 most frequent words
@@ -61,7 +63,7 @@ def main():
         sample(problem, draws=n, tune=0, chains=1, cores=1, random_state=0,
                compiled=compiled, **kw)
         rates[name] = n / (time.perf_counter() - t)
-    say("| kernel | sweep ms (1 chain, 1 thread) | sweeps / s, 1 chain |")
+    say("| kernel | sweep ms (1 chain) | sweeps / s, 1 chain |")
     say("|---|---|---|")
     for name, r in rates.items():
         say(f"| {name} | {1e3 / r:.1f} | {r:.1f} |")
