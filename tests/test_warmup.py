@@ -8,9 +8,9 @@ import sys
 import textwrap
 
 
-def _python(code, cache):
+def _python(code, cache, **env):
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                         text=True, env={**os.environ, "NUMBA_CACHE_DIR": cache})
+                         text=True, env={**os.environ, "NUMBA_CACHE_DIR": cache, **env})
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -34,13 +34,17 @@ def test_compile_covers_the_fit_and_posterior_of_wide_sparse_data(tmp_path):
     empty cache), another process fits and samples a wide CSR problem -- Newton-CG, the
     sampler's dual sweep -- at ``C = 1`` and ``C = 0.1`` (the sweep's variants without and
     with the fractional Polya-Gamma tables) with every kernel loaded from the cache:
-    numba's cache misses of bayesdrop's dispatchers stay at zero (they count compiles)."""
+    numba's cache misses of bayesdrop's dispatchers stay at zero (they count compiles).
+    Both processes on one numba thread: the warm-up then skips the threaded variants
+    (``warmup.LARGE_SPARSE``, which this problem's one row chunk would not use anyway),
+    about 20 s of compilation."""
     cache = str(tmp_path)
+    one = {"NUMBA_NUM_THREADS": "1"}
     _python("""
         import os
         from bayesdrop.warmup import warm
         warm(["DropoutLogisticRegression"], ["sparse"], file=open(os.devnull, "w"))
-    """, cache)
+    """, cache, **one)
     out = _python("""
         import sys, warnings
         import numpy as np, scipy.sparse as sp
@@ -53,7 +57,7 @@ def test_compile_covers_the_fit_and_posterior_of_wide_sparse_data(tmp_path):
             est = bayesdrop.DropoutLogisticRegression(C=C, noise_level=0.3).fit(X, y)
             est.sample_posterior(X, y, draws=10, tune=5, chains=2, progressbar=False,
                                  random_state=0)
-    """ + _MISSES, cache)
+    """ + _MISSES, cache, **one)
     misses, hits = map(int, out.split())
     assert hits > 0 and misses == 0, (misses, hits)
 
