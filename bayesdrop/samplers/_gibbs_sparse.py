@@ -260,7 +260,7 @@ def _dual_apply(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, p, q,
     nothing parallel is compiled) -- the same sums either way."""
     K = chunks.shape[0] - 1
     part = np.empty(K)
-    if threads is not None and K > 1:  # (pruned by numba where None)
+    if threads is not None and threads and K > 1:  # (pruned by numba where None)
         _dual_apply_threads(indptr, indices, xdata, cptr, cidx, cdata, kdiag, inv_rho, p, q,
                             tmp, chunks, part)
     else:

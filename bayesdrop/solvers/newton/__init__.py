@@ -57,10 +57,10 @@ from __future__ import annotations
 
 import math
 import threading
-from contextlib import nullcontext
 import time
 import warnings
 import weakref
+from contextlib import nullcontext
 
 import numpy as np
 import scipy.linalg as sla
@@ -75,15 +75,37 @@ from ...model.objective import penalised
 from ...model.problem import subsample_rows
 from ..result import SolverResult
 from . import empty_rows, loop, steps
+
 # the documented constants, read from this module at call time (so that they can be patched)
 from .constants import (  # noqa: F401
-    ARMIJO, CG_FORCING_FLOOR, CHORD_STOP, CONTRACTION, EXPAND_RATIO, EXPAND_STEPS,
-    MAX_COMPILED_ENTRIES, MAX_COMPILED_ROWS, MIN_STEP, QN_MEMORY,
-    QN_REUSE_DECREMENT, RAY_LOG_RANGE, RAY_LOG_TOL, RAY_MIN_PARAMS, REUSE_DECREMENT,
-    RIDGE, ROWS_SUBSAMPLE_STEP, ROW_SHORT_STEPS, ROW_TRIAL_STEPS, SINGLE_MAX_COND,
+    ARMIJO,
+    CG_FORCING_FLOOR,
+    CHORD_STOP,
+    CONTRACTION,
+    EXPAND_RATIO,
+    EXPAND_STEPS,
+    MAX_COMPILED_ENTRIES,
+    MAX_COMPILED_ROWS,
+    MIN_STEP,
+    QN_MEMORY,
+    QN_REUSE_DECREMENT,
+    RAY_LOG_RANGE,
+    RAY_LOG_TOL,
+    RAY_MIN_PARAMS,
+    REUSE_DECREMENT,
+    RIDGE,
+    ROW_SHORT_STEPS,
+    ROW_TRIAL_STEPS,
+    ROWS_SUBSAMPLE_STEP,
+    SINGLE_MAX_COND,
     START_CG_RTOL,
-    START_GRAM_ROWS, START_GRAM_ROWS_PER_PARAM, SUBSAMPLE_MAX_ITER,
-    SUBSAMPLE_MIN_ROWS, SUBSAMPLE_STEP, TRAP_STEPS)
+    START_GRAM_ROWS,
+    START_GRAM_ROWS_PER_PARAM,
+    SUBSAMPLE_MAX_ITER,
+    SUBSAMPLE_MIN_ROWS,
+    SUBSAMPLE_STEP,
+    TRAP_STEPS,
+)
 
 __all__ = ["LINALG", "applicable", "choose_linalg", "fit", "fit_path", "ray_scale"]
 
@@ -317,7 +339,7 @@ def _compiled_inputs(problem, linalg, compiled):
     the IRLS start needs)."""
     from ...model.losses.kernels import has_kernels, kernels_of
 
-    if linalg != "cholesky" or not compiled or (compiled == "auto" and _jit.interpreting()):
+    if not _compiled_allowed(linalg, "cholesky", compiled):
         return None
     loss = problem.loss
     lp, arrays = loss.kernel_params, _dense_arrays(problem.design, compiled)
@@ -327,14 +349,27 @@ def _compiled_inputs(problem, linalg, compiled):
     return lp, arrays
 
 
+def _compiled_allowed(linalg, lane, compiled):
+    """Whether a compiled loop for ``linalg == lane`` may run: ``compiled`` is not False,
+    and with ``"auto"`` the kernels are not running interpreted."""
+    return linalg == lane and bool(compiled) and not (compiled == "auto"
+                                                      and _jit.interpreting())
+
+
+def _labels_and_weights(problem):
+    """``(y, sw)`` as the compiled loops take them (float64 labels; sample weights, ones
+    where the loss has none)."""
+    n = problem.design.n_samples
+    sw = np.ones(n) if problem.loss.weights is None else problem.loss.weights
+    return np.ascontiguousarray(problem.y, dtype=np.float64), sw
+
+
 def _compiled_args(problem, theta, lp, arrays, opts):
     from ..._blas import dpotrf_address, dsyrk_address
 
     X, M, scale = arrays
-    design = problem.design
-    sw = np.ones(design.n_samples) if problem.loss.weights is None else problem.loss.weights
-    y = np.ascontiguousarray(problem.y, dtype=np.float64)
-    return (lp, X, M, float(scale), design.fit_intercept, y, sw, theta, opts,
+    y, sw = _labels_and_weights(problem)
+    return (lp, X, M, float(scale), problem.design.fit_intercept, y, sw, theta, opts,
             dsyrk_address(), dpotrf_address(), RIDGE)
 
 
@@ -402,8 +437,8 @@ def _run_csr(problem, theta, scores, linalg, compiled, opts, cg_maxiter):
     from ...linalg.kernels import row_chunks, threads_arg
     from ...model.losses.kernels import kernels_of
 
-    design, loss, y = problem
-    if linalg != "cg" or not compiled or (compiled == "auto" and _jit.interpreting()):
+    design, loss, _ = problem
+    if not _compiled_allowed(linalg, "cg", compiled):
         return None
     arrays = design.row_kernel_arrays() if design.sparse else None
     lp = loss.kernel_params
@@ -415,10 +450,8 @@ def _run_csr(problem, theta, scores, linalg, compiled, opts, cg_maxiter):
     from .compiled_csr import newton_csr
 
     chunks = row_chunks(arrays[1][0])
-
-    sw = np.ones(design.n_samples) if loss.weights is None else loss.weights
     args = (lp, *arrays[1], float(arrays[2]), design.fit_intercept, design.n_features,
-            np.ascontiguousarray(y, dtype=np.float64), sw, theta,
+            *_labels_and_weights(problem), theta,
             *(np.ascontiguousarray(a, dtype=np.float64) for a in scores), opts, RIDGE,
             int(cg_maxiter), chunks, threads_arg(chunks, numba_threads()) is True)
     if compiled is not True and not _at_hand("csr", args, [(newton_csr, args)]):
@@ -483,8 +516,8 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         the steps; ``True`` compiles it if needed, about 10 s once per machine); with
         ``linalg="cg"`` and a CSR design whose noise variance has ``X``'s sparsity
         pattern, likewise Newton-CG's loop (:mod:`.compiled_csr`, about 7 s per loss).
-        ``"auto"``: for dense designs up to :data:`MAX_COMPILED_ROWS` rows and :data:`MAX_COMPILED_ENTRIES`
-        entries in ``X``, and only when its machine code is at hand -- compiled earlier
+        ``"auto"``: for dense designs up to :data:`MAX_COMPILED_ROWS` rows and
+        :data:`MAX_COMPILED_ENTRIES` entries in ``X``, and only when its machine code is at hand -- compiled earlier
         in this process or held by numba's on-disk cache (``python -m bayesdrop
         compile`` puts it there) -- otherwise the same iteration runs in Python, which
         compiles next to nothing (a first fit in seconds rather than half a minute) --

@@ -95,23 +95,6 @@ def csr_steps(lp, indptr, indices, xdata, mdata, scale, fi, D, y, sw, m, s, ridg
 
 
 @_jit.njit(cache=True, nogil=True)
-def _scores(ev, theta, m, s):
-    """``m = Xbar theta`` and ``s = scale M w^2``, row by row (left-to-right sums, as
-    scipy's product)."""
-    indptr, indices, xdata, mdata = ev.indptr, ev.indices, ev.xdata, ev.mdata
-    b = theta[theta.shape[0] - 1] if ev.fi else 0.0
-    for i in range(indptr.shape[0] - 1):
-        mi = 0.0
-        si = 0.0
-        for k in range(indptr[i], indptr[i + 1]):
-            wj = theta[indices[k]]
-            mi += xdata[k] * wj
-            si += mdata[k] * (wj * wj)
-        m[i] = mi + b
-        s[i] = si * ev.scale
-
-
-@_jit.njit(cache=True, nogil=True)
 def _line(ev, theta, step, t, m_c, s_c, new_line):
     """The scores of ``theta + t step``: ``m_c = m + t xs`` and ``s_c = V cand_w^2``,
     where ``xs = Xbar step`` is computed in the same pass on a ``new_line``."""
