@@ -11,7 +11,8 @@ small dense problems and Newton-CG's loop for CSR designs of the estimator's los
 ``compiled="auto"`` runs only once compiled: :func:`bayesdrop.solvers.newton.fit`) and,
 for the classifiers, the dense loop's run over a path of ``C`` (:func:`bayesdrop.solvers.newton.fit_path`), the float32 Hessian of larger dense
 designs (:data:`LARGE_DENSE`), the threaded products of larger sparse ones
-(:data:`LARGE_SPARSE`) and, for the SVMs, the event loop
+(:data:`LARGE_SPARSE`), the compiled primal CG of the sampler's system on sparse data
+with more examples than features and, for the SVMs, the event loop
 that the CV estimators' zero-noise path runs (:mod:`bayesdrop.solvers.homotopy`); later
 processes load them from the cache.
 """
@@ -76,6 +77,22 @@ def _compile_newton(est, X, y):
     if not regression and not problem.design.sparse:  # the CV path's fits in one call (for the epsilon-insensitive
         # loss only where its tube has at most 64 edges: bayesdrop.solvers.fit_path)
         newton.fit_path(problem, [1.0, 2.0], theta, compiled=True)
+
+
+def _sample_primal(est, X, y, Cs):
+    """A few sweeps of the sampler's Python kernel with the primal CG on the CSR ``X``
+    (the sweeps of sparse designs with more examples than features) at each ``C`` of
+    ``Cs``: its augmentation draws and, with ``X``'s stored entries, the CG's row
+    chunks (threaded where ``X`` has :data:`LARGE_SPARSE`'s entries)."""
+    from .model.problem import Problem
+    from .samplers import sample
+
+    regression = type(est).__name__ == "DropoutSVR"
+    target = np.asarray(y, dtype=float) if regression else 2.0 * np.asarray(y) - 1.0
+    for C in Cs:
+        problem = Problem.create(X, target, type(est)(C=C)._make_loss(), "dropout")
+        sample(problem, draws=2, tune=1, chains=1, linalg="cg", progressbar=False,
+               random_state=0, theta_hat=np.zeros(problem.design.n_params))
 
 
 def warm(estimators=ESTIMATORS, kinds=KINDS, *, sample=True, file=None):
@@ -147,6 +164,11 @@ def warm(estimators=ESTIMATORS, kinds=KINDS, *, sample=True, file=None):
                         type(est)(noise_level=0.2).fit(*large).sample_posterior(
                             *large, draws=5, tune=5, chains=1, progressbar=False,
                             random_state=0)
+                    if kind == "sparse":  # the primal system's sweeps (tall data)
+                        Cs = (1.0, 0.1) if name == "DropoutLogisticRegression" else (1.0,)
+                        _sample_primal(est, X, y, Cs)
+                        if large is not None:
+                            _sample_primal(est, *large, Cs[:1])
                 rows.append((name, kind, "sample_posterior", time.perf_counter() - t0))
                 print(f"{name:<26} {kind:<6} sample_posterior {rows[-1][3]:7.1f} s",
                       file=file, flush=True)

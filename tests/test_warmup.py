@@ -57,6 +57,13 @@ def test_compile_covers_the_fit_and_posterior_of_wide_sparse_data(tmp_path):
             est = bayesdrop.DropoutLogisticRegression(C=C, noise_level=0.3).fit(X, y)
             est.sample_posterior(X, y, draws=10, tune=5, chains=2, progressbar=False,
                                  random_state=0)
+        # more examples than features: the sampler's primal CG
+        X = sp.random(2100, 2050, density=0.002, format="csr", random_state=3)
+        y = (np.asarray(X @ rng.normal(size=2050)).ravel() > 0).astype(int)
+        for C in (1.0, 0.1):
+            est = bayesdrop.DropoutLogisticRegression(C=C, noise_level=0.3).fit(X, y)
+            est.sample_posterior(X, y, draws=3, tune=1, chains=1, progressbar=False,
+                                 random_state=0)
     """ + _MISSES, cache, **one)
     misses, hits = map(int, out.split())
     assert hits > 0 and misses == 0, (misses, hits)

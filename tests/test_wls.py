@@ -222,3 +222,38 @@ def test_compiled_syrk_sums_row_blocks_of_the_weighted_gram_matrix():
         syrk_rows(addr, block, rows, A, work)
     mirror_upper(A)
     np.testing.assert_allclose(A, W.T @ W, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_compiled_csr_cg_is_scipys_iteration_on_threads_or_not(fit_intercept, monkeypatch):
+    """A CSR design's primal CG runs compiled (``kernels.csr_pcg`` on Newton's
+    Hessian-vector product with ``d_mm = rho`` and no noise-gradient part): from the same
+    start it reaches scipy's ``cg`` on the matrix-free operator (both to the relative
+    residual 1e-12 of ``r``: the true residual stays below 1e-10 of it), in about its
+    number of iterations; the row chunks on numba's threads or one after the other give
+    the same bits; started at its own answer it has nothing left to do."""
+    from bayesdrop.linalg.cg import jacobi_cg
+
+    X = sparse_counts(n=2000, d=60, density=0.5, seed=4)  # 6e4 entries: two row chunks
+    design = Design(X, Dropout(0.3), fit_intercept)
+    rng = np.random.default_rng(5)
+    rho, t = 10.0 ** rng.uniform(-2, 3, size=2000), rng.normal(size=2000)
+    r = wls.normal_rhs(design, t)
+    x0 = rng.normal(size=design.n_params)
+    op, diag = wls.normal_operator(design, rho)
+    ref, ref_its, ok = jacobi_cg(op, diag, r, x0, 1e-12)
+    out = {}
+    for threads in (True, False):
+        monkeypatch.setattr(wls, "numba_threads", lambda t=threads: t)
+        out[threads] = wls._csr_cg_solve(design, rho, r, x0, 1e-12, None)
+    (theta, info), (other, _) = out[True], out[False]
+    assert np.array_equal(theta, other)
+    assert ok and info["linalg"] == "cg" and info["cg_converged"]
+    assert abs(info["cg_iterations"] - ref_its) <= 2
+    assert np.linalg.norm(op @ theta - r) <= 1e-10 * np.linalg.norm(r)
+    np.testing.assert_allclose(theta, ref, rtol=1e-8, atol=1e-10 * np.abs(ref).max())
+    again, info = wls._csr_cg_solve(design, rho, r, theta, 1e-10, None)
+    assert info["cg_iterations"] == 0 and np.array_equal(again, theta)
+    # the solves of wls.solve / wls.sample on this design are these
+    assert np.array_equal(wls.solve(design, rho, t, linalg="cg", cg_tol=1e-12)[0],
+                          wls._csr_cg_solve(design, rho, r, None, 1e-12, None)[0])

@@ -47,6 +47,7 @@ from scipy.linalg.lapack import dpotrf as _potrf
 from scipy.linalg.lapack import dtrtrs as _trtrs
 import scipy.sparse.linalg as spla
 
+from .._threads import numba_threads
 from .cg import jacobi_cg
 from .woodbury import DualCG, WoodburyFactor, cholesky_factor
 
@@ -187,10 +188,87 @@ def normal_operator(design, rho):
 
 
 def _cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
-    """Preconditioned CG on ``A theta = r``."""
+    """Preconditioned CG on ``A theta = r``: compiled for a CSR design
+    (:func:`_csr_cg_solve`), scipy's ``cg`` with a matrix-free operator otherwise."""
+    out = _csr_cg_solve(design, rho, r, x0, cg_tol, cg_maxiter)
+    if out is not None:
+        return out
     op, diag = normal_operator(design, rho)
     theta, iterations, converged = jacobi_cg(op, diag, r, x0, cg_tol, cg_maxiter)
     return theta, {"linalg": "cg", "cg_iterations": iterations, "cg_converged": converged}
+
+
+def _own_products(design):
+    """Whether ``design`` uses :class:`Design`'s own products and diagonal noise term
+    (a subclass may redefine them: the latent designs, a user's row back-end)."""
+    from ..model.design import Design
+
+    cls = type(design)
+    return all(getattr(cls, name) is getattr(Design, name)
+               for name in ("matvec", "rmatvec", "noise_diagonal", "add_noise_term"))
+
+
+def _csr_cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
+    """Jacobi-preconditioned CG on ``A theta = r`` for a CSR design, in one compiled call
+    (:func:`bayesdrop.linalg.kernels.csr_pcg`), or None where it does not apply (another
+    design, kernels running interpreted).
+
+    ``A z = 2 I' z + (V^T rho) z + Xbar^T (rho * (Xbar z))`` is Newton's CSR
+    Hessian-vector product (:func:`bayesdrop.linalg.kernels.csr_hvp`) with ``d_mm = rho``
+    and no noise-gradient part (``G = 0``, ``d_ms = d_ss = 0``); the entries and the
+    diagonal come from one pass (:func:`bayesdrop.linalg.kernels.csr_hessian_entries` at
+    ``w = 0``). From ``x0`` the solve is ``A delta = r - A x0`` with the relative residual
+    ``cg_tol ||r|| / ||r - A x0||``: the criterion of scipy's ``cg`` from ``x0``. The row
+    chunks run on numba's threads where :func:`bayesdrop._threads.numba_threads` allows:
+    the same sums either way, so the same draws with any thread count.
+    """
+    from .. import _jit
+
+    X = design.X
+    if (not design.sparse or X.format != "csr" or _jit.interpreting()
+            or not _own_products(design)):
+        return None
+    from ..model.design import unsigned_indices
+    from . import kernels
+
+    D, n_p, n = design.n_features, design.n_params, design.n_samples
+    indptr, indices = X.indptr, unsigned_indices(X.indices)
+    data = np.ascontiguousarray(X.data, dtype=np.float64)
+    rho = np.ascontiguousarray(rho, dtype=np.float64)
+    noise = np.ascontiguousarray(design.noise_diagonal(rho)[:D], dtype=np.float64)
+    zeros = np.zeros(n)
+    xg, diag = kernels.csr_hessian_entries(indptr, indices, data, data, 0.0,
+                                           design.fit_intercept, np.zeros(D), rho, zeros,
+                                           zeros, noise, np.empty(2 * data.shape[0]),
+                                           np.empty(n_p))
+    base = 2.0 + noise
+    chunks = kernels.row_chunks(indptr)
+    threads = kernels.threads_arg(chunks, numba_threads())
+    maxiter = 10 * n_p if cg_maxiter is None else int(cg_maxiter)
+    r = np.ascontiguousarray(r, dtype=np.float64)
+    start = np.zeros(n_p) if x0 is None else np.array(x0, dtype=np.float64)
+    residual = r
+    if start.any():
+        bufs = np.empty((chunks.shape[0] - 2, D))
+        residual = r - kernels.csr_hvp(indptr, indices, xg, design.fit_intercept, rho,
+                                       zeros, zeros, base, start, np.empty(n_p), chunks,
+                                       bufs, threads)
+    target = cg_tol * np.linalg.norm(r)
+    size = np.linalg.norm(residual)
+    if size <= target:
+        return start, {"linalg": "cg", "cg_iterations": 0, "cg_converged": True}
+    step, iterations = kernels.csr_pcg(indptr, indices, xg, design.fit_intercept, rho, zeros,
+                                       zeros, base, 1.0 / diag, -residual, target / size,
+                                       maxiter, chunks, threads)
+    theta = start + step
+    converged = iterations < maxiter  # CG stopped at the tolerance (or at dHd <= 0)
+    if not converged:  # the last product may have reached it: the true residual says
+        bufs = np.empty((chunks.shape[0] - 2, D))
+        converged = np.linalg.norm(r - kernels.csr_hvp(
+            indptr, indices, xg, design.fit_intercept, rho, zeros, zeros, base, theta,
+            np.empty(n_p), chunks, bufs, threads)) <= target
+    return theta, {"linalg": "cg", "cg_iterations": int(iterations),
+                   "cg_converged": bool(converged)}
 
 
 def solve(design, rho, t, *, linalg="auto", x0=None, cg_tol=1e-10, cg_maxiter=None):
