@@ -9,7 +9,7 @@ fraction drawn from the inversion table, with the most tilting trials) and ``C =
 the most before the series took over at ``h = 9``). Problems: breast cancer (dense,
 compiled sweep), a random 2000 x 5000 CSR design (fewer examples than features: the
 compiled sweep's dual system) and a random 6000 x 2500 one (more examples than features:
-the primal system, solved by the Python kernel's CG back-end; also without noise, where
+the primal system, solved by the Python kernel's compiled CG; also without noise, where
 the dual system's iterations would grow as ``sqrt(C)``). For each problem and ``C``: one
 chain (BLAS on one thread; the wide CSR sweep's dual products on numba's threads, as a
 single chain runs them -- ``NUMBA_NUM_THREADS=1`` for one thread), from the mode, after one untimed run of the same problem at the same ``C``
@@ -54,7 +54,7 @@ def problems():
     Xs = sp.random(2000, 5000, density=0.005, format="csr", random_state=1)
     ys = np.where(Xs @ rng.normal(size=5000) + 0.1 * rng.normal(size=2000) > 0, 1.0, -1.0)
     yield "random 2000x5000 CSR", Xs, ys, (5, 20)
-    # more examples than features: the primal system (the Python kernel's CG back-end)
+    # more examples than features: the primal system (the Python kernel's compiled CG)
     Xt = sp.random(6000, 2500, density=0.004, format="csr", random_state=1)
     yt = np.where(Xt @ rng.normal(size=2500) + 0.3 * rng.normal(size=6000) > 0, 1.0, -1.0)
     yield "random 6000x2500 CSR (tall)", Xt, yt, (5, 20)
