@@ -22,7 +22,8 @@ Three linear-algebra back-ends:
 ``"cg"``
     matrix-free preconditioned conjugate gradients with
     ``A z = 2 I' z + Xbar^T (rho * (Xbar z)) + (V^T rho) * z`` (cost ``O(nnz)`` per
-    iteration) and a Jacobi preconditioner; never forms a ``D x D`` matrix.
+    iteration) and a Jacobi preconditioner; never forms a ``D x D`` matrix. For a CSR
+    design the whole iteration is one compiled call (:func:`_csr_cg_solve`).
 
 ``"woodbury"``
     the dual solve for ``D > N`` through the ``N x N`` matrix
@@ -247,12 +248,13 @@ def _csr_cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
     maxiter = 10 * n_p if cg_maxiter is None else int(cg_maxiter)
     r = np.ascontiguousarray(r, dtype=np.float64)
     start = np.zeros(n_p) if x0 is None else np.array(x0, dtype=np.float64)
-    residual = r
-    if start.any():
-        bufs = np.empty((chunks.shape[0] - 2, D))
-        residual = r - kernels.csr_hvp(indptr, indices, xg, design.fit_intercept, rho,
-                                       zeros, zeros, base, start, np.empty(n_p), chunks,
-                                       bufs, threads)
+
+    def product(z):  # A z
+        return kernels.csr_hvp(indptr, indices, xg, design.fit_intercept, rho, zeros, zeros,
+                               base, z, np.empty(n_p), chunks,
+                               np.empty((chunks.shape[0] - 2, D)), threads)
+
+    residual = r - product(start) if start.any() else r
     target = cg_tol * np.linalg.norm(r)
     size = np.linalg.norm(residual)
     if size <= target:
@@ -263,10 +265,7 @@ def _csr_cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
     theta = start + step
     converged = iterations < maxiter  # CG stopped at the tolerance (or at dHd <= 0)
     if not converged:  # the last product may have reached it: the true residual says
-        bufs = np.empty((chunks.shape[0] - 2, D))
-        converged = np.linalg.norm(r - kernels.csr_hvp(
-            indptr, indices, xg, design.fit_intercept, rho, zeros, zeros, base, theta,
-            np.empty(n_p), chunks, bufs, threads)) <= target
+        converged = np.linalg.norm(r - product(theta)) <= target
     return theta, {"linalg": "cg", "cg_iterations": int(iterations),
                    "cg_converged": bool(converged)}
 
