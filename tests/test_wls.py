@@ -257,3 +257,14 @@ def test_compiled_csr_cg_is_scipys_iteration_on_threads_or_not(fit_intercept, mo
     # the solves of wls.solve / wls.sample on this design are these
     assert np.array_equal(wls.solve(design, rho, t, linalg="cg", cg_tol=1e-12)[0],
                           wls._csr_cg_solve(design, rho, r, None, 1e-12, None)[0])
+
+
+def test_compiled_csr_cg_checks_the_shapes_it_indexes():
+    """The compiled CG reads ``rho`` and ``x0`` without bounds checks: a wrong length is a
+    ValueError naming the argument, as scipy's operator products raised one before."""
+    design = Design(sparse_counts(n=30, d=5, density=0.5, seed=1), Dropout(0.3))
+    rho, t = np.ones(30), np.ones(30)
+    with pytest.raises(ValueError, match="rho has shape"):
+        wls.solve(design, np.ones(29), t, linalg="cg")
+    with pytest.raises(ValueError, match="x0 has shape"):
+        wls.solve(design, rho, t, linalg="cg", x0=np.zeros(5))

@@ -233,9 +233,14 @@ def _csr_cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
     from . import kernels
 
     D, n_p, n = design.n_features, design.n_params, design.n_samples
+    rho = np.ascontiguousarray(rho, dtype=np.float64)
+    # the compiled loops index these without bounds checks: their shapes first
+    for name, value, shape in (("rho", rho, (n,)), ("r", r, (n_p,)),
+                               ("x0", x0, (n_p,))):
+        if value is not None and np.shape(value) != shape:
+            raise ValueError(f"{name} has shape {np.shape(value)}, expected {shape}")
     indptr, indices = X.indptr, unsigned_indices(X.indices)
     data = np.ascontiguousarray(X.data, dtype=np.float64)
-    rho = np.ascontiguousarray(rho, dtype=np.float64)
     noise = np.ascontiguousarray(design.noise_diagonal(rho)[:D], dtype=np.float64)
     zeros = np.zeros(n)
     xg, diag = kernels.csr_hessian_entries(indptr, indices, data, data, 0.0,
