@@ -151,6 +151,49 @@ def test_products_on_threads_are_the_products_in_one_thread():
     np.testing.assert_allclose(out[True], one, rtol=1e-12, atol=1e-13 * np.abs(one).max())
 
 
+def test_gradient_pass_on_threads_is_the_pass_in_one_thread():
+    """``csr_gradient_pass``: its two chunks on numba's threads or one after the other
+    give the same bits, the same entries ``xg`` as ``csr_gradient_entries``, and
+    ``X^T a``, ``M^T rho`` to rounding of the one-chunk pass -- which is bit for bit
+    ``csr_gradient_entries`` (with entries) and ``csr_rmatvec_pair`` (without)."""
+    import numpy as np
+
+    from bayesdrop import LogisticLoss
+    from bayesdrop.linalg import kernels
+    from bayesdrop.model._design_kernels import csr_rmatvec_pair
+
+    design = _wide_problem(LogisticLoss(1.0)).design
+    (indptr, indices, xdata, mdata), scale = design.row_kernel_arrays()[1:]
+    n, D = design.n_samples, design.n_features
+    rng = np.random.default_rng(3)
+    w, a, rho = rng.normal(size=D), rng.normal(size=n), rng.random(n)
+    chunks = kernels.row_chunks(indptr)
+    assert chunks.size == 3
+
+    def run(chunks, threads, entries=True):
+        g, nd, xg = np.full(D + 1, 7.0), np.empty(D), np.zeros(2 * xdata.size)
+        kernels.csr_gradient_pass(indptr, indices, xdata, mdata, scale, w, a, rho, g, nd, xg,
+                                  entries, chunks, threads)
+        assert g[D] == 7.0  # the intercept's entry is the caller's
+        return g[:D], nd, xg
+
+    on, off = run(chunks, True), run(chunks, False)
+    one = run(np.array([0, n]), False)
+    ref = [np.empty(D), np.empty(D), np.empty(2 * xdata.size)]
+    kernels.csr_gradient_entries(indptr, indices, xdata, mdata, scale, w, a, rho, *ref)
+    pair = [np.empty(D + 1), np.empty(D)]
+    csr_rmatvec_pair(indptr, indices, xdata, mdata, a, rho, *pair)
+    for x, y in zip(on, off):
+        assert np.array_equal(x, y)
+    for x, y in zip(one, ref):
+        assert np.array_equal(x, y)
+    plain = run(np.array([0, n]), False, entries=False)
+    assert np.array_equal(plain[0], pair[0][:D]) and np.array_equal(plain[1], pair[1])
+    assert np.array_equal(on[2], ref[2])
+    for x, y in zip(on[:2], one[:2]):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-13 * np.abs(y).max())
+
+
 def test_newton_cg_gives_the_same_bits_with_and_without_numba_threads(monkeypatch):
     """(One loss: the products do not depend on it, and each variant compiles for seconds.)"""
     import numpy as np

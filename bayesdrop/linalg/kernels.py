@@ -28,7 +28,8 @@ import numpy as np
 from .. import _jit
 from ..model._design_kernels import _scaled_row
 
-__all__ = ["CHUNKED_MIN_ENTRIES", "HVP_CHUNKS", "csr_gradient_entries", "csr_hessian_entries",
+__all__ = ["CHUNKED_MIN_ENTRIES", "HVP_CHUNKS", "csr_gradient_entries", "csr_gradient_pass",
+           "csr_hessian_entries",
            "csr_hvp", "csr_pcg", "dense_hdiag", "dense_hessian_split", "dense_hvp",
            "row_chunks", "threads_arg"]
 
@@ -102,6 +103,83 @@ def csr_gradient_entries(indptr, indices, xdata, mdata, scale, w, a, rho, g, nd,
             xg[2 * k] = x
             xg[2 * k + 1] = two_s * m * w[j]
     return g, nd, xg
+
+
+@_jit.njit(cache=True, nogil=True, inline="always")
+def _gradient_rows(indptr, indices, xdata, mdata, two_s, w, a, rho, g, nd, xg, entries, lo,
+                   hi):
+    """Rows ``lo .. hi - 1`` of :func:`csr_gradient_pass` added into ``g`` and ``nd``
+    (per entry the operations of :func:`csr_gradient_entries`, in its order)."""
+    for i in range(lo, hi):
+        ai = a[i]
+        ri = rho[i]
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            x = xdata[k]
+            m = mdata[k]
+            g[j] += x * ai
+            nd[j] += m * ri
+            if entries:
+                xg[2 * k] = x
+                xg[2 * k + 1] = two_s * m * w[j]
+
+
+@_jit.njit(cache=True, nogil=True)
+def _gradient_chunks(indptr, indices, xdata, mdata, two_s, w, a, rho, g, nd, xg, entries,
+                     chunks, bufs):
+    """The chunks of :func:`csr_gradient_pass` one after the other (chunk 0 into ``g`` and
+    ``nd``, chunk ``c`` into the zeroed ``bufs[c - 1]``)."""
+    D = nd.shape[0]
+    for c in range(chunks.shape[0] - 1):
+        tg = g if c == 0 else bufs[c - 1, 0]
+        tn = nd if c == 0 else bufs[c - 1, 1]
+        for j in range(D):
+            tg[j] = 0.0
+            tn[j] = 0.0
+        _gradient_rows(indptr, indices, xdata, mdata, two_s, w, a, rho, tg, tn, xg, entries,
+                       chunks[c], chunks[c + 1])
+
+
+@_jit.njit(cache=True, nogil=True, parallel=True)
+def _gradient_chunks_threads(indptr, indices, xdata, mdata, two_s, w, a, rho, g, nd, xg,
+                             entries, chunks, bufs):
+    """:func:`_gradient_chunks` with the chunks on numba's threads (the same sums)."""
+    D = nd.shape[0]
+    for c in _jit.prange(chunks.shape[0] - 1):
+        tg = g if c == 0 else bufs[c - 1, 0]
+        tn = nd if c == 0 else bufs[c - 1, 1]
+        for j in range(D):
+            tg[j] = 0.0
+            tn[j] = 0.0
+        _gradient_rows(indptr, indices, xdata, mdata, two_s, w, a, rho, tg, tn, xg, entries,
+                       chunks[c], chunks[c + 1])
+
+
+@_jit.njit(cache=True, nogil=True)
+def csr_gradient_pass(indptr, indices, xdata, mdata, scale, w, a, rho, g, nd, xg, entries,
+                      chunks, threads):
+    """``g[:D] = X^T a`` and ``nd = M^T rho`` (``D = nd.shape[0]``; ``g``'s intercept
+    entry is left to the caller) and, with ``entries``, the Hessian's entries ``xg`` as
+    :func:`csr_gradient_entries` writes them, in the row chunks ``chunks`` of
+    :func:`row_chunks`: each chunk summed into its own copy of ``g[:D]`` and ``nd``, the
+    copies added in chunk order, on numba's threads where ``threads`` (a bool) -- the same
+    sums either way. With one chunk, the sums of :func:`csr_gradient_entries` and
+    :func:`bayesdrop.model._design_kernels.csr_rmatvec_pair`."""
+    D = nd.shape[0]
+    K = chunks.shape[0] - 1
+    bufs = np.empty((max(K - 1, 0), 2, D))
+    two_s = 2.0 * scale
+    if threads and K > 1:
+        _gradient_chunks_threads(indptr, indices, xdata, mdata, two_s, w, a, rho, g, nd, xg,
+                                 entries, chunks, bufs)
+    else:
+        _gradient_chunks(indptr, indices, xdata, mdata, two_s, w, a, rho, g, nd, xg, entries,
+                         chunks, bufs)
+    for c in range(1, K):
+        for j in range(D):
+            g[j] += bufs[c - 1, 0, j]
+            nd[j] += bufs[c - 1, 1, j]
+    return g, nd
 
 
 @_jit.njit(cache=True, nogil=True, inline="always")

@@ -7,10 +7,14 @@ The same steps as :class:`bayesdrop.solvers.newton.steps.DesignSteps` with
 ``linalg="cg"``, from the compiled row passes of :mod:`bayesdrop.linalg.kernels` and the
 loss's compiled kernels (:mod:`bayesdrop.model.losses.kernels`): the gradient's pass
 (on a wide design also writing the Hessian's entries,
-:func:`~bayesdrop.linalg.kernels.csr_gradient_entries`), the preconditioner of
+:func:`~bayesdrop.linalg.kernels.csr_gradient_pass`), the preconditioner of
 :func:`~bayesdrop.solvers.newton.steps.cg_preconditioner`, CG by
 :func:`~bayesdrop.linalg.kernels.csr_pcg`, and along a line the scores
 ``m + t Xbar p`` and ``s = V (w + t p_w)^2`` -- the first trial's two products in one pass.
+The gradient's pass, the line's passes and CG's products run in the row chunks of
+:func:`~bayesdrop.linalg.kernels.row_chunks`, on numba's threads where allowed: the same
+sums for any number of threads (the line's rows are independent; the gradient's and the
+products' chunks are added in chunk order).
 """
 
 from __future__ import annotations
@@ -20,8 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ... import _jit
-from ...linalg.kernels import csr_gradient_entries, csr_hessian_entries, csr_pcg
-from ...model._design_kernels import csr_rmatvec_pair
+from ...linalg.kernels import csr_gradient_pass, csr_hessian_entries, csr_pcg
 from ...model.losses.kernels import objective_from_scores, ridge, term_and_value
 from . import loop
 from .compiled import EVALUATORS, newton_loop_compiled
@@ -94,16 +97,11 @@ def csr_steps(lp, indptr, indices, xdata, mdata, scale, fi, D, y, sw, m, s, ridg
                     cg_maxiter, chunks, threads, False)
 
 
-@_jit.njit(cache=True, nogil=True)
-def _line(ev, theta, step, t, m_c, s_c, new_line):
-    """The scores of ``theta + t step``: ``m_c = m + t xs`` and ``s_c = V cand_w^2``,
-    where ``xs = Xbar step`` is computed in the same pass on a ``new_line``."""
-    indptr, indices, xdata, mdata = ev.indptr, ev.indices, ev.xdata, ev.mdata
-    cand, xs = ev.cand, ev.xs
-    for a in range(cand.shape[0]):
-        cand[a] = theta[a] + t * step[a]
-    sb = step[step.shape[0] - 1] if ev.fi else 0.0
-    for i in range(indptr.shape[0] - 1):
+@_jit.njit(cache=True, nogil=True, inline="always")
+def _line_rows(indptr, indices, xdata, mdata, scale, cand, step, sb, m, t, xs, m_c, s_c,
+               new_line, lo, hi):
+    """Rows ``lo .. hi - 1`` of :func:`_line` (each row writes only its own entries)."""
+    for i in range(lo, hi):
         si = 0.0
         if new_line:
             xi = 0.0
@@ -117,8 +115,36 @@ def _line(ev, theta, step, t, m_c, s_c, new_line):
             for k in range(indptr[i], indptr[i + 1]):
                 cj = cand[indices[k]]
                 si += mdata[k] * (cj * cj)
-        m_c[i] = ev.m[i] + t * xs[i]
-        s_c[i] = si * ev.scale
+        m_c[i] = m[i] + t * xs[i]
+        s_c[i] = si * scale
+
+
+@_jit.njit(cache=True, nogil=True, parallel=True)
+def _line_chunks_threads(indptr, indices, xdata, mdata, scale, cand, step, sb, m, t, xs, m_c,
+                         s_c, new_line, chunks):
+    """:func:`_line_rows` over the row chunks on numba's threads (the same values: no row
+    depends on another)."""
+    for c in _jit.prange(chunks.shape[0] - 1):
+        _line_rows(indptr, indices, xdata, mdata, scale, cand, step, sb, m, t, xs, m_c, s_c,
+                   new_line, chunks[c], chunks[c + 1])
+
+
+@_jit.njit(cache=True, nogil=True)
+def _line(ev, theta, step, t, m_c, s_c, new_line):
+    """The scores of ``theta + t step``: ``m_c = m + t xs`` and ``s_c = V cand_w^2``,
+    where ``xs = Xbar step`` is computed in the same pass on a ``new_line``; the rows in
+    their chunks on numba's threads where ``ev.threads``."""
+    cand = ev.cand
+    for a in range(cand.shape[0]):
+        cand[a] = theta[a] + t * step[a]
+    sb = step[step.shape[0] - 1] if ev.fi else 0.0
+    chunks = ev.chunks
+    if ev.threads and chunks.shape[0] > 2:
+        _line_chunks_threads(ev.indptr, ev.indices, ev.xdata, ev.mdata, ev.scale, cand, step,
+                             sb, ev.m, t, ev.xs, m_c, s_c, new_line, chunks)
+    else:
+        _line_rows(ev.indptr, ev.indices, ev.xdata, ev.mdata, ev.scale, cand, step, sb,
+                   ev.m, t, ev.xs, m_c, s_c, new_line, 0, ev.indptr.shape[0] - 1)
     D = ev.nd.shape[0]
     none = m_c[:0]
     return objective_from_scores(ev.lp, ev.y, ev.sw, m_c, s_c, ridge(cand, D), none, none,
@@ -154,11 +180,8 @@ def _gradient(ev, entries):
     D = ev.nd.shape[0]
     g = np.empty(theta.shape[0])
     w = theta[:D]
-    if entries:
-        csr_gradient_entries(ev.indptr, ev.indices, ev.xdata, ev.mdata, ev.scale, w, ev.d_m,
-                             ev.d_s, g, ev.nd, ev.xg)
-    else:
-        csr_rmatvec_pair(ev.indptr, ev.indices, ev.xdata, ev.mdata, ev.d_m, ev.d_s, g, ev.nd)
+    csr_gradient_pass(ev.indptr, ev.indices, ev.xdata, ev.mdata, ev.scale, w, ev.d_m, ev.d_s,
+                      g, ev.nd, ev.xg, entries, ev.chunks, ev.threads)
     if ev.fi:
         g[D] = np.sum(ev.d_m)
     for d in range(D):
