@@ -51,19 +51,15 @@ def test_compile_covers_the_fit_and_posterior_of_wide_sparse_data(tmp_path):
         import bayesdrop
         warnings.simplefilter("ignore")
         rng = np.random.default_rng(1)
-        X = sp.random(60, 3000, density=0.01, format="csr", random_state=2)
-        y = (np.asarray(X @ rng.normal(size=3000)).ravel() > 0).astype(int)
-        for C in (1.0, 0.1):
-            est = bayesdrop.DropoutLogisticRegression(C=C, noise_level=0.3).fit(X, y)
-            est.sample_posterior(X, y, draws=10, tune=5, chains=2, progressbar=False,
-                                 random_state=0)
+        wide = sp.random(60, 3000, density=0.01, format="csr", random_state=2)
         # more examples than features: the sampler's primal CG
-        X = sp.random(2100, 2050, density=0.002, format="csr", random_state=3)
-        y = (np.asarray(X @ rng.normal(size=2050)).ravel() > 0).astype(int)
-        for C in (1.0, 0.1):
-            est = bayesdrop.DropoutLogisticRegression(C=C, noise_level=0.3).fit(X, y)
-            est.sample_posterior(X, y, draws=3, tune=1, chains=1, progressbar=False,
-                                 random_state=0)
+        tall = sp.random(2100, 2050, density=0.002, format="csr", random_state=3)
+        for X, draws, tune, chains in ((wide, 10, 5, 2), (tall, 3, 1, 1)):
+            y = (np.asarray(X @ rng.normal(size=X.shape[1])).ravel() > 0).astype(int)
+            for C in (1.0, 0.1):
+                est = bayesdrop.DropoutLogisticRegression(C=C, noise_level=0.3).fit(X, y)
+                est.sample_posterior(X, y, draws=draws, tune=tune, chains=chains,
+                                     progressbar=False, random_state=0)
     """ + _MISSES, cache, **one)
     misses, hits = map(int, out.split())
     assert hits > 0 and misses == 0, (misses, hits)

@@ -90,26 +90,16 @@ def csr_gradient_entries(indptr, indices, xdata, mdata, scale, w, a, rho, g, nd,
     for j in range(nd.shape[0]):
         g[j] = 0.0
         nd[j] = 0.0
-    two_s = 2.0 * scale
-    for i in range(indptr.shape[0] - 1):
-        ai = a[i]
-        ri = rho[i]
-        for k in range(indptr[i], indptr[i + 1]):
-            j = indices[k]
-            x = xdata[k]
-            m = mdata[k]
-            g[j] += x * ai
-            nd[j] += m * ri
-            xg[2 * k] = x
-            xg[2 * k + 1] = two_s * m * w[j]
+    _gradient_rows(indptr, indices, xdata, mdata, 2.0 * scale, w, a, rho, g, nd, xg, True, 0,
+                   indptr.shape[0] - 1)
     return g, nd, xg
 
 
 @_jit.njit(cache=True, nogil=True, inline="always")
 def _gradient_rows(indptr, indices, xdata, mdata, two_s, w, a, rho, g, nd, xg, entries, lo,
                    hi):
-    """Rows ``lo .. hi - 1`` of :func:`csr_gradient_pass` added into ``g`` and ``nd``
-    (per entry the operations of :func:`csr_gradient_entries`, in its order)."""
+    """Rows ``lo .. hi - 1`` of :func:`csr_gradient_pass` and :func:`csr_gradient_entries`
+    added into ``g`` and ``nd`` (with ``entries``, also writing their ``xg``)."""
     for i in range(lo, hi):
         ai = a[i]
         ri = rho[i]
@@ -124,35 +114,36 @@ def _gradient_rows(indptr, indices, xdata, mdata, two_s, w, a, rho, g, nd, xg, e
                 xg[2 * k + 1] = two_s * m * w[j]
 
 
+@_jit.njit(cache=True, nogil=True, inline="always")
+def _gradient_chunk(c, indptr, indices, xdata, mdata, two_s, w, a, rho, g, nd, xg, entries,
+                    chunks, bufs):
+    """Chunk ``c`` of :func:`csr_gradient_pass`: chunk 0 into ``g`` and ``nd``, chunk
+    ``c`` into ``bufs[c - 1]``, each zeroed first."""
+    tg = g if c == 0 else bufs[c - 1, 0]
+    tn = nd if c == 0 else bufs[c - 1, 1]
+    for j in range(nd.shape[0]):
+        tg[j] = 0.0
+        tn[j] = 0.0
+    _gradient_rows(indptr, indices, xdata, mdata, two_s, w, a, rho, tg, tn, xg, entries,
+                   chunks[c], chunks[c + 1])
+
+
 @_jit.njit(cache=True, nogil=True)
 def _gradient_chunks(indptr, indices, xdata, mdata, two_s, w, a, rho, g, nd, xg, entries,
                      chunks, bufs):
-    """The chunks of :func:`csr_gradient_pass` one after the other (chunk 0 into ``g`` and
-    ``nd``, chunk ``c`` into the zeroed ``bufs[c - 1]``)."""
-    D = nd.shape[0]
+    """The chunks of :func:`csr_gradient_pass` one after the other."""
     for c in range(chunks.shape[0] - 1):
-        tg = g if c == 0 else bufs[c - 1, 0]
-        tn = nd if c == 0 else bufs[c - 1, 1]
-        for j in range(D):
-            tg[j] = 0.0
-            tn[j] = 0.0
-        _gradient_rows(indptr, indices, xdata, mdata, two_s, w, a, rho, tg, tn, xg, entries,
-                       chunks[c], chunks[c + 1])
+        _gradient_chunk(c, indptr, indices, xdata, mdata, two_s, w, a, rho, g, nd, xg,
+                        entries, chunks, bufs)
 
 
 @_jit.njit(cache=True, nogil=True, parallel=True)
 def _gradient_chunks_threads(indptr, indices, xdata, mdata, two_s, w, a, rho, g, nd, xg,
                              entries, chunks, bufs):
     """:func:`_gradient_chunks` with the chunks on numba's threads (the same sums)."""
-    D = nd.shape[0]
     for c in _jit.prange(chunks.shape[0] - 1):
-        tg = g if c == 0 else bufs[c - 1, 0]
-        tn = nd if c == 0 else bufs[c - 1, 1]
-        for j in range(D):
-            tg[j] = 0.0
-            tn[j] = 0.0
-        _gradient_rows(indptr, indices, xdata, mdata, two_s, w, a, rho, tg, tn, xg, entries,
-                       chunks[c], chunks[c + 1])
+        _gradient_chunk(c, indptr, indices, xdata, mdata, two_s, w, a, rho, g, nd, xg,
+                        entries, chunks, bufs)
 
 
 @_jit.njit(cache=True, nogil=True)
