@@ -1,4 +1,4 @@
-"""Compiled ``O(nnz)`` passes over the rows for Newton's method (numba, serial, exact order).
+"""Compiled ``O(nnz)`` passes over the rows for Newton's method (numba, in a fixed order).
 
 For a design whose noise variances are ``V = scale * M`` with ``M`` stored like ``X``
 (dense, or CSR with the same sparsity pattern -- dropout and multiplicative noise have
@@ -13,9 +13,15 @@ stored entries, with no temporary ``N x D`` array and no scipy call per product:
   preconditioner);
 * :func:`csr_gradient_entries` -- where CG needs no diagonal (a wide design), the
   entries of ``G`` written by the gradient's pass instead of a pass of their own;
+  :func:`csr_gradient_pass` the same pass in row chunks (compiled Newton-CG);
+* :func:`csr_pcg` -- CG on ``H p = -g`` with :func:`csr_hvp`'s products (also the
+  primal system of :mod:`bayesdrop.linalg.wls` on CSR designs).
 
-The loops run in row order on one thread, so results are the same bits on every machine
-and thread count. The formulas are those of :mod:`bayesdrop.linalg.hessian` (the tests
+Each loop runs its rows in order, or in the fixed row chunks of :func:`row_chunks` (from
+:data:`CHUNKED_MIN_ENTRIES` stored entries), each summed into its own copy of the output
+and the copies added in chunk order -- on numba's threads where
+:func:`bayesdrop._threads.numba_threads` allows, one after the other otherwise: results
+are the same bits for any thread count. The formulas are those of :mod:`bayesdrop.linalg.hessian` (the tests
 check the kernels against them).
 """
 
