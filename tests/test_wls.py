@@ -242,9 +242,11 @@ def test_compiled_csr_cg_is_scipys_iteration_on_threads_or_not(fit_intercept, mo
     x0 = rng.normal(size=design.n_params)
     op, diag = wls.normal_operator(design, rho)
     ref, ref_its, ok = jacobi_cg(op, diag, r, x0, 1e-12)
+    from bayesdrop.linalg import hessian
+
     out = {}
-    for threads in (True, False):
-        monkeypatch.setattr(wls, "numba_threads", lambda t=threads: t)
+    for threads in (True, False):  # (the operator's set-up decides)
+        monkeypatch.setattr(hessian, "numba_threads", lambda t=threads: t)
         out[threads] = wls._csr_cg_solve(design, rho, r, x0, 1e-12, None)
     (theta, info), (other, _) = out[True], out[False]
     assert np.array_equal(theta, other)

@@ -277,27 +277,29 @@ def _hvp_rows(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, lo, hi, out):
     return total_b
 
 
+@_jit.njit(cache=True, nogil=True, inline="always")
+def _hvp_chunk(c, indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks, out, bufs, tb):
+    """Chunk ``c`` of :func:`csr_hvp`: chunk 0 into ``out``, chunk ``c`` into the zeroed
+    ``bufs[c - 1]``; ``tb[c]`` its intercept share."""
+    target = out if c == 0 else bufs[c - 1]
+    if c > 0:
+        target[:] = 0.0
+    tb[c] = _hvp_rows(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks[c], chunks[c + 1],
+                      target)
+
+
 @_jit.njit(cache=True, nogil=True)
 def _hvp_chunks(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks, out, bufs, tb):
-    """The chunks of :func:`csr_hvp` one after the other (chunk 0 into ``out``, chunk
-    ``c`` into the zeroed ``bufs[c - 1]``; ``tb[c]`` its intercept share)."""
+    """The chunks of :func:`csr_hvp` one after the other."""
     for c in range(chunks.shape[0] - 1):
-        target = out if c == 0 else bufs[c - 1]
-        if c > 0:
-            target[:] = 0.0
-        tb[c] = _hvp_rows(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks[c],
-                          chunks[c + 1], target)
+        _hvp_chunk(c, indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks, out, bufs, tb)
 
 
 @_jit.njit(cache=True, nogil=True, parallel=True)
 def _hvp_chunks_threads(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks, out, bufs, tb):
     """:func:`_hvp_chunks` with the chunks on numba's threads (the same sums)."""
     for c in _jit.prange(chunks.shape[0] - 1):
-        target = out if c == 0 else bufs[c - 1]
-        if c > 0:
-            target[:] = 0.0
-        tb[c] = _hvp_rows(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks[c],
-                          chunks[c + 1], target)
+        _hvp_chunk(c, indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, chunks, out, bufs, tb)
 
 
 @_jit.njit(cache=True, nogil=True)

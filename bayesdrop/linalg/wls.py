@@ -48,7 +48,6 @@ from scipy.linalg.lapack import dpotrf as _potrf
 from scipy.linalg.lapack import dtrtrs as _trtrs
 import scipy.sparse.linalg as spla
 
-from .._threads import numba_threads
 from .cg import jacobi_cg
 from .woodbury import DualCG, WoodburyFactor, cholesky_factor
 
@@ -214,14 +213,17 @@ def _csr_cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
     (:func:`bayesdrop.linalg.kernels.csr_pcg`), or None where it does not apply (another
     design, kernels running interpreted).
 
-    ``A z = 2 I' z + (V^T rho) z + Xbar^T (rho * (Xbar z))`` is Newton's CSR
-    Hessian-vector product (:func:`bayesdrop.linalg.kernels.csr_hvp`) with ``d_mm = rho``
-    and no noise-gradient part (``G = 0``, ``d_ms = d_ss = 0``); the entries and the
-    diagonal come from one pass (:func:`bayesdrop.linalg.kernels.csr_hessian_entries` at
-    ``w = 0``). From ``x0`` the solve is ``A delta = r - A x0`` with the relative residual
-    ``cg_tol ||r|| / ||r - A x0||``: the criterion of scipy's ``cg`` from ``x0``. The row
-    chunks run on numba's threads where :func:`bayesdrop._threads.numba_threads` allows:
-    the same sums either way, so the same draws with any thread count.
+    ``A z = 2 I' z + (V^T rho) z + Xbar^T (rho * (Xbar z))`` is Newton's Hessian at
+    ``w = 0`` with ``d_mm = rho``, no noise-gradient part (``d_ms = d_ss = 0``) and the
+    noise diagonal ``V^T rho``: its compiled CSR operator
+    (:func:`bayesdrop.linalg.hessian.hessian_operator`; entries and diagonal from one
+    pass, products and the CG loop by :func:`bayesdrop.linalg.kernels.csr_hvp` and
+    :func:`~bayesdrop.linalg.kernels.csr_pcg`), built on ``X`` alone (the noise enters
+    through the diagonal only, so any diagonal noise model). From ``x0`` the solve is
+    ``A delta = r - A x0`` with the relative residual ``cg_tol ||r|| / ||r - A x0||``: the
+    criterion of scipy's ``cg`` from ``x0``. The row chunks run on numba's threads where
+    :func:`bayesdrop._threads.numba_threads` allows: the same sums either way, so the
+    same draws with any thread count.
     """
     from .. import _jit
 
@@ -230,7 +232,7 @@ def _csr_cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
             or not _own_products(design)):
         return None
     from ..model.design import unsigned_indices
-    from . import kernels
+    from .hessian import Curvature, _compiled_operator
 
     D, n_p, n = design.n_features, design.n_params, design.n_samples
     rho = np.ascontiguousarray(rho, dtype=np.float64)
@@ -239,38 +241,26 @@ def _csr_cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
                                ("x0", x0, (n_p,))):
         if value is not None and np.shape(value) != shape:
             raise ValueError(f"{name} has shape {np.shape(value)}, expected {shape}")
-    indptr, indices = X.indptr, unsigned_indices(X.indices)
     data = np.ascontiguousarray(X.data, dtype=np.float64)
-    noise = np.ascontiguousarray(design.noise_diagonal(rho)[:D], dtype=np.float64)
     zeros = np.zeros(n)
-    xg, diag = kernels.csr_hessian_entries(indptr, indices, data, data, 0.0,
-                                           design.fit_intercept, np.zeros(D), rho, zeros,
-                                           zeros, noise, np.empty(2 * data.shape[0]),
-                                           np.empty(n_p))
-    base = 2.0 + noise
-    chunks = kernels.row_chunks(indptr)
-    threads = kernels.threads_arg(chunks, numba_threads())
+    noise = np.ascontiguousarray(design.noise_diagonal(rho)[:D], dtype=np.float64)
+    curv = Curvature(np.zeros(D), zeros, zeros, rho, zeros, zeros, noise)
+    # X as its own "M" with scale 0: the entries of G = 2 V diag(w) are zero at w = 0
+    A = _compiled_operator(design, curv, ("csr", (X.indptr, unsigned_indices(X.indices),
+                                                  data, data), 0.0), True)
     maxiter = 10 * n_p if cg_maxiter is None else int(cg_maxiter)
     r = np.ascontiguousarray(r, dtype=np.float64)
     start = np.zeros(n_p) if x0 is None else np.array(x0, dtype=np.float64)
-
-    def product(z):  # A z
-        return kernels.csr_hvp(indptr, indices, xg, design.fit_intercept, rho, zeros, zeros,
-                               base, z, np.empty(n_p), chunks,
-                               np.empty((chunks.shape[0] - 2, D)), threads)
-
-    residual = r - product(start) if start.any() else r
+    residual = r - A(start) if start.any() else r
     target = cg_tol * np.linalg.norm(r)
     size = np.linalg.norm(residual)
     if size <= target:
         return start, {"linalg": "cg", "cg_iterations": 0, "cg_converged": True}
-    step, iterations = kernels.csr_pcg(indptr, indices, xg, design.fit_intercept, rho, zeros,
-                                       zeros, base, 1.0 / diag, -residual, target / size,
-                                       maxiter, chunks, threads)
+    step, iterations = A.solve(-residual, 1.0 / A.diagonal, target / size, maxiter)
     theta = start + step
     converged = iterations < maxiter  # CG stopped at the tolerance (or at dHd <= 0)
     if not converged:  # the last product may have reached it: the true residual says
-        converged = np.linalg.norm(r - product(theta)) <= target
+        converged = np.linalg.norm(r - A(theta)) <= target
     return theta, {"linalg": "cg", "cg_iterations": int(iterations),
                    "cg_converged": bool(converged)}
 
