@@ -198,6 +198,8 @@ def to_inference_data(results, *, loss, noise, fit_intercept, y, feature_names=N
         "created_at_library": "bayesdrop",
         "loss": loss.name,
         "C": float(loss.C),
+        # labels in {-1, +1} or real targets (the squared loss serves both)
+        "binary": int(bool(loss.binary)),
         "noise": noise.name,
         "noise_level": float(noise.level),
         "fit_intercept": int(bool(fit_intercept)),

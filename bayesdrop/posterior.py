@@ -76,8 +76,11 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     y : array-like of shape (n_samples,)
         Two classes for ``"hinge"`` and ``"logistic"`` (any two labels, as for the
         estimators: the larger one is the positive class ``+1``; ``{-1, +1}`` and
-        ``{0, 1}`` both work), reals for ``"epsilon_insensitive"``.
-    loss : {"hinge", "logistic", "epsilon_insensitive"}
+        ``{0, 1}`` both work), reals for ``"epsilon_insensitive"`` and for ``"squared"``
+        with ``binary=False``.
+    loss : {"hinge", "logistic", "epsilon_insensitive", "squared"}
+        ``"squared"`` (MCF-quadratic, ``(C/2) E (y - w.x~ - b)^2``) has no augmentation:
+        its ``exp(-J)`` is Gaussian and every sweep is an exact draw of it.
     C : float > 0
     noise, noise_level
         As for the estimators.
@@ -91,7 +94,8 @@ def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_lev
     log_likelihood : bool, default=True
         Store the group ``log_likelihood`` (see :func:`pointwise_log_likelihood`).
     **loss_params
-        ``margin`` (hinge) or ``epsilon`` (epsilon-insensitive).
+        ``margin`` (hinge), ``epsilon`` (epsilon-insensitive) or ``binary`` (squared:
+        labels, the default, or real targets).
 
     Returns
     -------

@@ -75,6 +75,14 @@ def _predictive_attrs(idata):
             float(attrs.get("epsilon", 0.0)))
 
 
+def _is_regression(attrs):
+    """Whether a posterior's attributes are those of a regression model: the
+    epsilon-insensitive loss, or the squared loss on real targets (``binary = 0``)."""
+    loss = attrs.get("loss")
+    return loss in REGRESSION_LOSSES and not (loss == "squared"
+                                               and bool(attrs.get("binary", 1)))
+
+
 def _corrupted_decision_draws(idata, X, noise, rng):
     """Scores of every draw on its own corrupted copy ``x~ ~ p(x~ | x)`` of ``X``."""
     X = as_float_design(X)
@@ -148,6 +156,9 @@ def posterior_predictive_draws(idata, X, classes=None, random_state=None, noise=
         inside = rng.random(scores.shape) < 2.0 * eps / (2.0 * eps + 1.0 / C)
         tube = rng.uniform(-eps, eps, size=scores.shape)
         return scores + np.where(inside, tube, sign * tail)
+    if loss == "squared" and _is_regression(idata.posterior.attrs):
+        # exp(-(C/2) (y - m)^2) normalised over real y: N(m, 1/C)
+        return scores + rng.normal(scale=1.0 / np.sqrt(C), size=scores.shape)
     delta = label_logits(loss, C, margin, scores)
     if scores.ndim == 3:  # one binary problem
         labels = np.array([-1, 1]) if classes is None else np.asarray(classes)
@@ -217,7 +228,8 @@ def label_logits(loss, C, margin, scores):
 
     Binary (``scores`` of any shape): ``log p(+1) / p(-1) = 2C (loss(-1, m) - loss(+1, m))``
     -- ``2C m`` for the logistic loss (``P(y = +1) = sigmoid(2C m)``), ``2C (max(0, l + m)
-    - max(0, l - m))`` for the hinge with margin ``l``. One-vs-rest (a last axis of ``K``
+    - max(0, l - m))`` for the hinge with margin ``l``, ``2C m`` for the squared loss (its
+    term ``(C/2) (y - m)^2`` is ``2C loss`` with ``loss = (y - m)^2 / 4``). One-vs-rest (a last axis of ``K``
     classes): class ``k``'s logit is that binary log-odds of its problem (the product of
     the binary pseudo-likelihoods with ``+1`` for ``k`` and ``-1`` for the others,
     normalised over the ``K`` labels: ``P(y = k) = softmax_k``). ``2C`` is the
@@ -235,6 +247,8 @@ def label_logits(loss, C, margin, scores):
         return 2.0 * C * scores
     if loss == "hinge":
         return 2.0 * C * (np.maximum(0.0, margin + scores) - np.maximum(0.0, margin - scores))
+    if loss == "squared":
+        return 2.0 * C * scores
     raise ValueError(f"no predictive distribution over labels for the {loss} loss")
 
 
@@ -358,11 +372,13 @@ def predictive_interval(idata, X, prob=0.94, *, kind="predictive", random_state=
     if calibrate is not None and kind != "predictive":
         raise ValueError("calibrate needs kind='predictive' (it calibrates intervals for "
                          "new observations)")
-    loss = idata.posterior.attrs.get("loss") if hasattr(idata, "posterior") else None
-    if loss not in REGRESSION_LOSSES:
+    attrs = idata.posterior.attrs if hasattr(idata, "posterior") else {}
+    loss = attrs.get("loss")
+    if not _is_regression(attrs):
         raise ValueError("idata must be the posterior of a regression model (loss one of "
                          f"{REGRESSION_LOSSES}, e.g. from DropoutSVR.sample_posterior); got "
-                         f"a posterior of the {loss!r} loss")
+                         f"a posterior of the {loss!r} loss"
+                         + (" on labels (a classifier's)" if loss == "squared" else ""))
     scores = decision_draws(idata, X)
     if scores.ndim != 3:
         raise ValueError("predictive_interval needs a single-output (regression) posterior")

@@ -21,7 +21,6 @@ from bayesdrop import (
     LogisticLoss,
     NoNoise,
     Problem,
-    SquaredLoss,
 )
 from bayesdrop.samplers import gibbs, sample
 from bayesdrop.solvers import irls
@@ -292,9 +291,6 @@ def test_bad_arguments(small_problem_data):
             sample(problem, **{"theta_hat": th, "progressbar": False, "cores": 1, **kw})
     with pytest.raises(ValueError, match="needs the point estimate"):
         sample(problem, progressbar=False)
-    sq = Problem.create(X, y, SquaredLoss(1.0), NoNoise(), True)
-    with pytest.raises(ValueError, match="no augmentation"):
-        sample(sq, theta_hat=th, progressbar=False)
 
 
 def test_progress_bar_quiet_under_ci(monkeypatch, capsys):

@@ -175,7 +175,7 @@ def test_sample_posterior_leaves_the_fitted_estimator_unchanged():
     np.testing.assert_allclose(idata_tr["mode"]["coef"].values, clf.coef_[0], rtol=1e-5)
 
 
-@pytest.mark.parametrize("estimator", ["logistic", "hinge"])
+@pytest.mark.parametrize("estimator", ["logistic", "hinge", "squared"])
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_predictive_draws_have_the_predictive_probabilities(estimator, n_classes):
     """One predictive model: the labels ``posterior_predictive_draws`` draws (one per
@@ -186,7 +186,7 @@ def test_predictive_draws_have_the_predictive_probabilities(estimator, n_classes
     recomputed here from the draws."""
     from scipy.special import expit
 
-    from bayesdrop import DropoutLogisticRegression, DropoutSVC
+    from bayesdrop import DropoutLogisticRegression, DropoutSVC, MCFQuadraticClassifier
     from bayesdrop.predictive import (decision_draws, posterior_predictive_draws,
                                       posterior_predictive_proba)
 
@@ -194,7 +194,8 @@ def test_predictive_draws_have_the_predictive_probabilities(estimator, n_classes
     X = rng.normal(size=(120, 2))
     labels = np.argmax(X @ rng.normal(size=(2, n_classes)) + rng.gumbel(size=(120, n_classes)),
                        axis=1)
-    make = DropoutLogisticRegression if estimator == "logistic" else DropoutSVC
+    make = {"logistic": DropoutLogisticRegression, "hinge": DropoutSVC,
+            "squared": MCFQuadraticClassifier}[estimator]
     est = make(C=0.7, noise_level=0.2).fit(X, labels)
     idata = est.sample_posterior(X, labels, draws=600, tune=100, chains=2, random_state=0,
                                  progressbar=False)
@@ -207,9 +208,12 @@ def test_predictive_draws_have_the_predictive_probabilities(estimator, n_classes
         freq = (draws == label).mean(axis=(0, 1))
         se = np.maximum(np.sqrt(P[:, k] * (1 - P[:, k]) / n), 1.0 / n)
         assert np.all(np.abs(freq - P[:, k]) <= 4 * se), (k, np.max(np.abs(freq - P[:, k]) / se))
-    if estimator == "logistic" and n_classes == 2:
+    if estimator != "hinge" and n_classes == 2:
+        # logistic sigmoid(2C m); the squared loss (C/2)(y - m)^2 of MCF's loss_ with
+        # C' = 2C: log-odds (C'/2)((1 + m)^2 - (1 - m)^2) = 2C' m
         m = decision_draws(idata, rows)
-        np.testing.assert_allclose(P[:, 1], expit(2 * 0.7 * m).mean(axis=(0, 1)), rtol=1e-12)
+        slope = 2 * 0.7 if estimator == "logistic" else 2 * (2 * 0.7)
+        np.testing.assert_allclose(P[:, 1], expit(slope * m).mean(axis=(0, 1)), rtol=1e-12)
 
 
 def test_calibrated_intervals_cover_exactly_as_split_conformal_prediction_says():
@@ -259,3 +263,68 @@ def test_calibrate_rejects_bad_input():
         reg.predict_interval(X, idata, calibrate=X)
     with pytest.raises(ValueError, match="finite"):
         reg.predict_interval(X, idata, calibrate=(X[:20], np.full(20, np.nan)))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_squared_loss_posterior_is_its_exact_gaussian(sparse):
+    """The squared loss has no augmentation: ``exp(-J)`` is ``N(A^{-1} r, A^{-1})`` with
+    ``A = 2 I' + C' (Xbar^T Xbar + diag(sum_n v_n))`` and ``r = C' Xbar^T y`` (MCF's
+    docstring, ``C' = 2C``), built here in numpy from ``X``. Draws without
+    over-relaxation are independent: each coordinate's mean within 4 standard errors of
+    ``A^{-1} r`` (``sd / sqrt(n)``), its variance within 4 standard errors
+    (``var sqrt(2 / (n - 1))``) of ``diag(A^{-1})``; the mean is also the fit."""
+    import scipy.sparse as sps
+
+    from bayesdrop import MCFQuadraticClassifier
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(80, 3)) * [1.0, 0.5, 2.0]
+    y = np.where(X[:, 0] + rng.normal(size=80) > 0, 1, -1)
+    C, q = 0.4, 0.3
+    est = MCFQuadraticClassifier(C=C, noise_level=q).fit(X, y)
+    Xin = sps.csr_matrix(X) if sparse else X
+    idata = est.sample_posterior(Xin, y, draws=2000, tune=1, chains=2, overrelax=0.0,
+                                 random_state=0, progressbar=False)
+    draws = np.column_stack([idata.posterior["coef"].values.reshape(-1, 3),
+                             idata.posterior["intercept"].values.reshape(-1)])
+    Cp = 2 * C
+    Xbar = np.column_stack([X, np.ones(80)])
+    v = q / (1 - q) * X**2  # dropout's variances
+    A = Cp * Xbar.T @ Xbar
+    A[:3, :3] += 2 * np.eye(3) + Cp * np.diag(v.sum(axis=0))
+    cov = np.linalg.inv(A)
+    mean = cov @ (Cp * Xbar.T @ y)
+    np.testing.assert_allclose(mean[:3], est.coef_[0], rtol=1e-8)
+    n = draws.shape[0]
+    sd = np.sqrt(np.diag(cov))
+    assert np.all(np.abs(draws.mean(axis=0) - mean) <= 4 * sd / np.sqrt(n))
+    var = draws.var(axis=0, ddof=1)
+    assert np.all(np.abs(var - sd**2) <= 4 * sd**2 * np.sqrt(2 / (n - 1)))
+
+
+def test_squared_loss_regression_predictive_is_normal_around_the_scores():
+    """On real targets (``SquaredLoss(binary=False)``) the pseudo-likelihood
+    ``exp(-(C/2)(y - m)^2)`` normalised over ``y`` is ``N(m, 1/C)``: the predictive
+    draws minus their scores have mean 0 and variance ``1/C`` (4 standard errors);
+    intervals are for regression posteriors only (not MCF's classifier)."""
+    from bayesdrop import MCFQuadraticClassifier, sample_posterior
+    from bayesdrop.predictive import (decision_draws, posterior_predictive_draws,
+                                      predictive_interval)
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(60, 2))
+    y = X @ [1.0, -0.5] + rng.normal(size=60)
+    C = 2.5
+    idata = sample_posterior(X, y, loss="squared", C=C, binary=False, draws=400, tune=5,
+                             chains=1, random_state=0, progressbar=False)
+    r = posterior_predictive_draws(idata, X, random_state=1) - decision_draws(idata, X)
+    assert abs(r.mean()) <= 4 * np.sqrt(1 / C / r.size)
+    assert abs(r.var() - 1 / C) <= 4 * (1 / C) * np.sqrt(2 / r.size)
+    mean, band = predictive_interval(idata, X, prob=0.9)
+    assert band.shape == (60, 2) and np.all(band[:, 0] < mean) and np.all(mean < band[:, 1])
+    labels = np.where(y > 0, 1, 0)
+    clf = MCFQuadraticClassifier().fit(X, labels)
+    cls_idata = clf.sample_posterior(X, labels, draws=5, tune=1, chains=1, random_state=0,
+                                     progressbar=False)
+    with pytest.raises(ValueError, match="regression model.*'squared' loss on labels"):
+        predictive_interval(cls_idata, X)

@@ -60,6 +60,10 @@ def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="mode",
       the rows (their parallelism is the cluster's; ``cores``, ``compiled``, ``mh``,
       ``linalg`` do not apply, and the augmentation stays with its rows).
 
+    A loss without augmentation (the squared loss, ``n_augmentation = 0``) has constant
+    system weights, so ``exp(-J)`` is the Gaussian ``N(A^{-1} r, A^{-1})`` of the shared
+    system: every sweep is then one exact (over-relaxed) draw from it, by the Python kernel.
+
     Parameters
     ----------
     problem : Problem or RowBackend
@@ -189,11 +193,6 @@ or LastState
     from ..linalg.backend import RowBackend
 
     rows = problem if isinstance(problem, RowBackend) else None
-    if problem.loss.n_augmentation == 0:
-        raise ValueError(
-            f"the {problem.loss.name} loss has no augmentation: its posterior is Gaussian "
-            "and needs no Gibbs sampler"
-        )
     if rows is not None:
         if store_augmentation:
             raise ValueError("store_augmentation is not available on a row back-end: the "
