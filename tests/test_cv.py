@@ -138,6 +138,33 @@ def test_bad_parameters_raise_naming_them(params, match):
         DropoutLogisticRegressionCV(**params).fit(X, y)
 
 
+def test_a_fold_without_weight_is_a_clear_error():
+    """Weights zero on every held-out row of a fold (the weighted default score is then
+    0 / 0) or on every training row (nothing to fit): a ``ValueError`` naming
+    ``sample_weight`` and the fold, before any fit -- not numpy's ``ZeroDivisionError``
+    from inside the scoring. A custom scorer that takes no weights needs none."""
+    from sklearn.model_selection import KFold
+
+    X, y = _binary()
+    n = X.shape[0]
+    cv = KFold(3)
+    test0 = next(cv.split(X))[1]
+    w = np.ones(n)
+    w[test0] = 0.0
+    with pytest.raises(ValueError, match="^sample_weight: the held-out rows of fold 0"):
+        DropoutLogisticRegressionCV(Cs=2, noise_levels=[0.0], cv=cv).fit(X, y, w)
+    only = np.zeros(n)
+    only[test0] = 1.0
+    with pytest.raises(ValueError, match="^sample_weight: the training rows of fold 0"):
+        DropoutLogisticRegressionCV(Cs=2, noise_levels=[0.0], cv=cv).fit(X, y, only)
+
+    def unweighted(est, X, y):
+        return est.score(X, y)
+
+    est = DropoutLogisticRegressionCV(Cs=2, noise_levels=[0.0], cv=cv, scoring=unweighted)
+    assert est.fit(X, y, w).scores_.shape == (3, 1, 2)
+
+
 @parametrize_with_checks([DropoutLogisticRegressionCV(Cs=[0.1, 1.0], noise_levels=[0.0, 0.2],
                                                       cv=3),
                           DropoutSVRCV(Cs=[0.1, 1.0], noise_levels=[0.0, 0.2], cv=3)])

@@ -201,6 +201,14 @@ class _PathCV:
         scorer = (_default_score if self.scoring is None
                   else check_scoring(base, scoring=self.scoring))
         weighted_scores = weights is not None and _accepts_sample_weight(scorer)
+        if weights is not None:  # a fold with no weight has no fit or no weighted score
+            for i, (train, test) in enumerate(splits):
+                for rows, part in ((train, "training"), (test, "held-out")):
+                    if (part == "training" or weighted_scores) and not weights[rows].sum() > 0:
+                        raise ValueError(
+                            f"sample_weight: the {part} rows of fold {i} have zero total "
+                            "weight (no fit, or an undefined weighted score); give them "
+                            "weight or choose other folds (cv)")
 
         def fold(train, test):
             est = self._base(**base.get_params())
