@@ -1,11 +1,13 @@
 """Baselines against independent references and limiting cases."""
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.optimize import brentq, minimize
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, RidgeClassifier
 from sklearn.svm import LinearSVC
 
@@ -383,6 +385,51 @@ def test_bcfw_and_bmrm_agree_and_bcfw_is_reproducible(binary):
     np.testing.assert_allclose(again.coef_, a.coef_, rtol=1e-10, atol=1e-12)
     with pytest.raises(ValueError, match="solver"):
         InvariantSVC(solver="pegasos").fit(X, y)
+
+
+def test_bmrm_bundle_is_bounded_and_stays_certified(monkeypatch):
+    """BMRM keeps at most ``max(_BMRM_BUNDLE, 4 (D + 2))`` cutting planes: a full bundle
+    drops its inactive planes and aggregates the smallest active ones. (1) On a problem
+    BMRM cannot finish in ``max_iter`` (C = 1e4, one feature of scale 1e3, labels not
+    separable) no QP sees more planes than that, whatever the iterations -- unbounded,
+    the bundle's QP grew with every iteration (minutes for these 7 examples at the
+    default ``max_iter``). (2) With compression at work (a 20-plane bundle, 40-55
+    iterations) the fit still reaches its certified gap, its lower bound
+    ``objective_ - duality_gap_`` stays below ``J*`` of ``LinearSVC`` (``n_changes =
+    0`` is the hinge SVM) and its objective within ``tol`` of it."""
+    import bayesdrop.baselines.invariant as baselines
+
+    qp = baselines._simplex_qp
+    sizes = []
+
+    def spy(H, *args, **kwargs):
+        sizes.append(H.shape[0])
+        return qp(H, *args, **kwargs)
+
+    monkeypatch.setattr(baselines, "_simplex_qp", spy)
+    monkeypatch.setattr(baselines, "_BMRM_BUNDLE", 1)
+    X = np.array([[1026.9], [-725.8], [-613.0], [1176.6], [766.3], [-217.0], [-761.8]])
+    y = np.array([0, 1, 1, 0, 1, 0, 1])
+    with pytest.warns(ConvergenceWarning):
+        hard = InvariantSVC(C=1e4, n_changes=0, max_iter=300).fit(X, y)
+    assert hard.n_iter_[0] == 300 and len(sizes) == 300
+    assert max(sizes) == 4 * (1 + 2)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = np.sign(X @ [1.0, -1.0, 0.5] + 0.5 * rng.normal(size=200))
+    sizes.clear()
+    tol = 1e-6
+    ours = InvariantSVC(C=10.0, n_changes=0, tol=tol, max_iter=5000).fit(X, y)
+    assert max(sizes) == 4 * (3 + 2) < ours.n_iter_[0]  # compressed at least once
+    assert ours.duality_gap_[0] <= tol * ours.objective_[0]
+    with warnings.catch_warnings():  # liblinear's own stop: J_ref >= J*, which is enough
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref = LinearSVC(C=10.0, loss="hinge", tol=1e-10, max_iter=100_000).fit(X, y)
+    probe = InvariantSVC(C=10.0, n_changes=0).fit(X[:10], y[:10])
+    probe.coef_, probe.intercept_ = ref.coef_, ref.intercept_
+    J_ref = probe.objective(X, y)[0]
+    assert ours.objective_[0] - ours.duality_gap_[0] <= J_ref * (1 + 1e-12)
+    assert ours.objective_[0] <= J_ref * (1 + tol)
 
 
 def test_bmrm_storage_growth_does_not_change_the_result(binary, monkeypatch):
