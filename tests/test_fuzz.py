@@ -110,6 +110,11 @@ CASES = [
     ("class-weight-bad", lambda: DropoutSVC(class_weight="uniform").fit(X, Y),
      (ValueError, "class_weight")),
     ("latent-n-hidden-zero", lambda: DropoutLatentSVC(n_hidden=0).fit(X, Y), (ValueError, "n_hidden")),
+    ("invariant-overflow-X", lambda: InvariantSVC().fit(with_value(1e300), Y),
+     (ValueError, r"^X has an entry of magnitude 1e\+300 \(feature 1\)")),
+    ("mcf-quadratic-samples", lambda: __import__("bayesdrop").MCFQuadraticClassifier()
+     .fit(X, Y).sample_posterior(X, Y, **SAMPLE),
+     lambda idata: np.all(np.isfinite(idata.posterior["coef"].values))),
     ("invariant-n-changes-all",
      lambda: _warns(lambda: InvariantSVC(n_changes=3).fit(X, Y), "n_changes"),
      lambda est: est.n_changes_ == 2),
@@ -310,6 +315,152 @@ def test_random_cases_end_in_a_result_or_a_clear_error(seed):
     try:
         for _ in range(20):
             desc, call, arrays = _random_case(rng)
+            signal.alarm(120)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    result = call()
+            except (ValueError, TypeError) as err:
+                assert re.search(_NAMED, str(err)), (desc, repr(err))
+                assert len(str(err)) < 2000, (desc, "message too long")
+            else:
+                assert result, desc
+            finally:
+                signal.alarm(0)
+            for a, c in arrays:
+                assert np.array_equal(a, c, equal_nan=a.dtype.kind in "fc"), desc
+    finally:
+        signal.signal(signal.SIGALRM, old)
+
+
+# ------------------------------------------------ every estimator and entry point at random
+_ESTIMATORS = ["DropoutSVC", "DropoutLogisticRegression", "DropoutSVR", "DropoutLatentSVC",
+               "DropoutLatentLogisticRegression", "DropoutLogisticRegressionCV",
+               "DropoutSVCCV", "DropoutSVRCV", "MCFQuadraticClassifier",
+               "MCFLogisticRegression", "WagerDropoutLogisticRegression",
+               "TLogisticRegression", "InvariantSVC", "ExplicitCorruptionClassifier"]
+_ENTRIES = ["fit", "predict", "score", "decision_function", "predict_proba", "sample",
+            "posterior_predictive", "predict_interval", "vote_fractions"]
+
+
+def _random_estimator_case(rng):
+    """One call of an entry point of any public estimator (the CV estimators, the latent
+    models and the baselines too), on data drawn as in :func:`_random_case`, with
+    ``sample_weight`` drawn among valid and invalid ones (zeros, negative, NaN, one
+    non-zero); returns ``(description, call, arrays the call must leave alone)``."""
+    import functools
+
+    from sklearn.linear_model import LogisticRegression
+
+    import bayesdrop
+
+    name = _ESTIMATORS[rng.integers(len(_ESTIMATORS))]
+    Est = getattr(bayesdrop, name)
+    if name == "ExplicitCorruptionClassifier":
+        Est = functools.partial(Est, LogisticRegression())
+    regression = name.startswith("DropoutSVR")
+    n = int(rng.choice([1, 2, 7, 40]))
+    d = int(rng.choice([1, 3]))
+    Xn = rng.normal(size=(n, d)) * float(rng.choice([1.0, 1e-3, 1e3]))
+    bad = "none" if rng.random() < 0.85 else rng.choice(["nan", "inf", "huge"])
+    if bad != "none":
+        Xn[rng.integers(n), rng.integers(d)] = {"nan": np.nan, "inf": np.inf, "huge": 1e300}[bad]
+    fmt = rng.choice(["ndarray", "float32", "list", "csr", "frame"])
+    if fmt == "float32":
+        Xn = np.where(np.abs(Xn) > 1e38, np.inf, Xn)
+    Xa = {"ndarray": lambda: Xn, "float32": lambda: Xn.astype(np.float32),
+          "list": lambda: Xn.tolist(), "csr": lambda: sp.csr_matrix(Xn),
+          "frame": lambda: pd.DataFrame(Xn)}[str(fmt)]()
+    if regression:
+        ya = rng.normal(size=n) * float(rng.choice([1.0, 100.0]))
+    else:
+        base = rng.integers(2, size=n)
+        if n >= 2:
+            base[:2] = [0, 1]
+        kind = rng.choice(["int", "str", "pm1", "three", "one"], p=[0.3, 0.2, 0.2, 0.2, 0.1])
+        ya = {"int": base, "str": np.where(base, "yes", "no"), "pm1": 2.0 * base - 1.0,
+              "one": np.zeros(n, dtype=int), "three": rng.integers(3, size=n)}[str(kind)]
+    sw = None
+    if rng.random() < 0.25:
+        sw = [rng.random(n), np.zeros(n), -np.ones(n), np.r_[np.zeros(n - 1), 1.0],
+              np.full(n, np.nan), rng.integers(0, 3, n).astype(float)][rng.integers(6)]
+    names = Est().get_params()
+    params = {}
+    if "C" in names:
+        params["C"] = float(rng.choice([1e-3, 1.0, 1e4]))
+    if "noise_level" in names:
+        params["noise_level"] = float(rng.choice([0.0, 0.5, 0.9]))
+    if "n_hidden" in names:
+        params["n_hidden"] = 2
+    if name.endswith("CV"):
+        params = {"Cs": int(rng.choice([1, 2])), "noise_levels": [0.0, 0.3],
+                  "cv": int(rng.choice([2, 3]))}
+    if "random_state" in names:
+        params["random_state"] = 0
+    if "n_copies" in names:
+        params["n_copies"] = 2
+    entry = str(rng.choice(_ENTRIES))
+    kept = [a for a in (Xa, ya, sw) if isinstance(a, np.ndarray)]
+    copies = [a.copy() for a in kept]
+    draws = dict(draws=3, tune=2, chains=1, progressbar=False, random_state=0)
+
+    def call():
+        est = Est(**params).fit(Xa, ya, sample_weight=sw)
+        if entry in ("sample", "posterior_predictive", "predict_interval", "vote_fractions"):
+            if not hasattr(est, "sample_posterior"):
+                return True
+            idata = est.sample_posterior(Xa, ya, sample_weight=sw, **draws)
+            if entry == "sample":
+                return np.all(np.isfinite(idata.posterior["coef"].values))
+            if entry == "posterior_predictive":
+                pp = est.sample_posterior_predictive(Xa, idata, random_state=0)
+                return pp.posterior_predictive["y"].shape == (1, 3, n)
+            if entry == "predict_interval":
+                if not hasattr(est, "predict_interval"):
+                    return True
+                return np.all(np.isfinite(est.predict_interval(Xa, idata)[1]))
+            if not hasattr(est, "predict_vote_fractions"):
+                return True
+            votes = est.predict_vote_fractions(Xa, idata)
+            return np.allclose(votes.sum(axis=1), 1.0)
+        if entry == "predict":
+            return np.shape(est.predict(Xa)) == (n,)
+        if entry == "score":  # R^2 is undefined (NaN, as scikit-learn's) below 2 samples
+            score = est.score(Xa, ya)
+            return np.isfinite(score) or (regression and n < 2)
+        if entry == "decision_function" and hasattr(est, "decision_function"):
+            return np.all(np.isfinite(est.decision_function(Xa)))
+        if entry == "predict_proba" and hasattr(est, "predict_proba"):
+            proba = est.predict_proba(Xa)
+            return np.all(np.isfinite(proba)) and np.allclose(proba.sum(axis=1), 1.0)
+        return np.all(np.isfinite(est.coef_)) if hasattr(est, "coef_") else True
+
+    desc = (f"{name} {entry} n={n} d={d} {bad} {fmt} y{np.shape(ya)} "
+            f"sw={None if sw is None else np.round(sw, 2).tolist()} {params}")
+    return desc, call, list(zip(kept, copies))
+
+
+@pytest.mark.parametrize("seed", [0, 6, 9, 12])
+def test_random_cases_at_every_estimator_and_entry_point(seed):
+    """As :func:`test_random_cases_end_in_a_result_or_a_clear_error`, over every public
+    estimator (the CV estimators, the latent models, the baselines) and entry point
+    (``fit`` with ``sample_weight``, ``predict``, ``score``, ``decision_function``,
+    ``predict_proba``, ``sample_posterior`` and what uses its draws); 20 calls per seed.
+    Seeds 6, 9 and 12 drew the cases this generator found when it was written (BMRM
+    running for minutes at C = 1e4, MCFQuadraticClassifier refusing to sample, a LinAlgError
+    from BMRM on values of 1e300, a ZeroDivisionError from a CV fold without weight)."""
+    import signal
+    import warnings
+
+    rng = np.random.default_rng(5000 + seed)
+
+    def alarm(signum, frame):
+        raise TimeoutError("the call did not return within 120 s")
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    try:
+        for _ in range(20):
+            desc, call, arrays = _random_estimator_case(rng)
             signal.alarm(120)
             try:
                 with warnings.catch_warnings():
