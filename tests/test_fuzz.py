@@ -115,6 +115,13 @@ CASES = [
     ("mcf-quadratic-samples", lambda: __import__("bayesdrop").MCFQuadraticClassifier()
      .fit(X, Y).sample_posterior(X, Y, **SAMPLE),
      lambda idata: np.all(np.isfinite(idata.posterior["coef"].values))),
+    ("latent-sparse-additive-noise", lambda: DropoutLatentSVC(
+        noise="gaussian", noise_level=0.5, n_hidden=2).fit(sp.csr_matrix(X), Y),
+     (ValueError, "^noise='gaussian' corrupts every entry of X, its zeros too")),
+    ("balanced-class-without-weight", lambda: DropoutLogisticRegression(
+        class_weight="balanced").fit(X, Y, sample_weight=np.where(Y == 1, 1.0, 0.0)),
+     (ValueError, "^class_weight='balanced' needs a positive total sample_weight in every "
+                  "class; class 0 has 0$")),
     ("invariant-n-changes-all",
      lambda: _warns(lambda: InvariantSVC(n_changes=3).fit(X, Y), "n_changes"),
      lambda est: est.n_changes_ == 2),
@@ -343,11 +350,13 @@ _ENTRIES = ["fit", "predict", "score", "decision_function", "predict_proba", "sa
             "posterior_predictive", "predict_interval", "vote_fractions"]
 
 
-def _random_estimator_case(rng):
+def _random_estimator_case(rng, options=False):
     """One call of an entry point of any public estimator (the CV estimators, the latent
     models and the baselines too), on data drawn as in :func:`_random_case`, with
     ``sample_weight`` drawn among valid and invalid ones (zeros, negative, NaN, one
-    non-zero); returns ``(description, call, arrays the call must leave alone)``."""
+    non-zero) and, with ``options``, the noise model, ``fit_intercept`` and
+    ``class_weight`` where the estimator has them; returns ``(description, call, arrays
+    the call must leave alone)``."""
     import functools
 
     from sklearn.linear_model import LogisticRegression
@@ -400,6 +409,16 @@ def _random_estimator_case(rng):
     if "n_copies" in names:
         params["n_copies"] = 2
     entry = str(rng.choice(_ENTRIES))
+    if options:
+        drawn = {}
+        if rng.random() < 0.6:
+            drawn["noise"] = str(rng.choice(["dropout", "none", "gaussian", "multiplicative",
+                                             "laplace", "poisson"]))
+        if rng.random() < 0.3:
+            drawn["fit_intercept"] = False
+        if rng.random() < 0.2:
+            drawn["class_weight"] = "balanced"
+        params.update({k: v for k, v in drawn.items() if k in names})
     kept = [a for a in (Xa, ya, sw) if isinstance(a, np.ndarray)]
     copies = [a.copy() for a in kept]
     draws = dict(draws=3, tune=2, chains=1, progressbar=False, random_state=0)
@@ -440,19 +459,23 @@ def _random_estimator_case(rng):
     return desc, call, list(zip(kept, copies))
 
 
-@pytest.mark.parametrize("seed", [0, 6, 9, 12])
-def test_random_cases_at_every_estimator_and_entry_point(seed):
+@pytest.mark.parametrize("seed, options", [(0, False), (6, False), (9, False), (12, False),
+                                           (9008, True), (9066, True)])
+def test_random_cases_at_every_estimator_and_entry_point(seed, options):
     """As :func:`test_random_cases_end_in_a_result_or_a_clear_error`, over every public
     estimator (the CV estimators, the latent models, the baselines) and entry point
     (``fit`` with ``sample_weight``, ``predict``, ``score``, ``decision_function``,
     ``predict_proba``, ``sample_posterior`` and what uses its draws); 20 calls per seed.
     Seeds 6, 9 and 12 drew the cases this generator found when it was written (BMRM
     running for minutes at C = 1e4, MCFQuadraticClassifier refusing to sample, a LinAlgError
-    from BMRM on values of 1e300, a ZeroDivisionError from a CV fold without weight)."""
+    from BMRM on values of 1e300, a ZeroDivisionError from a CV fold without weight);
+    with the options drawn too, seeds 9008 and 9066 (an AttributeError from a latent model
+    with additive noise on sparse X; class_weight='balanced' with a class of zero weight).
+    """
     import signal
     import warnings
 
-    rng = np.random.default_rng(5000 + seed)
+    rng = np.random.default_rng(seed if options else 5000 + seed)
 
     def alarm(signum, frame):
         raise TimeoutError("the call did not return within 120 s")
@@ -460,7 +483,7 @@ def test_random_cases_at_every_estimator_and_entry_point(seed):
     old = signal.signal(signal.SIGALRM, alarm)
     try:
         for _ in range(20):
-            desc, call, arrays = _random_estimator_case(rng)
+            desc, call, arrays = _random_estimator_case(rng, options)
             signal.alarm(120)
             try:
                 with warnings.catch_warnings():

@@ -410,6 +410,11 @@ class OneVsRestClassifier(ClassifierMixin, LinearModel):
             raise ValueError("class_weight must be None, 'balanced' or a dict, got "
                              f"{class_weight!r}")
         y = np.asarray(y)
+        if isinstance(class_weight, str) and weights is not None:
+            for c in self.classes_:  # 'balanced' divides by each class's total weight
+                if not weights[y == c].sum() > 0:
+                    raise ValueError(f"class_weight='balanced' needs a positive total "
+                                     f"sample_weight in every class; class {c} has 0")
         per_class = compute_class_weight(class_weight, classes=self.classes_, y=y,
                                          sample_weight=weights)
         if not np.all(np.isfinite(per_class) & (per_class >= 0)):

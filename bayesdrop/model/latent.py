@@ -47,7 +47,8 @@ def noise_entries(X, noise):
     """Nonzero noise variances of ``X`` as COO triplets ``(rows, cols, v, V)``.
 
     ``V`` is the dense ``N x D`` variance matrix for dense ``X`` (the products then run as
-    BLAS matrix products) and None for sparse ``X`` (they run over the triplets).
+    BLAS matrix products) and None for sparse ``X`` (they run over the triplets). Additive
+    noise on sparse ``X`` (every entry noisy: dense variances) is a ``ValueError``.
 
     Parameters
     ----------
@@ -75,6 +76,12 @@ def noise_entries(X, noise):
         V = np.full((n, d), fv.scale) if fv.is_constant else fv.scale * np.asarray(fv.matrix)
         rows, cols = np.nonzero(V)
         return rows, cols, V[rows, cols], V
+    if fv.is_constant:
+        raise ValueError(
+            f"noise={noise.name!r} corrupts every entry of X, its zeros too: on a sparse X "
+            f"its variances form a dense {n} x {d} matrix, which the latent models do not "
+            "build from sparse data; pass X dense (X.toarray()) or use a noise that keeps "
+            "zeros (dropout, multiplicative, poisson)")
     M = fv.matrix.tocoo()
     keep = M.data != 0
     return M.row[keep], M.col[keep], fv.scale * M.data[keep], None
