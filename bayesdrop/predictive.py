@@ -229,8 +229,8 @@ def label_logits(loss, C, margin, scores):
     Binary (``scores`` of any shape): ``log p(+1) / p(-1) = 2C (loss(-1, m) - loss(+1, m))``
     -- ``2C m`` for the logistic loss (``P(y = +1) = sigmoid(2C m)``), ``2C (max(0, l + m)
     - max(0, l - m))`` for the hinge with margin ``l``, ``2C m`` for the squared loss (its
-    term ``(C/2) (y - m)^2`` is ``2C loss`` with ``loss = (y - m)^2 / 4``). One-vs-rest (a last axis of ``K``
-    classes): class ``k``'s logit is that binary log-odds of its problem (the product of
+    term ``(C/2) (y - m)^2`` is ``2C loss`` with ``loss = (y - m)^2 / 4``). One-vs-rest (a
+    last axis of ``K`` classes): class ``k``'s logit is that binary log-odds of its problem (the product of
     the binary pseudo-likelihoods with ``+1`` for ``k`` and ``-1`` for the others,
     normalised over the ``K`` labels: ``P(y = k) = softmax_k``). ``2C`` is the
     pseudo-likelihood's inverse temperature: ``C = 1/2`` gives the logistic regression

@@ -120,8 +120,8 @@ CASES = [
      (ValueError, "^noise='gaussian' corrupts every entry of X, its zeros too")),
     ("balanced-class-without-weight", lambda: DropoutLogisticRegression(
         class_weight="balanced").fit(X, Y, sample_weight=np.where(Y == 1, 1.0, 0.0)),
-     (ValueError, "^class_weight='balanced' needs a positive total sample_weight in every "
-                  "class; class 0 has 0$")),
+     (ValueError, ("^class_weight='balanced' needs a positive total sample_weight in "
+                  "every class; class 0 has 0$"))),
     ("invariant-n-changes-all",
      lambda: _warns(lambda: InvariantSVC(n_changes=3).fit(X, Y), "n_changes"),
      lambda est: est.n_changes_ == 2),
@@ -421,7 +421,7 @@ def _random_estimator_case(rng, options=False):
         params.update({k: v for k, v in drawn.items() if k in names})
     kept = [a for a in (Xa, ya, sw) if isinstance(a, np.ndarray)]
     copies = [a.copy() for a in kept]
-    draws = dict(draws=3, tune=2, chains=1, progressbar=False, random_state=0)
+    draws = {"draws": 3, "tune": 2, "chains": 1, "progressbar": False, "random_state": 0}
 
     def call():
         est = Est(**params).fit(Xa, ya, sample_weight=sw)

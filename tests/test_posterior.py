@@ -142,7 +142,7 @@ def test_sample_posterior_leaves_the_fitted_estimator_unchanged():
     """Only fit may change fitted attributes; the mode on the sampled data is returned."""
     import pickle
 
-    from bayesdrop import DropoutLogisticRegression, Problem, LogisticLoss, Dropout
+    from bayesdrop import Dropout, DropoutLogisticRegression, LogisticLoss, Problem
     from bayesdrop.diagnostics import check_mode, compare_with_mode
 
     rng = np.random.default_rng(0)
@@ -187,8 +187,11 @@ def test_predictive_draws_have_the_predictive_probabilities(estimator, n_classes
     from scipy.special import expit
 
     from bayesdrop import DropoutLogisticRegression, DropoutSVC, MCFQuadraticClassifier
-    from bayesdrop.predictive import (decision_draws, posterior_predictive_draws,
-                                      posterior_predictive_proba)
+    from bayesdrop.predictive import (
+        decision_draws,
+        posterior_predictive_draws,
+        posterior_predictive_proba,
+    )
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(120, 2))
@@ -308,8 +311,11 @@ def test_squared_loss_regression_predictive_is_normal_around_the_scores():
     draws minus their scores have mean 0 and variance ``1/C`` (4 standard errors);
     intervals are for regression posteriors only (not MCF's classifier)."""
     from bayesdrop import MCFQuadraticClassifier, sample_posterior
-    from bayesdrop.predictive import (decision_draws, posterior_predictive_draws,
-                                      predictive_interval)
+    from bayesdrop.predictive import (
+        decision_draws,
+        posterior_predictive_draws,
+        predictive_interval,
+    )
 
     rng = np.random.default_rng(2)
     X = rng.normal(size=(60, 2))

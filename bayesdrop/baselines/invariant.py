@@ -519,9 +519,9 @@ def _compress_bundle(planes, offsets, H, beta, keep):
     """Compress a full bundle in place (see :meth:`InvariantSVC._bmrm`): the planes with
     ``beta > 0``, at most the ``keep - 1`` of largest ``beta`` (ties: the newer), then the
     aggregate of the others with their total weight (left out when that weight is zero:
-    inactive planes are dropped). Returns ``(k, beta)``: the
-    planes now in the bundle and the QP's previous solution in the new numbering (the
-    same ``theta = -sum beta_i a_i`` and dual value)."""
+    inactive planes are dropped). Returns ``(k, beta)``: the planes now in the bundle and
+    the QP's previous solution in the new numbering (the same ``theta = -sum beta_i a_i``
+    and dual value)."""
     k = beta.shape[0]
     order = np.lexsort((-np.arange(k), -beta))  # beta descending, newer first on ties
     n_kept = min(keep - 1, int(np.count_nonzero(beta > 0.0)))  # inactive planes go
