@@ -14,6 +14,7 @@ The Gibbs chain targets ``exp(-J(w, b))`` and the solvers return ``argmin J``, s
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from . import _arviz
 
@@ -35,6 +36,7 @@ def _mode_parameters(estimator, idata=None):
         intercept = (np.atleast_1d(np.asarray(mode["intercept"].values, dtype=float))
                      if "intercept" in mode else np.zeros(coef.shape[0]))
         return coef, intercept
+    check_is_fitted(estimator)
     coef = np.atleast_2d(np.asarray(estimator.coef_, dtype=float))
     intercept = np.atleast_1d(np.asarray(estimator.intercept_, dtype=float))
     return coef, intercept

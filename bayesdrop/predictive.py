@@ -19,8 +19,8 @@ from scipy.special import expit, softmax
 
 from ._validation import as_float_design, check_random_state, check_scalar
 
-__all__ = ["REGRESSION_LOSSES", "calibration_pair", "decision_draws", "label_logits",
-           "posterior_predictive_draws", "posterior_predictive_proba", "predictive_interval",
+__all__ = ["REGRESSION_LOSSES", "calibration_pair", "check_posterior_of", "decision_draws",
+           "label_logits", "posterior_predictive_draws", "posterior_predictive_proba", "predictive_interval",
            "predictive_proba_of_scores", "sigmoid_proba", "vote_fractions"]
 
 
@@ -81,6 +81,42 @@ def _is_regression(attrs):
     loss = attrs.get("loss")
     return loss in REGRESSION_LOSSES and not (loss == "squared"
                                                and bool(attrs.get("binary", 1)))
+
+
+def check_posterior_of(estimator, idata):
+    """Raise a ``ValueError`` naming ``idata`` unless it is a posterior of the kind
+    ``estimator`` makes: a regression posterior for a regressor, a classification one
+    for a classifier, with one problem (two classes) or one per class of ``classes_``.
+
+    Examples
+    --------
+    >>> from bayesdrop import DropoutSVC
+    >>> X = np.random.default_rng(0).normal(size=(20, 2)); y = (X[:, 0] > 0).astype(int)
+    >>> clf = DropoutSVC().fit(X, y)
+    >>> check_posterior_of(clf, "not a posterior")
+    Traceback (most recent call last):
+    ...
+    ValueError: idata must be the InferenceData of sample_posterior, got str
+    """
+    from sklearn.base import is_classifier
+
+    attrs = getattr(getattr(idata, "posterior", None), "attrs", None)
+    if attrs is None or "loss" not in attrs:
+        raise ValueError("idata must be the InferenceData of sample_posterior, got "
+                         f"{type(idata).__name__}")
+    regression = _is_regression(attrs)
+    if is_classifier(estimator) == regression:
+        kind = "a regression" if regression else "a classification"
+        raise ValueError(f"idata is the posterior of {kind} model (the {attrs['loss']!r} "
+                         f"loss); {type(estimator).__name__} needs one of its own kind")
+    classes = getattr(estimator, "classes_", None)
+    if classes is not None:
+        coef = idata.posterior["coef"]
+        problems = coef.shape[2] if coef.ndim == 4 else 1
+        expected = 1 if len(classes) == 2 else len(classes)
+        if problems != expected:
+            raise ValueError(f"idata holds {problems} one-vs-rest problem(s), the estimator "
+                             f"{len(classes)} classes ({expected} problem(s))")
 
 
 def _corrupted_decision_draws(idata, X, noise, rng):

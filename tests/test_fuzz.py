@@ -122,6 +122,24 @@ CASES = [
         class_weight="balanced").fit(X, Y, sample_weight=np.where(Y == 1, 1.0, 0.0)),
      (ValueError, ("^class_weight='balanced' needs a positive total sample_weight in "
                   "every class; class 0 has 0$"))),
+    ("ppc-of-regression-idata", lambda: fitted(DropoutLogisticRegression)
+     .sample_posterior_predictive(X, fitted(DropoutSVR).sample_posterior(X, YR, **SAMPLE)),
+     (ValueError, "^idata is the posterior of a regression model")),
+    ("ppc-of-classifier-idata", lambda: fitted(DropoutSVR)
+     .sample_posterior_predictive(X, fitted().sample_posterior(X, Y, **SAMPLE)),
+     (ValueError, "^idata is the posterior of a classification model")),
+    ("votes-of-other-classes", lambda: DropoutSVC().fit(X, np.arange(40) % 3)
+     .predict_vote_fractions(X, fitted().sample_posterior(X, Y, **SAMPLE)),
+     (ValueError, r"^idata holds 1 one-vs-rest problem\(s\), the estimator 3 classes")),
+    ("ppc-of-no-idata", lambda: fitted().sample_posterior_predictive(X, {"coef": 1}),
+     (ValueError, "^idata must be the InferenceData of sample_posterior, got dict")),
+    ("check-mode-unfitted", lambda: __import__("bayesdrop.diagnostics").diagnostics
+     .check_mode(fitted().sample_posterior(X, Y, **SAMPLE), DropoutSVC()),
+     (NotFittedError, "not fitted")),
+    ("objective-theta-shape", lambda: _problem().objective(np.zeros(2)),
+     (ValueError, r"^theta must have shape \(4,\)")),
+    ("objective-theta-nan", lambda: _problem().objective(np.full(4, np.nan)),
+     (ValueError, "^theta contains NaN")),
     ("invariant-n-changes-all",
      lambda: _warns(lambda: InvariantSVC(n_changes=3).fit(X, Y), "n_changes"),
      lambda est: est.n_changes_ == 2),
@@ -197,6 +215,12 @@ CASES = [
      lambda: nightmare_at_test_time({"svm": DropoutSVC()}, X, Y, X, Y, deletion=[1.5]),
      (ValueError, "deletion")),
 ]
+
+
+def _problem():
+    from bayesdrop import Dropout, LogisticLoss, Problem
+
+    return Problem.create(X, 2.0 * Y - 1.0, LogisticLoss(1.0), Dropout(0.1))
 
 
 def _dask(a):

@@ -27,7 +27,7 @@ from ..model.losses import HingeLoss, LogisticLoss
 from ..model.noise import make_noise
 from ..model.problem import Problem, drop_zero_weights
 from ..posterior import maybe_log_likelihood, sample_problems, store_log_likelihood
-from ..predictive import vote_fractions
+from ..predictive import check_posterior_of, vote_fractions
 from ..linalg.backend import RowBackend
 from ..solvers import check_solver, fit_path, fit_problem, fit_rows
 from ._base import (BinaryFit, LinearModel, OneVsRestClassifier, class_index, column_vector,
@@ -373,6 +373,7 @@ class _DropoutLinearModel(LinearModel):
         from ..predictive import posterior_predictive_draws
 
         check_is_fitted(self)
+        check_posterior_of(self, idata)
         index = row_index(X)
         y_rep = posterior_predictive_draws(idata, self._validate_X(X),
                                            getattr(self, "classes_", None), random_state,
@@ -463,6 +464,7 @@ class _DropoutClassifier(OneVsRestClassifier, _DropoutLinearModel):
             Fraction of posterior draws whose prediction is each class of ``classes_``.
         """
         check_is_fitted(self)
+        check_posterior_of(self, idata)
         return vote_fractions(idata, self._validate_X(X))
 
 

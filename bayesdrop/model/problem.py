@@ -76,7 +76,18 @@ class Problem(NamedTuple):
         return cls(design, loss.weighted(weights), loss.check_target(y, design.n_samples))
 
     def objective(self, theta, gradient=False):
-        """``J(theta)`` (and its gradient); see :func:`bayesdrop.model.objective.objective`."""
+        """``J(theta)`` (and its gradient); see :func:`bayesdrop.model.objective.objective`.
+
+        ``theta = (w, b)`` must be finite, of shape ``(design.n_params,)`` (a
+        ``ValueError`` naming ``theta`` otherwise: no NaN ``J``, no error from inside the
+        products)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        n = self.design.n_params
+        if theta.shape != (n,):
+            raise ValueError(f"theta must have shape ({n},) (the coefficients, then the "
+                             f"intercept if fitted), got {theta.shape}")
+        if not np.all(np.isfinite(theta)):
+            raise ValueError("theta contains NaN or infinity")
         return objective(self.design, self.loss, self.y, theta, gradient=gradient)
 
     def irls_weights(self, theta):
