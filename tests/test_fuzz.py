@@ -140,6 +140,10 @@ CASES = [
      (ValueError, r"^theta must have shape \(4,\)")),
     ("objective-theta-nan", lambda: _problem().objective(np.full(4, np.nan)),
      (ValueError, "^theta contains NaN")),
+    ("sample-more-than-memory", lambda: fitted().sample_posterior(
+        X, Y, **{**SAMPLE, "draws": 10**13}),
+     (ValueError, r"^draws, chains: 1 chains x 10000000000000 draws x 4 values per draw are "
+                  r".* GiB of float64, more than this machine's memory")),
     ("invariant-n-changes-all",
      lambda: _warns(lambda: InvariantSVC(n_changes=3).fit(X, Y), "n_changes"),
      lambda est: est.n_changes_ == 2),

@@ -373,9 +373,10 @@ class _DropoutLinearModel(LinearModel):
         from ..predictive import posterior_predictive_draws
 
         check_is_fitted(self)
-        check_posterior_of(self, idata)
         index = row_index(X)
-        y_rep = posterior_predictive_draws(idata, self._validate_X(X),
+        X = self._validate_X(X)
+        check_posterior_of(self, idata)
+        y_rep = posterior_predictive_draws(idata, X,
                                            getattr(self, "classes_", None), random_state,
                                            noise=self.noise_ if corrupted else None)
         y_rep = self._observed(y_rep)
@@ -464,8 +465,9 @@ class _DropoutClassifier(OneVsRestClassifier, _DropoutLinearModel):
             Fraction of posterior draws whose prediction is each class of ``classes_``.
         """
         check_is_fitted(self)
+        X = self._validate_X(X)
         check_posterior_of(self, idata)
-        return vote_fractions(idata, self._validate_X(X))
+        return vote_fractions(idata, X)
 
 
 class DropoutSVC(_DropoutClassifier):

@@ -39,6 +39,26 @@ from .start import initial_points
 __all__ = ["LastState", "SamplerResult", "sample"]
 
 
+def _check_result_fits(shape, loss, chains, draws, per_example):
+    """A ``ValueError`` naming ``draws`` and ``chains`` if the kept draws (``chains x
+    draws x n_params`` float64 values, and ``x n_samples`` more per augmentation variable
+    or pointwise term where they are kept) exceed this machine's physical memory -- a
+    clear error before any sweep instead of numpy's ``MemoryError`` (or a process that
+    swaps) after the tuning."""
+    per_draw = shape.n_params + (shape.n_samples * max(loss.n_augmentation, 1)
+                                 if per_example else 0)
+    size = 8.0 * chains * draws * per_draw
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not POSIX: no check
+        return
+    if size > memory:
+        raise ValueError(f"draws, chains: {chains} chains x {draws} draws x {per_draw} "
+                         f"values per draw are {size / 2**30:.3g} GiB of float64, more than "
+                         f"this machine's memory ({memory / 2**30:.3g} GiB); ask for fewer "
+                         "draws or chains")
+
+
 def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="mode",
            theta_hat=None, random_state=None, progressbar=True, cores=None,
            store_augmentation=False, store_log_likelihood=False, linalg="auto",
@@ -193,6 +213,8 @@ or LastState
     from ..linalg.backend import RowBackend
 
     rows = problem if isinstance(problem, RowBackend) else None
+    _check_result_fits(problem if rows is not None else problem.design, problem.loss,
+                       chains, draws, store_augmentation or store_log_likelihood)
     if rows is not None:
         if store_augmentation:
             raise ValueError("store_augmentation is not available on a row back-end: the "
