@@ -20,8 +20,9 @@ from scipy.special import expit, softmax
 from ._validation import as_float_design, check_random_state, check_scalar
 
 __all__ = ["REGRESSION_LOSSES", "calibration_pair", "check_posterior_of", "decision_draws",
-           "label_logits", "posterior_predictive_draws", "posterior_predictive_proba", "predictive_interval",
-           "predictive_proba_of_scores", "sigmoid_proba", "vote_fractions"]
+           "label_logits", "posterior_predictive_draws", "posterior_predictive_proba",
+           "predictive_interval", "predictive_proba_of_scores", "sigmoid_proba",
+           "vote_fractions"]
 
 
 def _coef_draws(idata):
@@ -266,8 +267,8 @@ def label_logits(loss, C, margin, scores):
     -- ``2C m`` for the logistic loss (``P(y = +1) = sigmoid(2C m)``), ``2C (max(0, l + m)
     - max(0, l - m))`` for the hinge with margin ``l``, ``2C m`` for the squared loss (its
     term ``(C/2) (y - m)^2`` is ``2C loss`` with ``loss = (y - m)^2 / 4``). One-vs-rest (a
-    last axis of ``K`` classes): class ``k``'s logit is that binary log-odds of its problem (the product of
-    the binary pseudo-likelihoods with ``+1`` for ``k`` and ``-1`` for the others,
+    last axis of ``K`` classes): class ``k``'s logit is that binary log-odds of its problem
+    (the product of the binary pseudo-likelihoods with ``+1`` for ``k`` and ``-1`` for the others,
     normalised over the ``K`` labels: ``P(y = k) = softmax_k``). ``2C`` is the
     pseudo-likelihood's inverse temperature: ``C = 1/2`` gives the logistic regression
     likelihood ``sigmoid(m)``, a larger ``C`` a sharper one (``docs/guide.md``).

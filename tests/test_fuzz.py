@@ -491,7 +491,7 @@ def _random_estimator_case(rng, options=False):
 
 
 @pytest.mark.parametrize("seed, options", [(0, False), (6, False), (9, False), (12, False),
-                                           (9008, True), (9066, True)])
+                                           (9066, True)])
 def test_random_cases_at_every_estimator_and_entry_point(seed, options):
     """As :func:`test_random_cases_end_in_a_result_or_a_clear_error`, over every public
     estimator (the CV estimators, the latent models, the baselines) and entry point
@@ -500,8 +500,9 @@ def test_random_cases_at_every_estimator_and_entry_point(seed, options):
     Seeds 6, 9 and 12 drew the cases this generator found when it was written (BMRM
     running for minutes at C = 1e4, MCFQuadraticClassifier refusing to sample, a LinAlgError
     from BMRM on values of 1e300, a ZeroDivisionError from a CV fold without weight);
-    with the options drawn too, seeds 9008 and 9066 (an AttributeError from a latent model
-    with additive noise on sparse X; class_weight='balanced' with a class of zero weight).
+    with the options drawn too, seed 9066 (class_weight='balanced' with a class of zero
+    weight; seed 9008 drew an AttributeError from a latent model with additive noise on
+    sparse X, now a fixed case: it costs a minute of compiling in a fresh environment).
     """
     rng = np.random.default_rng(seed if options else 5000 + seed)
     _check_calls(_random_estimator_case(rng, options) for _ in range(20))

@@ -39,14 +39,14 @@ from .start import initial_points
 __all__ = ["LastState", "SamplerResult", "sample"]
 
 
-def _check_result_fits(shape, loss, chains, draws, per_example):
+def _check_result_fits(source, loss, chains, draws, per_example):
     """A ``ValueError`` naming ``draws`` and ``chains`` if the kept draws (``chains x
     draws x n_params`` float64 values, and ``x n_samples`` more per augmentation variable
     or pointwise term where they are kept) exceed this machine's physical memory -- a
     clear error before any sweep instead of numpy's ``MemoryError`` (or a process that
-    swaps) after the tuning."""
-    per_draw = shape.n_params + (shape.n_samples * max(loss.n_augmentation, 1)
-                                 if per_example else 0)
+    swaps) after the tuning. ``source``: the design, or the row back-end."""
+    per_draw = source.n_params + (source.n_samples * max(loss.n_augmentation, 1)
+                                  if per_example else 0)
     size = 8.0 * chains * draws * per_draw
     try:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
