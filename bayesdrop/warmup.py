@@ -39,8 +39,8 @@ KINDS = ("dense", "sparse")
 
 #: the shape of the second dense input: more than ``MAX_COMPILED_ROWS`` rows and at least
 #: ``HESSIAN_BLOCKED_MIN`` entries, the designs that Newton's Python loop fits with the
-#: float32 Hessian (:func:`bayesdrop.linalg.hessian.single_applies`; digits, 1797 x 64, is
-#: one); its kernels took 1 s on the first such fit after the command otherwise
+#: float32 Hessian (:func:`bayesdrop.linalg.hessian.single_applies`); its kernels took
+#: 1 s on the first such fit after the command otherwise
 LARGE_DENSE = (2001, 20)
 
 #: the shape and density of the second sparse input: more stored entries than

@@ -77,7 +77,7 @@ def test_the_first_fit_of_svc_and_svr_runs_interpreted_with_the_compiled_result(
 
 def test_large_or_sparse_first_fits_load_numba():
     """Only a small dense design is fitted interpreted: a first fit of 2500 x 20 (more
-    than ``newton.MAX_COMPILED_ENTRIES`` entries) or of a CSR design loads numba."""
+    than ``newton.INTERPRET_MAX_ENTRIES`` entries) or of a CSR design loads numba."""
     out = _run("""
         import sys
         import numpy as np, scipy.sparse as sp

@@ -166,7 +166,9 @@ def test_irls_start_of_a_large_dense_design_is_the_lowest_J_along_its_ray(monkey
     assert res.objective[-1] == pytest.approx(from_unscaled.objective[-1], rel=1e-9)
 
 
-@pytest.mark.parametrize("n, d", [(600, 80), (3000, 100)])  # float64 / float32 start
+# designs of Newton's Python loop (more than newton.MAX_COMPILED_ROWS rows), below and
+# above hessian.HESSIAN_BLOCKED_MIN entries: a float64 / a float32 start
+@pytest.mark.parametrize("n, d", [(2100, 15), (3000, 100)])
 def test_one_vs_rest_problems_share_the_irls_start_factor(monkeypatch, n, d):
     """The hinge's IRLS start at ``w = 0`` has label-free weights (``rho_n = C``), so the
     one-vs-rest problems on one design factor its system once

@@ -205,9 +205,10 @@ def _check_design(design):
 #: rows per block of :func:`_dense_hessian_blocked` (measured best of 256-4096 at
 #: 10^6 x 20 and 2.5 x 10^5 x 64)
 HESSIAN_BLOCK = 2048
-#: the blocked product is used from this many stored entries ``N x D`` on -- the designs
-#: that Newton's Python loop fits (``newton.MAX_COMPILED_ENTRIES``), for which its float32
-#: Hessian and the policies of :func:`single_applies` are faster. Measured (separate
+#: the blocked product is used from this many stored entries ``N x D`` on, where its
+#: float32 Hessian and the policies of :func:`single_applies` make Newton's Python loop
+#: faster (from ``newton.MAX_COMPILED_ENTRIES`` on, or ``newton.MAX_COMPILED_ROWS`` rows,
+#: the designs that loop fits when its compiled twin is at hand). Measured (separate
 #: processes, median of 3 x 7 fits, 2 cores; the float64 Hessian -> this): digits 10
 #: classes logistic q = 0.2, C = 0.1 28-44 -> 17-23 ms, hinge 40-55 -> 31-38 ms;
 #: q = 0.3: 2500 x 64 logistic 4.3-6.4 -> 2.2 ms, 1500 x 100 epsilon-insensitive 4.4 ->

@@ -291,7 +291,7 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
     # milliseconds (breast cancer: about 50 ms) against about 0.4 s to load numba
     design = problem.design
     with _jit.interpret_first(not design.sparse and design.n_samples * design.n_features
-                              <= newton.MAX_COMPILED_ENTRIES):
+                              <= newton.INTERPRET_MAX_ENTRIES):
         if solver == "newton":
             return newton.fit(problem, theta0, tol=tol, max_iter=max_iter, linalg=linalg,
                               warn=warn)

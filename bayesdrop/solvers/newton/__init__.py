@@ -84,6 +84,7 @@ from .constants import (  # noqa: F401
     CONTRACTION,
     EXPAND_RATIO,
     EXPAND_STEPS,
+    INTERPRET_MAX_ENTRIES,
     MAX_COMPILED_ENTRIES,
     MAX_COMPILED_ROWS,
     MIN_STEP,

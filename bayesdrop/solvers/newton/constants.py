@@ -5,7 +5,7 @@ import numpy as np
 
 __all__ = [
     "ARMIJO", "CG_FORCING_FLOOR", "CHORD_STOP", "CONTRACTION", "EXPAND_RATIO",
-    "EXPAND_STEPS", "MAX_COMPILED_ENTRIES", "MAX_COMPILED_ROWS", "MIN_STEP",
+    "EXPAND_STEPS", "INTERPRET_MAX_ENTRIES", "MAX_COMPILED_ENTRIES", "MAX_COMPILED_ROWS", "MIN_STEP",
     "QN_MEMORY", "QN_REUSE_DECREMENT", "RAY_LOG_RANGE", "RAY_LOG_TOL", "RAY_MIN_PARAMS",
     "REUSE_DECREMENT",
     "RIDGE",
@@ -155,15 +155,28 @@ QN_REUSE_DECREMENT = np.inf
 #: ``compiled="auto"`` runs the compiled dense loop up to this many rows ``N`` and
 #: :data:`MAX_COMPILED_ENTRIES` entries ``N x D``. Beyond, the Python loop is faster: its
 #: logistic terms take numpy's SIMD ``exp`` / ``log1p`` / ``tanh``
-#: (:mod:`bayesdrop.model.losses._logistic_rows`; numba's are scalar, 5-10x slower per row) and
-#: its products numpy's threaded BLAS. Measured on 2 cores (logistic / hinge at q = 0.3,
-#: Python loop time over compiled): 569 x 30 2.2 / 2.3, 1000 x 30 1.36 / 1.27,
-#: 2000 x 20 1.02 / 1.13, 3000 x 10 0.77 / 1.06, 2000 x 50 0.91 / 0.72,
+#: (:mod:`bayesdrop.model.losses._logistic_rows`; numba's are scalar, 5-10x slower per
+#: row), its products numpy's threaded BLAS and, from ``hessian.HESSIAN_BLOCKED_MIN``
+#: entries, its Hessian float32 products (the compiled loop's are float64). Measured on
+#: 2 cores (logistic / hinge at q = 0.3, Python loop time over compiled): 569 x 30
+#: 2.2 / 2.3, 1000 x 30 1.36 / 1.27, 2000 x 20 1.02 / 1.13, 3000 x 10 0.77 / 1.06,
 #: 2e4 x 20 0.47 / 0.57, 1e6 x 20 0.48 / 1.08.
 MAX_COMPILED_ROWS = 2000
 
-#: see :data:`MAX_COMPILED_ROWS`
-MAX_COMPILED_ENTRIES = 40_000
+#: see :data:`MAX_COMPILED_ROWS`. Measured (``newton.fit``, hinge ``C = 0.1`` / logistic
+#: ``C = 1`` at q = 0.3 on standardised ``make_classification`` data, median of 5
+#: alternating fits each, Python loop time over compiled): 1000 x 50 1.99 / 1.77,
+#: 1000 x 64 1.41 / 1.62, 1500 x 64 1.42 / 1.47, 2000 x 50 1.48 / 1.44, 1000 x 100
+#: 1.26 / 1.19, 2000 x 64 1.22 / 1.44, 500 x 200 1.16 / 1.30 (digits, 1797 x 64: 1.41 /
+#: 1.40); at 150 000 entries and more the Python loop's float32 Hessian wins: 1000 x 150
+#: 0.88 / 0.95, 1500 x 100 0.93 / 1.06, 2000 x 100 0.77 / 0.94, 1500 x 200 0.68 / 1.00.
+MAX_COMPILED_ENTRIES = 120_000
+
+#: the first Newton fit of a process on a dense design of at most this many entries
+#: ``N x D`` runs interpreted while numba is not loaded
+#: (:func:`bayesdrop._jit.interpret_first`): the interpreter finishes it sooner than
+#: numba loads (about 50 ms on breast cancer, 569 x 30, against about 0.4 s)
+INTERPRET_MAX_ENTRIES = 40_000
 
 #: step lengths (besides the full step) whose ``J`` a row back-end evaluates in the same
 #: pass as the next Hessian, so that a damped step costs no extra pass over the data
