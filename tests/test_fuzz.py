@@ -14,6 +14,8 @@ from bayesdrop import (
     DropoutLogisticRegression,
     DropoutSVC,
     DropoutSVR,
+    HingeLoss,
+    objective,
     sample_posterior,
 )
 from bayesdrop.baselines import InvariantSVC
@@ -24,6 +26,7 @@ RNG = np.random.default_rng(3)
 X = RNG.normal(size=(40, 3))
 Y = np.where(X[:, 0] + 0.3 * RNG.normal(size=40) > 0, 1, 0)
 YR = X @ np.array([1.0, -1.0, 0.5]) + 0.1 * RNG.normal(size=40)
+Y_PM = 2.0 * Y - 1.0  # the labels as a binary loss takes them
 SAMPLE = dict(draws=5, tune=2, chains=1, progressbar=False, random_state=0)
 
 
@@ -140,6 +143,19 @@ CASES = [
      (ValueError, r"^theta must have shape \(4,\)")),
     ("objective-theta-nan", lambda: _problem().objective(np.full(4, np.nan)),
      (ValueError, "^theta contains NaN")),
+    # the functional objective (found by a random fuzz of the functional API: a sparse
+    # design's scipy message, a wrong-length y accepted)
+    ("functional-objective-theta-shape", lambda: objective(
+        _problem(sparse=True).design, HingeLoss(1.0), Y_PM, np.zeros(2)),
+     (ValueError, r"^theta must have shape \(4,\)")),
+    ("functional-objective-y-length", lambda: objective(
+        _problem().design, HingeLoss(1.0), Y_PM[:-1], np.zeros(4)),
+     (ValueError, "^y has 39 entries but X has 40 rows")),
+    ("functional-objective-labels", lambda: objective(
+        _problem().design, HingeLoss(1.0), (Y_PM + 1) / 2, np.zeros(4)),
+     (ValueError, "^y must hold only -1 and \\+1 for a binary loss")),
+    ("functional-objective-design", lambda: objective(X, HingeLoss(1.0), Y_PM, np.zeros(4)),
+     (TypeError, "^design must be a Design, got ndarray")),
     ("sample-more-than-memory", lambda: fitted().sample_posterior(
         X, Y, **{**SAMPLE, "draws": 10**13}),
      (ValueError, r"^draws, chains: 1 chains x 10000000000000 draws x 4 values per draw are "
@@ -221,10 +237,11 @@ CASES = [
 ]
 
 
-def _problem():
+def _problem(sparse=False):
     from bayesdrop import Dropout, LogisticLoss, Problem
 
-    return Problem.create(X, 2.0 * Y - 1.0, LogisticLoss(1.0), Dropout(0.1))
+    return Problem.create(sp.csr_matrix(X) if sparse else X, Y_PM, LogisticLoss(1.0),
+                          Dropout(0.1))
 
 
 def _dask(a):

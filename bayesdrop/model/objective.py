@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["objective", "penalised", "terms_many"]
+__all__ = ["check_theta", "objective", "penalised", "terms_many", "value_and_gradient"]
 
 
 def penalised(w, terms):
@@ -71,6 +71,15 @@ def objective(design, loss, y, theta, *, gradient=True):
     value : float
     grad : ndarray of shape (n_params,), only if ``gradient``
 
+    Raises
+    ------
+    TypeError
+        ``design`` not a :class:`~bayesdrop.model.design.Design`, ``loss`` not a
+        :class:`~bayesdrop.model.losses.Loss`.
+    ValueError
+        ``y`` not a finite vector of ``n_samples`` targets (labels in ``{-1, +1}`` for a
+        binary loss), ``theta`` not finite or not of shape ``(n_params,)``.
+
     Examples
     --------
     >>> from bayesdrop import Design, HingeLoss
@@ -79,6 +88,46 @@ def objective(design, loss, y, theta, *, gradient=True):
     >>> float(J), grad.tolist()  # 2C sum max(0, 1 - y m) at theta = 0
     (4.0, [-4.0, -3.0, 0.0])
     """
+    from .design import Design
+    from .losses import Loss
+
+    if not isinstance(design, Design):
+        raise TypeError(f"design must be a Design, got {type(design).__name__}")
+    if not isinstance(loss, Loss):
+        raise TypeError(f"loss must be a Loss, got {type(loss).__name__}")
+    y = loss.check_target(y, design.n_samples)
+    return value_and_gradient(design, loss, y, check_theta(design, theta), gradient)
+
+
+def check_theta(design, theta):
+    """``theta`` as a float64 vector of shape ``(design.n_params,)``, finite; a
+    ``ValueError`` naming ``theta`` otherwise (no NaN ``J``, no error from inside the
+    products).
+
+    Examples
+    --------
+    >>> from bayesdrop import Design
+    >>> check_theta(Design(np.ones((2, 2))), [0, 1, 2]).tolist()
+    [0.0, 1.0, 2.0]
+    >>> check_theta(Design(np.ones((2, 2))), [0, 1])
+    Traceback (most recent call last):
+    ...
+    ValueError: theta must have shape (3,) (the coefficients, then the intercept if fitted), got (2,)
+    """
+    theta = np.asarray(theta, dtype=np.float64)
+    n = design.n_params
+    if theta.shape != (n,):
+        raise ValueError(f"theta must have shape ({n},) (the coefficients, then the "
+                         f"intercept if fitted), got {theta.shape}")
+    if not np.all(np.isfinite(theta)):
+        raise ValueError("theta contains NaN or infinity")
+    return theta
+
+
+def value_and_gradient(design, loss, y, theta, gradient=True):
+    """:func:`objective` of inputs already checked (``y`` the loss's targets, ``theta``
+    by :func:`check_theta`): what :meth:`bayesdrop.model.problem.Problem.objective`
+    computes."""
     w, _ = design.split(theta)
     m, s = design.scores(theta)
     value, d_m, d_s = loss.terms(m, s, y)

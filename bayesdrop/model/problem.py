@@ -12,7 +12,7 @@ from .._validation import check_sample_weight
 from .design import Design
 from .losses import Loss
 from .noise import FeatureVariance
-from .objective import objective
+from .objective import check_theta, value_and_gradient
 
 __all__ = ["Problem", "drop_zero_weights", "subsample_rows"]
 
@@ -81,14 +81,8 @@ class Problem(NamedTuple):
         ``theta = (w, b)`` must be finite, of shape ``(design.n_params,)`` (a
         ``ValueError`` naming ``theta`` otherwise: no NaN ``J``, no error from inside the
         products)."""
-        theta = np.asarray(theta, dtype=np.float64)
-        n = self.design.n_params
-        if theta.shape != (n,):
-            raise ValueError(f"theta must have shape ({n},) (the coefficients, then the "
-                             f"intercept if fitted), got {theta.shape}")
-        if not np.all(np.isfinite(theta)):
-            raise ValueError("theta contains NaN or infinity")
-        return objective(self.design, self.loss, self.y, theta, gradient=gradient)
+        return value_and_gradient(self.design, self.loss, self.y,
+                                  check_theta(self.design, theta), gradient)
 
     def irls_weights(self, theta):
         """``(rho, t)`` of the weighted least-squares system at ``theta`` (E-step)."""
