@@ -19,6 +19,8 @@ from bayesdrop import (
     sample_posterior,
 )
 from bayesdrop.baselines import InvariantSVC
+from bayesdrop.samplers import sample
+from bayesdrop.solvers import fit_path, fit_problem
 from bayesdrop.studies.datasets import flip_labels
 from bayesdrop.studies.robustness import delete_features, nightmare_at_test_time
 
@@ -156,6 +158,24 @@ CASES = [
      (ValueError, "^y must hold only -1 and \\+1 for a binary loss")),
     ("functional-objective-design", lambda: objective(X, HingeLoss(1.0), Y_PM, np.zeros(4)),
      (TypeError, "^design must be a Design, got ndarray")),
+    ("noise-level-overflow", lambda: DropoutLogisticRegression(noise="laplace",
+                                                               noise_level=1e300).fit(X, Y),
+     (ValueError, r"^noise_level \(beta of laplace noise\) must be at most 1e\+100")),
+    ("fit-problem-theta0-nan", lambda: fit_problem(_problem(), np.full(4, np.nan)),
+     (ValueError, "^theta0 contains NaN")),
+    ("fit-problem-theta0-overflow", lambda: fit_problem(_problem(), np.full(4, 1e300),
+                                                        solver="irls"),
+     (ValueError, "^theta0: J is not finite there")),
+    ("fit-path-previous-shape", lambda: fit_path(_problem(), [1.0, 2.0], np.zeros(4),
+                                                 np.zeros((3, 4))),
+     (ValueError, r"^previous must have shape \(2, 4\)")),
+    ("sample-theta-hat-overflow", lambda: sample(_problem(), theta_hat=np.full(4, 1e300),
+                                                 init="overdispersed", **SAMPLE),
+     (ValueError, "^theta_hat: J is not finite there")),
+    ("sample-theta-hat-shape", lambda: sample(_problem(), theta_hat=np.zeros(3), **SAMPLE),
+     (ValueError, r"^theta_hat must have shape \(4,\)")),
+    ("sample-init-overflow", lambda: sample(_problem(), init=np.full(4, 1e300), **SAMPLE),
+     (ValueError, "^init: J is not finite at chain 0's starting point")),
     ("sample-more-than-memory", lambda: fitted().sample_posterior(
         X, Y, **{**SAMPLE, "draws": 10**13}),
      (ValueError, r"^draws, chains: 1 chains x 10000000000000 draws x 4 values per draw are "

@@ -29,6 +29,8 @@ from abc import ABC, abstractmethod
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import MAX_ABS
+
 from .._validation import check_random_state
 
 __all__ = [
@@ -193,6 +195,12 @@ class NoiseModel(ABC):
                 f"noise_level ({cls.level_name} of {cls.name} noise) must be finite and "
                 f">= 0, got {level!r}"
             )
+        if level > MAX_ABS:
+            raise ValueError(
+                f"noise_level ({cls.level_name} of {cls.name} noise) must be at most "
+                f"{MAX_ABS:g}, got {level!r}: larger levels overflow the noise variances "
+                "and the objective in float64 (as values of X above it would)"
+            )
         return level
 
     def with_level(self, level):
@@ -330,10 +338,10 @@ class Dropout(NoiseModel):
 
     @classmethod
     def _check_level(cls, level):
-        level = super()._check_level(level)
-        if level >= 1.0:
+        if (isinstance(level, numbers.Real) and not isinstance(level, bool)
+                and float(level) >= 1.0):  # before the general bound: the apt message
             raise ValueError(f"noise_level (dropout rate q) must be in [0, 1), got {level!r}")
-        return level
+        return super()._check_level(level)
 
     def _variance(self, X):
         q = self.level

@@ -99,9 +99,9 @@ def objective(design, loss, y, theta, *, gradient=True):
     return value_and_gradient(design, loss, y, check_theta(design, theta), gradient)
 
 
-def check_theta(design, theta):
+def check_theta(design, theta, name="theta"):
     """``theta`` as a float64 vector of shape ``(design.n_params,)``, finite; a
-    ``ValueError`` naming ``theta`` otherwise (no NaN ``J``, no error from inside the
+    ``ValueError`` naming it (``name``) otherwise (no NaN ``J``, no error from inside the
     products).
 
     Examples
@@ -114,13 +114,16 @@ def check_theta(design, theta):
     ...
     ValueError: theta must have shape (3,) (the coefficients, then the intercept if fitted), got (2,)
     """
-    theta = np.asarray(theta, dtype=np.float64)
+    try:
+        theta = np.asarray(theta, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a vector of real numbers: {exc}") from None
     n = design.n_params
     if theta.shape != (n,):
-        raise ValueError(f"theta must have shape ({n},) (the coefficients, then the "
+        raise ValueError(f"{name} must have shape ({n},) (the coefficients, then the "
                          f"intercept if fitted), got {theta.shape}")
     if not np.all(np.isfinite(theta)):
-        raise ValueError("theta contains NaN or infinity")
+        raise ValueError(f"{name} contains NaN or infinity")
     return theta
 
 

@@ -27,6 +27,7 @@ import numpy as np
 from .._progress import ProgressBar
 from .._validation import check_scalar, seed_sequence
 from ..linalg import wls
+from ..model.objective import check_theta
 from . import gibbs
 from .chain import run_chain
 from .compiled import CompiledKernel, compiled_setup, intercept_line
@@ -213,6 +214,12 @@ or LastState
     from ..linalg.backend import RowBackend
 
     rows = problem if isinstance(problem, RowBackend) else None
+    if theta_hat is not None:  # a ValueError naming it, not an error from a sweep
+        theta_hat = check_theta(problem if rows is not None else problem.design, theta_hat,
+                                "theta_hat")
+        if rows is None and not np.isfinite(problem.objective(theta_hat)):
+            raise ValueError("theta_hat: J is not finite there (its scores or its penalty "
+                             "overflow float64); pass the fitted point estimate")
     _check_result_fits(problem if rows is not None else problem.design, problem.loss,
                        chains, draws, store_augmentation or store_log_likelihood)
     if rows is not None:
@@ -251,8 +258,12 @@ or LastState
     kwargs = dict(tune=tune, draws=draws, thin=thin, linalg=linalg, cg_tol=cg_tol,
                   overrelax=overrelax, store_augmentation=store_augmentation,
                   store_log_likelihood=store_log_likelihood)
-    for theta0 in inits:  # shape and finiteness, with the kernel's messages
+    for c, theta0 in enumerate(inits):  # shape and finiteness, with the kernel's messages
         gibbs.init(problem, theta0)
+        if not np.isfinite(problem.objective(theta0)):
+            start = "init" if not isinstance(init, str) else "theta_hat"
+            raise ValueError(f"{start}: J is not finite at chain {c}'s starting point (its "
+                             "scores or its penalty overflow float64); start nearer the mode")
     if compiled not in ("auto", True, False) or not isinstance(compiled, (str, bool)):
         raise ValueError(f"compiled must be 'auto', True or False, got {compiled!r}")
     if mh is not False and mh != "auto":

@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import _jit
 from ..linalg.wls import LINALG
+from ..model.objective import check_theta
 from . import dual, homotopy, irls, newton, smoothing
 from .bare import bare_gap, bare_gap_rows, bare_points, bare_value
 from .result import SolverResult
@@ -272,6 +273,27 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
     >>> a.solver, b.solver, bool(abs(a.objective[-1] - b.objective[-1]) < 1e-8)
     ('newton', 'irls', True)
     """
+    return _fit_problem(problem, _check_start(problem, theta0), solver=solver, linalg=linalg,
+                        tol=tol, max_iter=max_iter, accelerate=accelerate, warn=warn,
+                        theta0_scale=theta0_scale)
+
+
+def _check_start(problem, theta0):
+    """A caller's ``theta0`` checked (None stays None): a finite vector of
+    ``problem.design.n_params`` values at which ``J`` is finite -- a ``ValueError`` naming
+    ``theta0`` otherwise, not an error from inside a solver."""
+    if theta0 is None:
+        return None
+    theta0 = check_theta(problem.design, theta0, "theta0")
+    if not np.isfinite(problem.objective(theta0)):
+        raise ValueError("theta0: J is not finite there (its scores or its penalty "
+                         "overflow float64); start nearer zero")
+    return theta0
+
+
+def _fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
+                 max_iter=1000, accelerate=True, warn=True, theta0_scale=None):
+    """:func:`fit_problem` from a checked ``theta0``."""
     solver, linalg = check_solver(solver, linalg)
     chosen = choose_solver(problem, solver, linalg)
     if (solver == "auto" and chosen in ("dual", "smoothing") and theta0 is not None
@@ -355,10 +377,17 @@ def fit_path(problem, Cs, theta0=None, previous=None, *, solver="auto", linalg="
     """
     solver, linalg = check_solver(solver, linalg)
     Cs = np.asarray(Cs, dtype=np.float64).ravel()
+    theta0 = _check_start(problem, theta0)
     chosen = choose_solver(problem, solver, linalg)
     if previous is not None and not (solver == "auto" and chosen in ("dual", "smoothing")
                                      and homotopy.applicable(problem)):
         previous = np.asarray(previous, dtype=np.float64)
+        shape = (Cs.size, problem.design.n_params)
+        if previous.shape != shape:
+            raise ValueError(f"previous must have shape {shape} (one fit per C), got "
+                             f"{previous.shape}")
+        if not np.all(np.isfinite(previous)):
+            raise ValueError("previous contains NaN or infinity")
     else:  # the exact solution path from each optimum to the next
         previous = None
     results = []
@@ -400,9 +429,9 @@ def fit_path(problem, Cs, theta0=None, previous=None, *, solver="auto", linalg="
                 results += runs[:-1]
                 again = len(results)
             continue
-        results.append(fit_problem(problem._replace(loss=problem.loss.with_C(Cs[i])), theta,
-                                   solver=solver, linalg=linalg, tol=tol, max_iter=max_iter,
-                                   accelerate=accelerate, warn=warn, theta0_scale=scale))
+        results.append(_fit_problem(problem._replace(loss=problem.loss.with_C(Cs[i])), theta,
+                                    solver=solver, linalg=linalg, tol=tol, max_iter=max_iter,
+                                    accelerate=accelerate, warn=warn, theta0_scale=scale))
     return results
 
 
