@@ -22,13 +22,17 @@ from bayesdrop.baselines import InvariantSVC
 from bayesdrop.samplers import sample
 from bayesdrop.solvers import fit_path, fit_problem
 from bayesdrop.studies.datasets import flip_labels
-from bayesdrop.studies.robustness import delete_features, nightmare_at_test_time
+from bayesdrop.studies.plots import reliability_diagram
+from bayesdrop.studies.robustness import (calibration_table, classification_metrics,
+                                         delete_features, expected_calibration_error,
+                                         nightmare_at_test_time)
 
 RNG = np.random.default_rng(3)
 X = RNG.normal(size=(40, 3))
 Y = np.where(X[:, 0] + 0.3 * RNG.normal(size=40) > 0, 1, 0)
 YR = X @ np.array([1.0, -1.0, 0.5]) + 0.1 * RNG.normal(size=40)
 Y_PM = 2.0 * Y - 1.0  # the labels as a binary loss takes them
+PROBA = np.column_stack([1 - 1 / (1 + np.exp(-X[:, 0])), 1 / (1 + np.exp(-X[:, 0]))])
 SAMPLE = dict(draws=5, tune=2, chains=1, progressbar=False, random_state=0)
 
 
@@ -254,6 +258,24 @@ CASES = [
     ("nightmare-deletion-bad",
      lambda: nightmare_at_test_time({"svm": DropoutSVC()}, X, Y, X, Y, deletion=[1.5]),
      (ValueError, "deletion")),
+    # the calibration metrics (a random fuzz over proba / y_idx / n_bins: index errors
+    # from inside numpy, a MemoryError -- or the machine's OOM killer -- for n_bins=10**9)
+    ("table-bins-huge", lambda: calibration_table(PROBA, Y, 10**9),
+     (ValueError, r"^n_bins must be <= 1000000, got 1000000000")),
+    ("metrics-class-out-of-range", lambda: classification_metrics(PROBA, Y + 2),
+     (ValueError, r"^y_idx must hold class indices in \[0, 2\)")),
+    ("metrics-y-length", lambda: classification_metrics(PROBA, Y[:5]),
+     (ValueError, r"^y_idx must have shape \(40,\)")),
+    ("metrics-float-labels", lambda: classification_metrics(PROBA, Y + 0.5),
+     (ValueError, "^y_idx must hold integer class indices")),
+    ("ece-one-dimensional", lambda: expected_calibration_error(PROBA[:, 1], Y),
+     (ValueError, r"^proba must have shape \(n_samples, n_classes\), got \(40,\)")),
+    ("ece-not-probabilities", lambda: expected_calibration_error(2 * PROBA, Y),
+     (ValueError, r"^proba must hold probabilities in \[0, 1\]")),
+    ("table-no-labels", lambda: calibration_table(PROBA, None),
+     (ValueError, "^y_idx must have shape")),
+    ("diagram-list", lambda: reliability_diagram([PROBA], Y),
+     (TypeError, "^probas must be a non-empty dict")),
 ]
 
 

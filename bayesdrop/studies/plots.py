@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 __all__ = ["plot_study", "reliability_diagram"]
@@ -85,6 +87,9 @@ def reliability_diagram(probas, y_idx, n_bins=10, *, strategy="uniform", kind="a
 
     from .robustness import calibration_table
 
+    if not isinstance(probas, Mapping) or not probas:
+        raise TypeError("probas must be a non-empty dict of model name to predicted "
+                        f"probabilities, got {type(probas).__name__}")
     if ax is None:
         _, ax = plt.subplots(figsize=(4.5, 4.5))
     ax.plot([0, 1], [0, 1], color="0.6", linestyle=":", label="perfectly calibrated")

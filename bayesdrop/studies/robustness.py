@@ -37,6 +37,8 @@ __all__ = [
     "delete_features",
     "expected_calibration_error",
     "calibration_table",
+    "check_proba",
+    "MAX_BINS",
     "classification_metrics",
     "nightmare_at_test_time",
     "label_noise_study",
@@ -91,6 +93,51 @@ def delete_features(X, fraction, random_state=None):
     X *= rng.random(X.shape) >= fraction
     return X
 
+#: rounding allowed outside ``[0, 1]`` in predicted probabilities (:func:`check_proba`)
+PROBA_SLACK = 1e-9
+
+
+def check_proba(proba, y_idx):
+    """``(proba, y_idx)`` as arrays, checked: ``proba`` a finite float matrix of shape
+    ``(n_samples, n_classes)`` with entries in ``[0, 1]``, ``y_idx`` integers in
+    ``[0, n_classes)``, one per row -- a ``ValueError`` or ``TypeError`` naming the
+    argument otherwise (not an index error from inside numpy).
+
+    Examples
+    --------
+    >>> check_proba([[0.2, 0.8]], [1])[1].tolist()
+    [1]
+    >>> check_proba([[0.2, 0.8]], [2])
+    Traceback (most recent call last):
+    ...
+    ValueError: y_idx must hold class indices in [0, 2) (the columns of proba), got 2
+    """
+    try:
+        proba = np.asarray(proba, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"proba must be an array of probabilities: {exc}") from None
+    if proba.ndim != 2 or proba.shape[1] < 1:
+        raise ValueError(f"proba must have shape (n_samples, n_classes), got {proba.shape}")
+    if not np.all(np.isfinite(proba)):
+        raise ValueError("proba contains NaN or infinity")
+    if proba.size and (proba.min() < -PROBA_SLACK or proba.max() > 1.0 + PROBA_SLACK):
+        raise ValueError(f"proba must hold probabilities in [0, 1], got values in "
+                         f"[{proba.min():.3g}, {proba.max():.3g}]")
+    y = np.asarray(y_idx)
+    if y.ndim != 1 or y.shape[0] != proba.shape[0]:
+        raise ValueError(f"y_idx must have shape ({proba.shape[0]},) (one class index per "
+                         f"row of proba), got {y.shape}")
+    if y.dtype.kind not in "iub":
+        if y.dtype.kind != "f" or not np.all(np.isfinite(y)) or np.any(y != np.round(y)):
+            raise ValueError("y_idx must hold integer class indices (the columns of "
+                             f"proba), got dtype {y.dtype}")
+        y = y.astype(np.int64)
+    if y.size and (y.min() < 0 or y.max() >= proba.shape[1]):
+        bad = y.min() if y.min() < 0 else y.max()
+        raise ValueError(f"y_idx must hold class indices in [0, {proba.shape[1]}) (the "
+                         f"columns of proba), got {bad}")
+    return proba, y
+
 
 def expected_calibration_error(proba, y_idx, n_bins=15):
     """Expected calibration error of the top-class probability.
@@ -115,8 +162,8 @@ def expected_calibration_error(proba, y_idx, n_bins=15):
     >>> round(expected_calibration_error(p, np.array([0, 0, 0, 1]), n_bins=10), 3)
     0.1
     """
-    proba = np.asarray(proba, dtype=float)
-    y_idx = np.asarray(y_idx)
+    proba, y_idx = check_proba(proba, y_idx)
+    n_bins = check_scalar(n_bins, "n_bins", min_val=1, integer=True)
     conf = proba.max(axis=1)
     correct = proba.argmax(axis=1) == y_idx
     bins = np.minimum((conf * n_bins).astype(int), n_bins - 1)
@@ -125,6 +172,11 @@ def expected_calibration_error(proba, y_idx, n_bins=15):
         sel = bins == b
         ece += sel.mean() * abs(correct[sel].mean() - conf[sel].mean())
     return float(ece)
+
+
+#: most bins of :func:`calibration_table` (its per-bin arrays: 8 MB each at this size;
+#: bins beyond the number of predictions are empty)
+MAX_BINS = 10**6
 
 
 def calibration_table(proba, y_idx, n_bins=10, *, strategy="uniform", kind="auto"):
@@ -147,6 +199,7 @@ def calibration_table(proba, y_idx, n_bins=10, *, strategy="uniform", kind="auto
     y_idx : ndarray of int, shape (n_samples,)
         Index of the true class in the columns of ``proba``.
     n_bins : int, default=10
+        At most :data:`MAX_BINS`.
     strategy : {"uniform", "quantile"}, default="uniform"
     kind : {"auto", "positive", "confidence"}, default="auto"
 
@@ -167,12 +220,8 @@ def calibration_table(proba, y_idx, n_bins=10, *, strategy="uniform", kind="auto
     """
     import pandas as pd
 
-    proba = np.asarray(proba, dtype=float)
-    y_idx = np.asarray(y_idx)
-    if proba.ndim != 2 or proba.shape[0] != y_idx.shape[0]:
-        raise ValueError(f"proba must have shape (n_samples, n_classes) with n_samples = "
-                         f"{y_idx.shape[0]} (len(y_idx)), got {proba.shape}")
-    n_bins = check_scalar(n_bins, "n_bins", min_val=1, integer=True)
+    proba, y_idx = check_proba(proba, y_idx)
+    n_bins = check_scalar(n_bins, "n_bins", min_val=1, max_val=MAX_BINS, integer=True)
     if strategy not in ("uniform", "quantile"):
         raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}")
     if kind == "auto":
@@ -223,8 +272,8 @@ def classification_metrics(proba, y_idx, *, floor=1e-12):
     >>> m["error"], round(m["brier"], 2)
     (0.5, 0.53)
     """
-    proba = np.asarray(proba, dtype=float)
-    y_idx = np.asarray(y_idx)
+    proba, y_idx = check_proba(proba, y_idx)
+    floor = check_scalar(floor, "floor", min_val=0.0, max_val=1.0)
     onehot = np.zeros_like(proba)
     onehot[np.arange(proba.shape[0]), y_idx] = 1.0
     p_true = proba[np.arange(proba.shape[0]), y_idx]
