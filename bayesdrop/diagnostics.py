@@ -13,10 +13,13 @@ The Gibbs chain targets ``exp(-J(w, b))`` and the solvers return ``argmin J``, s
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from . import _arviz
+from ._validation import check_scalar
 
 __all__ = [
     "compare_with_mode",
@@ -43,6 +46,12 @@ def _mode_parameters(estimator, idata=None):
 
 
 def _check_match(idata, estimator):
+    """A ``ValueError`` naming ``idata`` unless it is a posterior of ``estimator``'s kind,
+    problems and features (``NotFittedError`` for an unfitted estimator)."""
+    from .predictive import check_posterior_of
+
+    check_is_fitted(estimator)
+    check_posterior_of(estimator, idata)
     coef, _ = _mode_parameters(estimator)
     post = idata.posterior["coef"]
     n_problems = post.sizes.get("class", 1)
@@ -84,6 +93,8 @@ def compare_with_mode(idata, estimator, hdi_prob=0.94):
     (4, True)
     """
     _check_match(idata, estimator)
+    hdi_prob = check_scalar(hdi_prob, "hdi_prob", min_val=0.0, max_val=1.0,
+                            include_min=False, include_max=False)
     coef, intercept = _mode_parameters(estimator, idata)
     var_names = ["coef"] + (["intercept"] if "intercept" in idata.posterior else [])
     table = _arviz.summary_stats(idata, var_names=var_names, hdi_prob=hdi_prob)
@@ -124,6 +135,7 @@ def check_mode(idata, estimator, rtol=1e-7):
     import pandas as pd
 
     _check_match(idata, estimator)
+    rtol = check_scalar(rtol, "rtol", min_val=0.0)
     if "mode" in idata.groups():  # the mode on the sampled data
         history = [[-v] for v in np.atleast_1d(idata["mode"]["lp"].values)]
     else:
@@ -169,6 +181,10 @@ def augmentation_comparison(idata, estimator, X, y):
     import pandas as pd
 
     _check_match(idata, estimator)
+    if "augmentation_mean" not in idata.groups():
+        loss = idata.posterior.attrs["loss"]
+        raise ValueError(f"idata has no augmentation_mean group: the {loss!r} loss draws "
+                         "no augmentation variables")
     problems, thetas = estimator._problems(X, y)
     if "mode" in idata.groups():  # the mode on the sampled data
         coef, intercept = _mode_parameters(estimator, idata)
@@ -219,8 +235,20 @@ def plot_posterior_vs_mode(idata, estimator, features=None, problem=0, max_plots
     _check_match(idata, estimator)
     coef, _ = _mode_parameters(estimator, idata)
     names = list(idata.posterior["feature"].values)
+    max_plots = check_scalar(max_plots, "max_plots", min_val=1, integer=True)
+    n_problems = coef.shape[0]
+    if (isinstance(problem, bool) or not isinstance(problem, numbers.Integral)
+            or not 0 <= problem < n_problems):
+        raise ValueError(f"problem must be an integer in [0, {n_problems}) (the posterior's "
+                         f"one-vs-rest problems), got {problem!r}")
     if features is None:
         features = names[:max_plots]
+    features = list(features)
+    unknown = [f for f in features if f not in names]
+    if not features or unknown:
+        raise ValueError(f"features must be a non-empty list of the posterior's feature "
+                         f"names {names[:5]}{' ...' if len(names) > 5 else ''}; unknown: "
+                         f"{unknown}")
     coords = {"feature": list(features)}
     if "class" in idata.posterior["coef"].dims:
         coords["class"] = [idata.posterior["class"].values[problem]]

@@ -18,6 +18,7 @@ from bayesdrop import (
     objective,
     sample_posterior,
 )
+from bayesdrop import diagnostics
 from bayesdrop.baselines import InvariantSVC
 from bayesdrop.samplers import sample
 from bayesdrop.solvers import fit_path, fit_problem
@@ -145,6 +146,22 @@ CASES = [
     ("check-mode-unfitted", lambda: __import__("bayesdrop.diagnostics").diagnostics
      .check_mode(fitted().sample_posterior(X, Y, **SAMPLE), DropoutSVC()),
      (NotFittedError, "not fitted")),
+    # the diagnostics (a random fuzz over idata, estimator and the options: index and
+    # attribute errors from inside, ArviZ's and matplotlib's messages)
+    ("compare-hdi-one", lambda: diagnostics.compare_with_mode(
+        fitted().sample_posterior(X, Y, **SAMPLE), fitted(), hdi_prob=1.0),
+     (ValueError, r"^hdi_prob must be < 1.0, got 1.0")),
+    ("augmentation-of-regression-idata", lambda: diagnostics.augmentation_comparison(
+        fitted(DropoutSVR).sample_posterior(X, YR, **SAMPLE), fitted(), X, Y),
+     (ValueError, "^idata is the posterior of a regression model")),
+    ("check-mode-of-dict", lambda: diagnostics.check_mode({"posterior": 1}, fitted()),
+     (ValueError, "^idata must be the InferenceData of sample_posterior, got dict")),
+    ("plot-problem-out-of-range", lambda: diagnostics.plot_posterior_vs_mode(
+        fitted().sample_posterior(X, Y, **SAMPLE), fitted(), problem=1),
+     (ValueError, r"^problem must be an integer in \[0, 1\)")),
+    ("plot-unknown-feature", lambda: diagnostics.plot_posterior_vs_mode(
+        fitted().sample_posterior(X, Y, **SAMPLE), fitted(), features=[0]),
+     (ValueError, r"^features must be a non-empty list .* unknown: \[0\]")),
     ("objective-theta-shape", lambda: _problem().objective(np.zeros(2)),
      (ValueError, r"^theta must have shape \(4,\)")),
     ("objective-theta-nan", lambda: _problem().objective(np.full(4, np.nan)),

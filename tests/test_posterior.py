@@ -116,8 +116,8 @@ def test_irls_is_mode_and_close_to_mean_for_logistic(cancer):
 
 def test_functional_entry_point_and_errors(small_problem_data):
     X, y, yr = small_problem_data
-    idata = sample_posterior(X, y, loss="hinge", C=1.0, noise="dropout", noise_level=0.2,
-                             **KW)
+    hinge = idata = sample_posterior(X, y, loss="hinge", C=1.0, noise="dropout",
+                                     noise_level=0.2, **KW)
     assert idata.posterior.attrs["loss"] == "hinge"
     assert len(idata.posterior.attrs["mode_theta"]) == 6
     idata = sample_posterior(sp.csr_matrix(X), yr, loss="epsilon_insensitive", epsilon=0.2,
@@ -126,7 +126,9 @@ def test_functional_entry_point_and_errors(small_problem_data):
     with pytest.raises(ValueError, match="loss must be one of"):
         sample_posterior(X, y, loss="probit")
     with pytest.raises(ValueError, match="does not match"):
-        diagnostics.compare_with_mode(idata, DropoutSVC().fit(X[:, :3], y))
+        diagnostics.compare_with_mode(hinge, DropoutSVC().fit(X[:, :3], y))
+    with pytest.raises(ValueError, match="idata is the posterior of a regression model"):
+        diagnostics.compare_with_mode(idata, DropoutSVC().fit(X, y))
     clf = DropoutSVC().fit(X, y)
     with pytest.raises(ValueError, match="labels not seen"):
         clf._problems(X, np.where(y > 0, 2.0, -1.0))
