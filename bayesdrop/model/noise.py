@@ -29,9 +29,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import MAX_ABS
-
-from .._validation import check_random_state
+from .._validation import MAX_ABS, check_random_state
 
 __all__ = [
     "FeatureVariance",
