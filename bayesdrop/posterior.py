@@ -14,7 +14,7 @@ import numpy as np
 
 from ._arviz import convergence_warning, to_inference_data
 from ._arviz import prefetch as prefetch_arviz
-from ._validation import (as_float_design, encode_labels,
+from ._validation import (as_float_design, check_scalar, encode_labels,
                           seed_sequence)
 from .model.losses import make_loss
 from .model.noise import make_noise
@@ -52,6 +52,10 @@ def sample_problems(problems, thetas_hat, *, random_state=None, **kwargs):
     >>> [r.theta.shape for r in res]
     [(1, 20, 3), (1, 20, 3)]
     """
+    problems, thetas_hat = list(problems), list(thetas_hat)
+    if len(thetas_hat) != len(problems):
+        raise ValueError(f"thetas_hat must hold one mode per problem: {len(thetas_hat)} for "
+                         f"{len(problems)} problems")
     seeds = seed_sequence(random_state).spawn(len(problems))
     return [sample(pr, theta_hat=th, random_state=seed, **kwargs)
             for pr, th, seed in zip(problems, thetas_hat, seeds)]
@@ -214,8 +218,19 @@ def pointwise_log_likelihood(problems, thetas, block=256):
     >>> bool(np.allclose(ll[0, 0], -np.log1p(np.exp(-2.0))))  # 2C log(1 + e^{-y m})
     True
     """
+    block = check_scalar(block, "block", min_val=1, integer=True)
+    problems, thetas = list(problems), [np.asarray(t, dtype=np.float64) for t in thetas]
+    if not problems or len(thetas) != len(problems):
+        raise ValueError(f"thetas must hold the draws of each problem: {len(thetas)} for "
+                         f"{len(problems)} problems")
     chains, draws = thetas[0].shape[:2]
     n = problems[0].design.n_samples
+    for k, (problem, theta) in enumerate(zip(problems, thetas)):
+        shape = (chains, draws, problem.design.n_params)
+        if theta.shape != shape or problem.design.n_samples != n:
+            raise ValueError(f"thetas[{k}] must have shape {shape} (chains, draws, the "
+                             f"problem's parameters) on the same {n} examples, got "
+                             f"{theta.shape}")
     out = np.zeros((chains * draws, n))
     for problem, theta in zip(problems, thetas):
         flat = theta.reshape(chains * draws, -1)

@@ -20,6 +20,7 @@ from bayesdrop import (
 )
 from bayesdrop import diagnostics
 from bayesdrop.baselines import InvariantSVC
+from bayesdrop.posterior import pointwise_log_likelihood, sample_problems
 from bayesdrop.samplers import sample
 from bayesdrop.solvers import fit_path, fit_problem
 from bayesdrop.studies.datasets import flip_labels
@@ -195,6 +196,15 @@ CASES = [
      (ValueError, "^theta_hat: J is not finite there")),
     ("sample-theta-hat-shape", lambda: sample(_problem(), theta_hat=np.zeros(3), **SAMPLE),
      (ValueError, r"^theta_hat must have shape \(4,\)")),
+    ("fit-problem-not-a-problem", lambda: fit_problem((X, Y)),
+     (TypeError, "^problem must be a Problem")),
+    ("sample-not-a-problem", lambda: sample((X, Y), **SAMPLE),
+     (TypeError, "^problem must be a Problem")),
+    ("sample-problems-fewer-modes", lambda: sample_problems([_problem()], [], **SAMPLE),
+     (ValueError, "^thetas_hat must hold one mode per problem: 0 for 1 problems")),
+    ("loglik-draws-shape", lambda: pointwise_log_likelihood([_problem()],
+                                                            [np.zeros((1, 2, 3))]),
+     (ValueError, r"^thetas\[0\] must have shape \(1, 2, 4\)")),
     ("sample-init-overflow", lambda: sample(_problem(), init=np.full(4, 1e300), **SAMPLE),
      (ValueError, "^init: J is not finite at chain 0's starting point")),
     ("sample-more-than-memory", lambda: fitted().sample_posterior(

@@ -14,7 +14,7 @@ from .losses import Loss
 from .noise import FeatureVariance
 from .objective import check_theta, value_and_gradient
 
-__all__ = ["Problem", "drop_zero_weights", "subsample_rows"]
+__all__ = ["Problem", "check_problem", "drop_zero_weights", "subsample_rows"]
 
 
 class Problem(NamedTuple):
@@ -88,6 +88,24 @@ class Problem(NamedTuple):
         """``(rho, t)`` of the weighted least-squares system at ``theta`` (E-step)."""
         m, s = self.design.scores(theta)
         return self.loss.irls_weights(m, s, self.y)
+
+
+
+def check_problem(problem, name="problem"):
+    """``problem`` itself if it is a :class:`Problem`, else a ``TypeError`` naming it (not
+    an ``AttributeError`` from inside a solver or sampler).
+
+    Examples
+    --------
+    >>> check_problem((1, 2, 3))
+    Traceback (most recent call last):
+    ...
+    TypeError: problem must be a Problem (Problem.create(X, y, loss, noise)), got tuple
+    """
+    if not isinstance(problem, Problem):
+        raise TypeError(f"{name} must be a Problem (Problem.create(X, y, loss, noise)), got "
+                        f"{type(problem).__name__}")
+    return problem
 
 
 def _n_rows(X):

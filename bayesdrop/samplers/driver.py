@@ -28,6 +28,7 @@ from .._progress import ProgressBar
 from .._validation import check_scalar, seed_sequence
 from ..linalg import wls
 from ..model.objective import check_theta
+from ..model.problem import check_problem
 from . import gibbs
 from .chain import run_chain
 from .compiled import CompiledKernel, compiled_setup, intercept_line
@@ -214,6 +215,8 @@ or LastState
     from ..linalg.backend import RowBackend
 
     rows = problem if isinstance(problem, RowBackend) else None
+    if rows is None:
+        check_problem(problem)
     if theta_hat is not None:  # a ValueError naming it, not an error from a sweep
         theta_hat = check_theta(problem if rows is not None else problem.design, theta_hat,
                                 "theta_hat")

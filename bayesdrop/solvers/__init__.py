@@ -31,6 +31,7 @@ import numpy as np
 from .. import _jit
 from ..linalg.wls import LINALG
 from ..model.objective import check_theta
+from ..model.problem import check_problem
 from . import dual, homotopy, irls, newton, smoothing
 from .bare import bare_gap, bare_gap_rows, bare_points, bare_value
 from .result import SolverResult
@@ -273,6 +274,7 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
     >>> a.solver, b.solver, bool(abs(a.objective[-1] - b.objective[-1]) < 1e-8)
     ('newton', 'irls', True)
     """
+    check_problem(problem)
     return _fit_problem(problem, _check_start(problem, theta0), solver=solver, linalg=linalg,
                         tol=tol, max_iter=max_iter, accelerate=accelerate, warn=warn,
                         theta0_scale=theta0_scale)
@@ -375,6 +377,7 @@ def fit_path(problem, Cs, theta0=None, previous=None, *, solver="auto", linalg="
     >>> [r.solver for r in path], bool(np.isclose(path[2].objective[-1], alone.objective[-1]))
     (['dual', 'homotopy', 'homotopy'], True)
     """
+    check_problem(problem)
     solver, linalg = check_solver(solver, linalg)
     Cs = np.asarray(Cs, dtype=np.float64).ravel()
     theta0 = _check_start(problem, theta0)
