@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 import scipy.sparse as sp
@@ -92,6 +93,86 @@ def check_scalar(value, name, *, min_val=None, max_val=None, include_min=True,
             op = "<=" if include_max else "<"
             raise ValueError(f"{name} must be {op} {max_val}, got {value!r}")
     return value
+
+
+#: the range of ``C`` a loss accepts (``[MIN_C, MAX_C]``): beyond, ``2 C`` times the terms
+#: overflows ``J`` in float64 (or a draw's variance ``1 / C`` does at the lower end)
+MIN_C, MAX_C = 1e-100, 1e100
+#: the most iterations a solver accepts (its history of ``J`` is preallocated: 80 MB)
+MAX_ITER = 10**7
+
+
+def check_C(C, name="C"):
+    """``C`` as a float in ``[MIN_C, MAX_C]`` (:data:`MIN_C`), a ``ValueError`` naming it
+    otherwise.
+
+    Examples
+    --------
+    >>> check_C(2)
+    2.0
+    >>> check_C(1e300)
+    Traceback (most recent call last):
+    ...
+    ValueError: C must be <= 1e+100, got 1e+300
+    """
+    C = check_scalar(C, name, min_val=0.0, include_min=False, max_val=MAX_C)
+    if C < MIN_C:
+        raise ValueError(f"{name} must be >= {MIN_C:g} (and > 0), got {C!r}")
+    return C
+
+
+def check_bool(value, name):
+    """``value`` as a bool (``bool`` or ``numpy.bool_``), a ``TypeError`` naming it
+    otherwise -- not a number that would pass as one (``fit_intercept=-1``).
+
+    Examples
+    --------
+    >>> check_bool(np.True_, "fit_intercept")
+    True
+    >>> check_bool(1, "fit_intercept")
+    Traceback (most recent call last):
+    ...
+    TypeError: fit_intercept must be True or False, got int
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
+    return bool(value)
+
+
+def check_verbose(value):
+    """``verbose`` as an int >= 0 (a bool counts as 0 or 1)."""
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    return check_scalar(value, "verbose", min_val=0, integer=True)
+
+
+def check_n_jobs(value):
+    """``n_jobs`` as joblib takes it: None, or a non-zero integer (negative: counted from
+    the number of CPUs)."""
+    if value is None:
+        return None
+    value = check_scalar(value, "n_jobs", integer=True)
+    if value == 0:
+        raise ValueError("n_jobs must be None or a non-zero integer, got 0")
+    return value
+
+
+def physical_memory():
+    """This machine's physical memory in bytes, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not POSIX
+        return None
+
+
+def check_fits_in_memory(nbytes, names, what, advice):
+    """A ``ValueError`` naming ``names`` if ``nbytes`` (``what``) exceed the physical
+    memory -- a clear error up front instead of numpy's ``MemoryError`` or a machine that
+    swaps."""
+    memory = physical_memory()
+    if memory is not None and nbytes > memory:
+        raise ValueError(f"{names}: {what} are {nbytes / 2**30:.3g} GiB, more than this "
+                         f"machine's memory ({memory / 2**30:.3g} GiB); {advice}")
 
 
 def reject_dask(X, name="X", where="this function"):

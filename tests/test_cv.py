@@ -123,7 +123,7 @@ def test_refit_false_and_the_posterior_at_the_chosen_parameters():
 
 
 @pytest.mark.parametrize("params, match", [
-    ({"Cs": 0}, "Cs must be >= 1"),
+    ({"Cs": 0}, r"Cs must be in \[1, 10000\]"),
     ({"Cs": [1.0, -2.0]}, "Cs must hold finite values > 0"),
     ({"Cs": [[1.0]]}, "Cs must be a non-empty 1-D"),
     ({"Cs": ["a"]}, "Cs must be a sequence of numbers"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_scalar
+from .._validation import MAX_ITER, check_bool, check_C, check_scalar
 from ..estimators._base import BinaryFit, OneVsRestClassifier
 from ..predictive import sigmoid_proba
 from ..solvers.lbfgs import minimize_lbfgs
@@ -14,9 +14,10 @@ class SmoothBinaryClassifier(OneVsRestClassifier):
     """Baselines whose binary problem is a smooth objective ``J(theta; y_k)``."""
 
     def _check_common(self):
-        check_scalar(self.C, "C", min_val=0.0, include_min=False)
+        check_C(self.C)
         check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
-        check_scalar(self.max_iter, "max_iter", min_val=1, integer=True)
+        check_scalar(self.max_iter, "max_iter", min_val=1, max_val=MAX_ITER, integer=True)
+        check_bool(self.fit_intercept, "fit_intercept")
 
     def _fit_smooth(self, X, y_idx, make_objective, total_weight=None):
         """L-BFGS on ``make_objective(y_k)`` for every one-vs-rest target ``y_k``;

@@ -8,7 +8,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_random_state, check_sample_weight, check_scalar, reject_dask
+from .._validation import (check_fits_in_memory, check_random_state, check_sample_weight,
+                           check_scalar, reject_dask)
 from ..estimators._base import ACCEPT_SPARSE
 from ..model.noise import make_noise
 
@@ -84,6 +85,9 @@ class ExplicitCorruptionClassifier(ClassifierMixin, BaseEstimator):
         check_classification_targets(y)
         if np.unique(y).shape[0] < 2:
             raise ValueError("y contains only one class; at least two classes are needed")
+        stored = X.nnz if sp.issparse(X) else X.size
+        check_fits_in_memory(12.0 * M * stored, "n_copies", f"{M} corrupted copies of X",
+                             "use fewer copies")
         rng = check_random_state(self.random_state)
         copies = [noise.corrupt(X, rng) for _ in range(M)]
         Xc = sp.vstack(copies, format="csr") if sp.issparse(X) else np.vstack(copies)

@@ -14,7 +14,15 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from .. import _jit
-from .._validation import as_float_design, check_random_state, check_scalar
+from .._validation import (
+    MAX_ABS,
+    MAX_ITER,
+    as_float_design,
+    check_bool,
+    check_C,
+    check_random_state,
+    check_scalar,
+)
 from ..estimators._base import BinaryFit, OneVsRestClassifier, class_index
 
 __all__ = ["InvariantSVC", "worst_case_margin"]
@@ -380,13 +388,15 @@ class InvariantSVC(OneVsRestClassifier):
         -------
         self
         """
-        check_scalar(self.C, "C", min_val=0.0, include_min=False)
+        check_C(self.C)
         check_scalar(self.n_changes, "n_changes", min_val=0, integer=True)
         check_scalar(self.lower, "lower", min_val=0.0, max_val=1.0)
-        check_scalar(self.upper, "upper", min_val=1.0)
+        check_scalar(self.upper, "upper", min_val=1.0, max_val=MAX_ABS)
         s = check_scalar(self.intercept_scaling, "intercept_scaling", min_val=0.0,
-                         include_min=False)
-        max_iter = check_scalar(self.max_iter, "max_iter", min_val=1, integer=True)
+                         include_min=False, max_val=MAX_ABS)
+        max_iter = check_scalar(self.max_iter, "max_iter", min_val=1, max_val=MAX_ITER,
+                                integer=True)
+        check_bool(self.fit_intercept, "fit_intercept")
         tol = check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
         X, y_idx = self._validate_fit(X, y)
         X = as_float_design(X, "X")  # values that overflow the cutting planes' products

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from .._validation import check_scalar
+from .._validation import MAX_ITER, check_bool, check_C, check_scalar
 from ..estimators._base import OneVsRestClassifier, class_index
 from ..solvers.lbfgs import minimize_lbfgs
 
@@ -200,9 +200,10 @@ class TLogisticRegression(OneVsRestClassifier):
         self
         """
         t = check_scalar(self.t, "t", min_val=1.0)
-        check_scalar(self.C, "C", min_val=0.0, include_min=False)
+        check_C(self.C)
         check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
-        check_scalar(self.max_iter, "max_iter", min_val=1, integer=True)
+        check_scalar(self.max_iter, "max_iter", min_val=1, max_val=MAX_ITER, integer=True)
+        check_bool(self.fit_intercept, "fit_intercept")
         if self.init not in ("zero", "logistic"):
             raise ValueError(f"init must be 'zero' or 'logistic', got {self.init!r}")
         X, y_idx = self._validate_fit(X, y)

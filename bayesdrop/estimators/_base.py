@@ -29,7 +29,13 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .._progress import ProgressBar
-from .._validation import check_sample_weight, encode_labels, reject_dask
+from .._validation import (
+    check_n_jobs,
+    check_sample_weight,
+    check_verbose,
+    encode_labels,
+    reject_dask,
+)
 from ._placement import placement
 
 __all__ = ["ACCEPT_SPARSE", "BinaryFit", "LinearModel", "OneVsRestClassifier",
@@ -310,8 +316,8 @@ class LinearModel(BaseEstimator):
         start_time = time.perf_counter()
         starts = [None if warm is None else (warm[0][k], float(warm[1][k]))
                   for k in range(n_problems)]
-        n_jobs = getattr(self, "n_jobs", None)
-        verbose = int(getattr(self, "verbose", 0) or 0)
+        n_jobs = check_n_jobs(getattr(self, "n_jobs", None))
+        verbose = check_verbose(getattr(self, "verbose", 0))
         if n_jobs in (None, 1) or n_problems == 1:
             fits = []
             with ProgressBar(n_problems, enabled=verbose > 0, unit="problem",

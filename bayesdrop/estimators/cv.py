@@ -56,7 +56,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing
 
 from .._threads import single_blas_pool
-from .._validation import check_sample_weight
+from .._validation import check_n_jobs, check_sample_weight
 from ..model.losses import EpsilonInsensitiveLoss, HingeLoss, LogisticLoss
 from ..model.noise import make_noise
 from ._base import reject_dask, validate_arrays
@@ -73,13 +73,18 @@ DEFAULT_NOISE_LEVELS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
 _SEARCHED = ("C", "noise_level", "warm_start")
 
 
+#: the most values of a grid (``Cs``, ``noise_levels``): each is a fit per fold
+MAX_GRID = 10_000
+
+
 def _grid(values, name, default):
     """A validated 1-D grid of finite numbers >= 0 (``C``: > 0)."""
     if values is None:
         values = default
     if name == "Cs" and isinstance(values, numbers.Integral) and not isinstance(values, bool):
-        if values < 1:
-            raise ValueError(f"Cs must be >= 1 when an integer, got {values}")
+        if not 1 <= values <= MAX_GRID:
+            raise ValueError(f"Cs must be in [1, {MAX_GRID}] when an integer (the number of "
+                             f"values of logspace(-4, 4)), got {values}")
         return np.logspace(-4, 4, int(values))
     try:
         grid = np.asarray(values, dtype=np.float64)
@@ -87,6 +92,8 @@ def _grid(values, name, default):
         raise TypeError(f"{name} must be a sequence of numbers, got {values!r}") from None
     if grid.ndim != 1 or grid.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence, got shape {grid.shape}")
+    if grid.size > MAX_GRID:
+        raise ValueError(f"{name} must hold at most {MAX_GRID} values, got {grid.size}")
     low = 0.0 if name == "noise_levels" else np.nextafter(0.0, 1.0)
     if not np.all(np.isfinite(grid)) or np.any(grid < low):
         raise ValueError(f"{name} must hold finite values "
@@ -196,8 +203,17 @@ class _PathCV:
         if sp.issparse(X):
             X = X.tocsr()  # rows indexable (a COO matrix is not)
         weights = check_sample_weight(sample_weight, X.shape[0])
-        cv = check_cv(self.cv, y, classifier=is_classifier(self))
-        splits = list(cv.split(X, y))
+        try:  # scikit-learn's messages, prefixed with the argument they are about
+            splits = list(check_cv(self.cv, y, classifier=is_classifier(self)).split(X, y))
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"cv: {exc}") from exc
+        if not splits:
+            raise ValueError(f"cv gave no train/test splits, got cv={self.cv!r}")
+        if self.scoring is not None and not (isinstance(self.scoring, str)
+                                             or callable(self.scoring)):
+            raise TypeError("scoring must be None, a scorer name or a callable (one metric; "
+                            f"GridSearchCV's multi-metric lists and dicts are not supported), "
+                            f"got {type(self.scoring).__name__}")
         scorer = (_default_score if self.scoring is None
                   else check_scoring(base, scoring=self.scoring))
         weighted_scores = weights is not None and _accepts_sample_weight(scorer)
@@ -231,7 +247,9 @@ class _PathCV:
                     previous = fits
             return scores
 
-        n_jobs = self.n_jobs if len(splits) > 1 else None
+        n_jobs = check_n_jobs(self.n_jobs) if len(splits) > 1 else None
+        if n_jobs is not None and n_jobs > len(splits):  # no more workers than folds
+            n_jobs = len(splits)
         per_fold = Parallel(n_jobs=n_jobs)(
             delayed(fold)(train, test) for train, test in splits)
         self.scores_ = np.stack(per_fold)  # (n_splits, n_noise_levels, n_Cs)

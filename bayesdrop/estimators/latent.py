@@ -13,7 +13,8 @@ from scipy.special import expit
 from threadpoolctl import threadpool_limits
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_random_state, check_scalar, reject_dask
+from .._validation import (MAX_ABS, MAX_ITER, check_bool, check_C, check_fits_in_memory,
+                           check_random_state, check_scalar, reject_dask)
 from ..model.latent import LatentDesign, noise_entries
 from ..model.losses import HingeLoss, LogisticLoss
 from ..model.noise import make_noise
@@ -83,13 +84,14 @@ class _DropoutLatentClassifier(_DropoutClassifier):
         return self.solver
 
     def _check_params(self):
-        check_scalar(self.C, "C", min_val=0.0, include_min=False)
+        check_C(self.C)
         check_scalar(self.n_hidden, "n_hidden", min_val=1, integer=True)
-        check_scalar(self.alpha_penalty, "alpha_penalty", min_val=0.0)
+        check_scalar(self.alpha_penalty, "alpha_penalty", min_val=0.0, max_val=MAX_ABS)
         if self.max_iter is not None:
-            check_scalar(self.max_iter, "max_iter", min_val=1, integer=True)
-        check_scalar(self.w_iter, "w_iter", min_val=1, integer=True)
-        check_scalar(self.alpha_iter, "alpha_iter", min_val=1, integer=True)
+            check_scalar(self.max_iter, "max_iter", min_val=1, max_val=MAX_ITER, integer=True)
+        check_scalar(self.w_iter, "w_iter", min_val=1, max_val=MAX_ITER, integer=True)
+        check_scalar(self.alpha_iter, "alpha_iter", min_val=1, max_val=MAX_ITER, integer=True)
+        check_bool(self.fit_intercept, "fit_intercept")
         check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
         return make_noise(self.noise, self.noise_level)
 
@@ -99,6 +101,11 @@ class _DropoutLatentClassifier(_DropoutClassifier):
         loss = self._make_loss().weighted(weights)
         rng = check_random_state(self.random_state)
         K = self.n_hidden
+        # the hidden units' per-example scores and their work copies: a clear error before
+        # a MemoryError deep in the solver
+        check_fits_in_memory(8.0 * 4 * K * (X.shape[0] + X.shape[1] + 2), "n_hidden",
+                             f"{K} hidden units' scores and parameters",
+                             "use fewer hidden units")
         n_problems = targets if isinstance(targets, (int, np.integer)) else targets.shape[1]
         # one generator per problem, spawned up front: the same fit for any n_jobs
         rngs = rng.spawn(int(n_problems))

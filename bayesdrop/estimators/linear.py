@@ -22,7 +22,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._arviz import convergence_warning, to_inference_data
 from .._arviz import prefetch as prefetch_arviz
-from .._validation import check_scalar
+from .._validation import MAX_ITER, check_bool, check_C, check_scalar, check_verbose
 from ..model.losses import HingeLoss, LogisticLoss
 from ..model.noise import make_noise
 from ..model.problem import Problem, drop_zero_weights
@@ -126,9 +126,11 @@ class _DropoutLinearModel(LinearModel):
     """Shared code of the dropout models: parameters, noise, one IRLS fit per problem."""
 
     def _check_params(self):
-        check_scalar(self.C, "C", min_val=0.0, include_min=False)
+        check_C(self.C)
         check_scalar(self.tol, "tol", min_val=0.0, include_min=False)
-        check_scalar(self.max_iter, "max_iter", min_val=1, integer=True)
+        check_scalar(self.max_iter, "max_iter", min_val=1, max_val=MAX_ITER, integer=True)
+        check_bool(self.fit_intercept, "fit_intercept")
+        check_verbose(getattr(self, "verbose", 0))
         self._solver, self._linalg = self._solvers()
         return make_noise(self.noise, self.noise_level)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_float_design
+from .._validation import as_float_design, check_bool
 from .noise import FeatureVariance, NoiseModel, make_noise
 
 __all__ = ["Design", "unsigned_indices"]
@@ -79,7 +79,7 @@ class Design:
             if not isinstance(noise, NoiseModel):
                 noise = make_noise(noise)
             self.variance = noise.variance(self.X)
-        self.fit_intercept = bool(fit_intercept)
+        self.fit_intercept = check_bool(fit_intercept, "fit_intercept")
         self.sparse = sp.issparse(self.X)
         self.n_samples, self.n_features = self.X.shape
         self.n_params = self.n_features + int(self.fit_intercept)

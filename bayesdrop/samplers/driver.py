@@ -25,17 +25,17 @@ import time
 import numpy as np
 
 from .._progress import ProgressBar
-from .._validation import check_scalar, seed_sequence
+from .._validation import check_fits_in_memory, check_scalar, seed_sequence
 from ..linalg import wls
 from ..model.objective import check_theta
 from ..model.problem import check_problem
 from . import gibbs
 from .chain import run_chain
 from .compiled import CompiledKernel, compiled_setup, intercept_line
-from .schedule import laplace_proposal
 from .gibbs import OVERRELAX
 from .result import LastState, SamplerResult, assemble, generators_from_states
 from .runners import python_kernel, run_processes, run_threads
+from .schedule import laplace_proposal
 from .start import initial_points
 
 __all__ = ["LastState", "SamplerResult", "sample"]
@@ -49,16 +49,9 @@ def _check_result_fits(source, loss, chains, draws, per_example):
     swaps) after the tuning. ``source``: the design, or the row back-end."""
     per_draw = source.n_params + (source.n_samples * max(loss.n_augmentation, 1)
                                   if per_example else 0)
-    size = 8.0 * chains * draws * per_draw
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):  # not POSIX: no check
-        return
-    if size > memory:
-        raise ValueError(f"draws, chains: {chains} chains x {draws} draws x {per_draw} "
-                         f"values per draw are {size / 2**30:.3g} GiB of float64, more than "
-                         f"this machine's memory ({memory / 2**30:.3g} GiB); ask for fewer "
-                         "draws or chains")
+    check_fits_in_memory(8.0 * chains * draws * per_draw, "draws, chains",
+                         f"{chains} chains x {draws} draws x {per_draw} values per draw "
+                         "of float64", "ask for fewer draws or chains")
 
 
 def sample(problem, *, draws=1000, tune=500, chains=4, thin=1, init="mode",

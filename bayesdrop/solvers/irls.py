@@ -37,7 +37,7 @@ import scipy.linalg as sla
 from sklearn.exceptions import ConvergenceWarning
 
 from .._threads import with_single_blas_pool
-from .._validation import check_scalar
+from .._validation import MAX_ITER, check_scalar
 from ..linalg import wls
 from .result import SolverResult
 
@@ -425,7 +425,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, polis
     (True, True)
     """
     tol = check_scalar(tol, "tol", min_val=0.0, include_min=False)
-    max_iter = check_scalar(max_iter, "max_iter", min_val=1, integer=True)
+    max_iter = check_scalar(max_iter, "max_iter", min_val=1, max_val=MAX_ITER, integer=True)
     cg_tol = min(1e-10, tol * 1e-2) if cg_tol is None else cg_tol
     start = time.perf_counter()
     state = init(problem, theta0)
@@ -523,7 +523,7 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=1000, accelerate=True, war
     True
     """
     tol = check_scalar(tol, "tol", min_val=0.0, include_min=False)
-    max_iter = check_scalar(max_iter, "max_iter", min_val=1, integer=True)
+    max_iter = check_scalar(max_iter, "max_iter", min_val=1, max_val=MAX_ITER, integer=True)
     start = time.perf_counter()
     passes = getattr(rows, "n_passes", 0)
     theta = np.zeros(rows.n_params) if theta0 is None else np.array(theta0, dtype=float)

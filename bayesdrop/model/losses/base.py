@@ -41,7 +41,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from ..._validation import as_float_vector, check_binary_labels, check_scalar
+from ..._validation import as_float_vector, check_binary_labels, check_C
 from . import kernels as _k
 
 __all__ = ["Loss"]
@@ -140,7 +140,7 @@ class Loss(ABC):
         (2.0, [2.0, 6.0], HingeParams(C=2.0, margin=1.0))
         """
         new = copy.copy(self)
-        new.C = check_scalar(C, "C", min_val=0.0, include_min=False)
+        new.C = check_C(C)
         return new
 
     def check_target(self, y, n):

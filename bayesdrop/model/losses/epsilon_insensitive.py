@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ... import _jit
-from ..._validation import check_scalar
+from ..._validation import MAX_ABS, check_C, check_scalar
 from ..augmentation import _ig_one
 from . import kernels
 from .base import Loss
@@ -100,8 +100,8 @@ class EpsilonInsensitiveLoss(Loss):
     term_ns = 4.0
 
     def __init__(self, C=1.0, epsilon=0.1):
-        self.C = check_scalar(C, "C", min_val=0.0, include_min=False)
-        self.epsilon = check_scalar(epsilon, "epsilon", min_val=0.0)
+        self.C = check_C(C)
+        self.epsilon = check_scalar(epsilon, "epsilon", min_val=0.0, max_val=MAX_ABS)
 
     @property
     def kernel_params(self):

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ... import _jit
-from ..._validation import check_scalar
+from ..._validation import MAX_ABS, check_C, check_scalar
 from ..augmentation import _ig_one
 from . import kernels
 from .base import Loss
@@ -98,8 +98,8 @@ class HingeLoss(Loss):
     term_ns = 2.0
 
     def __init__(self, C=1.0, margin=1.0):
-        self.C = check_scalar(C, "C", min_val=0.0, include_min=False)
-        self.margin = check_scalar(margin, "margin", min_val=0.0)
+        self.C = check_C(C)
+        self.margin = check_scalar(margin, "margin", min_val=0.0, max_val=MAX_ABS)
 
     @property
     def kernel_params(self):

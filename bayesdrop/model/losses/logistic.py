@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ... import _jit
-from ..._validation import check_scalar
+from ..._validation import check_C
 from ..augmentation import polya_gamma
 from ..pg_compiled import pg_draw_tabled
 from ..pg_inversion import PGTables
@@ -120,7 +120,7 @@ class LogisticLoss(Loss):
     term_ns = 20.0
 
     def __init__(self, C=1.0):
-        self.C = check_scalar(C, "C", min_val=0.0, include_min=False)
+        self.C = check_C(C)
 
     @property
     def kernel_params(self):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ... import _jit
-from ..._validation import check_scalar
+from ..._validation import check_C
 from . import kernels
 from .base import Loss
 
@@ -72,7 +72,7 @@ class SquaredLoss(Loss):
     n_augmentation = 0
 
     def __init__(self, C=1.0, binary=True):
-        self.C = check_scalar(C, "C", min_val=0.0, include_min=False)
+        self.C = check_C(C)
         self.binary = bool(binary)
 
     @property

@@ -68,7 +68,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ... import _jit
 from ..._threads import numba_threads, one_blas_thread, with_single_blas_pool
-from ..._validation import check_scalar
+from ..._validation import MAX_ITER, check_scalar
 from ...linalg import hessian as hess
 from ...linalg.wls import MAX_CHOLESKY_PARAMS
 from ...model.objective import penalised
@@ -559,7 +559,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
 def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=True,
          cg_maxiter=None, compiled="auto", bare_J=None):
     tol = check_scalar(tol, "tol", min_val=0.0, include_min=False)
-    max_iter = check_scalar(max_iter, "max_iter", min_val=1, integer=True)
+    max_iter = check_scalar(max_iter, "max_iter", min_val=1, max_val=MAX_ITER, integer=True)
     if not applicable(problem):
         raise ValueError(
             f"J of this problem is not twice differentiable (the {problem.loss.name} loss "
@@ -667,7 +667,7 @@ def fit_path(problem, Cs, theta0, previous=None, *, tol=1e-8, max_iter=100, bare
     ([True, True], True)
     """
     tol = check_scalar(tol, "tol", min_val=0.0, include_min=False)
-    max_iter = check_scalar(max_iter, "max_iter", min_val=1, integer=True)
+    max_iter = check_scalar(max_iter, "max_iter", min_val=1, max_val=MAX_ITER, integer=True)
     design = problem.design
     inputs = (_compiled_inputs(problem, choose_linalg(design), compiled)
               if applicable(problem) else None)
@@ -770,7 +770,7 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=100, warn=True):
     True
     """
     tol = check_scalar(tol, "tol", min_val=0.0, include_min=False)
-    max_iter = check_scalar(max_iter, "max_iter", min_val=1, integer=True)
+    max_iter = check_scalar(max_iter, "max_iter", min_val=1, max_val=MAX_ITER, integer=True)
     loss = rows.loss
     if not (rows.diagonal_noise and (loss.smooth or rows.every_row_noisy)):
         raise ValueError(
