@@ -35,13 +35,17 @@ def _coef_draws(idata):
     return coef, b
 
 
-def decision_draws(idata, X):
+def decision_draws(idata, X, transform=None):
     """Scores ``w.x + b`` of every posterior draw.
 
     Parameters
     ----------
     idata : arviz.InferenceData
     X : ndarray or sparse matrix of shape (n_samples, n_features)
+    transform : callable, optional
+        ``transform(X, k)``: the features problem ``k``'s coefficients act on, where they
+        are not the columns of ``X`` -- the latent models' hidden features
+        (``sigmoid(X alpha_k + c_k)``; the estimators pass it).
 
     Returns
     -------
@@ -58,8 +62,10 @@ def decision_draws(idata, X):
     >>> decision_draws(idata, X[:5]).shape
     (1, 20, 5)
     """
-    X = as_float_design(X)
     coef, b = _coef_draws(idata)
+    if transform is not None:
+        return _transformed_scores(X, coef, b, transform)
+    X = as_float_design(X)
     if X.shape[1] != coef.shape[-1]:
         raise ValueError(f"X has {X.shape[1]} features, the posterior {coef.shape[-1]}")
     flat = coef.reshape(-1, coef.shape[-1])  # (draws [x classes], features)
@@ -120,7 +126,23 @@ def check_posterior_of(estimator, idata):
                              f"{len(classes)} classes ({expected} problem(s))")
 
 
-def _corrupted_decision_draws(idata, X, noise, rng):
+def _transformed_scores(X, coef, b, transform):
+    """The scores of every draw on problem-specific features ``transform(X, k)`` (the
+    latent models' hidden features of problem ``k``): shape as :func:`decision_draws`."""
+    problems = coef.shape[2] if coef.ndim == 4 else 1
+    out = []
+    for k in range(problems):
+        H = np.asarray(transform(X, k), dtype=np.float64)
+        ck, bk = (coef[:, :, k], b[:, :, k]) if coef.ndim == 4 else (coef, b)
+        if H.shape[1] != ck.shape[-1]:
+            raise ValueError(f"the features of problem {k} are {H.shape[1]}, the "
+                             f"posterior's {ck.shape[-1]}")
+        scores = (H @ ck.reshape(-1, ck.shape[-1]).T).T  # (draws, n)
+        out.append(scores.reshape(*ck.shape[:2], H.shape[0]) + bk[..., None])
+    return out[0] if coef.ndim == 3 else np.stack(out, axis=-1)
+
+
+def _corrupted_decision_draws(idata, X, noise, rng, transform=None):
     """Scores of every draw on its own corrupted copy ``x~ ~ p(x~ | x)`` of ``X``."""
     X = as_float_design(X)
     coef, b = _coef_draws(idata)
@@ -130,14 +152,20 @@ def _corrupted_decision_draws(idata, X, noise, rng):
     out = []
     for c, bb in zip(flat_coef, flat_b):
         Xc = noise.corrupt(X, rng)
-        out.append(np.asarray(Xc @ np.atleast_2d(c).T) + np.atleast_1d(bb))
+        if transform is None:
+            out.append(np.asarray(Xc @ np.atleast_2d(c).T) + np.atleast_1d(bb))
+        else:  # each problem's own features of the corrupted copy
+            c2, b1 = np.atleast_2d(c), np.atleast_1d(bb)
+            out.append(np.column_stack([np.asarray(transform(Xc, k)) @ c2[k] + b1[k]
+                                        for k in range(c2.shape[0])]))
     scores = np.array(out)  # (S, n, K)
     if coef.ndim == 3:
         scores = scores[..., 0]
     return scores.reshape(*lead, *scores.shape[1:])
 
 
-def posterior_predictive_draws(idata, X, classes=None, random_state=None, noise=None):
+def posterior_predictive_draws(idata, X, classes=None, random_state=None, noise=None,
+                               transform=None):
     """One draw of ``y`` per posterior draw and row of ``X``: ``y ~ p(y | w, b, x)``.
 
     ``p`` is the model's pseudo-likelihood of one example, ``exp(-2C loss(y, w.x + b))``,
@@ -164,6 +192,10 @@ def posterior_predictive_draws(idata, X, classes=None, random_state=None, noise=
         copy ``x~ ~ p(x~ | x)`` of ``X`` (the model's generative story: the features are
         corrupted, then the label follows the pseudo-likelihood at ``w.x~ + b``). Costs
         one corrupted copy of ``X`` per draw.
+    transform : callable, optional
+        ``transform(X, k)``: the features problem ``k``'s coefficients act on, where they
+        are not the columns of ``X`` -- the latent models' hidden features
+        (``sigmoid(X alpha_k + c_k)``; the estimators pass it).
 
     Returns
     -------
@@ -184,9 +216,9 @@ def posterior_predictive_draws(idata, X, classes=None, random_state=None, noise=
     rng = check_random_state(random_state)
     loss, C, margin, eps = _predictive_attrs(idata)
     if noise is None:
-        scores = decision_draws(idata, X)
+        scores = decision_draws(idata, X, transform)
     else:
-        scores = _corrupted_decision_draws(idata, X, noise, rng)
+        scores = _corrupted_decision_draws(idata, X, noise, rng, transform)
     if loss == "epsilon_insensitive":
         tail = rng.exponential(1.0 / (2.0 * C), size=scores.shape) + eps
         sign = np.where(rng.random(scores.shape) < 0.5, -1.0, 1.0)
@@ -205,11 +237,11 @@ def posterior_predictive_draws(idata, X, classes=None, random_state=None, noise=
     return labels[np.argmax(delta + rng.gumbel(size=delta.shape), axis=-1)]
 
 
-def vote_fractions(idata, X):
+def vote_fractions(idata, X, transform=None):
     """Fraction of posterior draws that classify each row of ``X`` as each class.
 
     Binary problems vote ``score > 0`` for the second class; one-vs-rest problems vote
-    for the class with the largest score.
+    for the class with the largest score. ``transform``: as in :func:`decision_draws`.
 
     Returns
     -------
@@ -228,7 +260,7 @@ def vote_fractions(idata, X):
     >>> V.shape, bool(np.allclose(V.sum(axis=1), 1))
     ((5, 2), True)
     """
-    scores = decision_draws(idata, X)
+    scores = decision_draws(idata, X, transform)
     if scores.ndim == 3:
         p1 = np.mean(scores > 0, axis=(0, 1))
         return np.column_stack([1.0 - p1, p1])
@@ -289,7 +321,7 @@ def label_logits(loss, C, margin, scores):
     raise ValueError(f"no predictive distribution over labels for the {loss} loss")
 
 
-def posterior_predictive_proba(idata, X):
+def posterior_predictive_proba(idata, X, transform=None):
     """Posterior predictive class probabilities: the probabilities of the labels that
     :func:`posterior_predictive_draws` draws, averaged over the posterior draws,
 
@@ -306,6 +338,10 @@ def posterior_predictive_proba(idata, X):
     idata : arviz.InferenceData
         From ``sample_posterior`` of a classifier (its attributes name the loss and ``C``).
     X : ndarray or sparse matrix of shape (n_samples, n_features)
+    transform : callable, optional
+        ``transform(X, k)``: the features problem ``k``'s coefficients act on, where they
+        are not the columns of ``X`` -- the latent models' hidden features
+        (``sigmoid(X alpha_k + c_k)``; the estimators pass it).
 
     Returns
     -------
@@ -322,7 +358,7 @@ def posterior_predictive_proba(idata, X):
     >>> P.shape, bool(np.allclose(P.sum(axis=1), 1))
     ((4, 2), True)
     """
-    return predictive_proba_of_scores(idata, decision_draws(idata, X))
+    return predictive_proba_of_scores(idata, decision_draws(idata, X, transform))
 
 
 def predictive_proba_of_scores(idata, scores):

@@ -256,6 +256,40 @@ def test_multiclass_transform_sparse_and_conditional_posterior():
     assert diagnostics.check_mode(idata, clf)["is_mode"].all()
 
 
+@pytest.mark.parametrize("classes", [2, 3])
+def test_posterior_predictive_acts_on_the_hidden_features(classes):
+    """The latent posterior's coefficients act on each problem's hidden features
+    ``sigmoid(X alpha_k + c_k)`` (``n_hidden`` of them, not ``X``'s columns): its
+    predictive methods work for any ``n_hidden`` (they raised "X has 4 features, the
+    posterior 5"), and with every draw at the fitted output weights the votes are the
+    point prediction, row for row, and the predictive draws' scores its decision
+    function."""
+    from bayesdrop.predictive import decision_draws
+
+    X, y = load_iris(return_X_y=True)
+    if classes == 2:
+        y = (y == 2).astype(int)
+    clf = DropoutLatentSVC(noise_level=0.2, n_hidden=5, max_iter=5, random_state=0).fit(X, y)
+    idata = clf.sample_posterior(X, y, draws=20, tune=5, chains=1, random_state=0,
+                                 progressbar=False)
+    reps = clf.sample_posterior_predictive(X, idata, random_state=0)
+    assert reps.posterior_predictive["y"].shape == (1, 20, 150)
+    corrupted = clf.sample_posterior_predictive(X, idata, random_state=0, corrupted=True)
+    assert corrupted.posterior_predictive["y"].shape == (1, 20, 150)
+    at_mode = idata.copy()
+    coef = at_mode.posterior["coef"]
+    at_mode.posterior["coef"] = coef.copy(data=np.broadcast_to(
+        clf.coef_.reshape(coef.shape[2:]), coef.shape).copy())
+    b = at_mode.posterior["intercept"]
+    at_mode.posterior["intercept"] = b.copy(data=np.broadcast_to(
+        clf.intercept_.reshape(b.shape[2:]), b.shape).copy())
+    votes = clf.predict_vote_fractions(X, at_mode)
+    np.testing.assert_array_equal(clf.classes_[votes.argmax(axis=1)], clf.predict(X))
+    assert set(np.unique(votes)) <= {0.0, 1.0}
+    scores = decision_draws(at_mode, X, clf._posterior_transform())[0, 0]
+    np.testing.assert_allclose(scores, clf.decision_function(X), rtol=1e-12, atol=1e-12)
+
+
 def test_latent_bad_parameters():
     X, y = make_moons(50, random_state=0)
     for kw, msg in [(dict(n_hidden=0), "n_hidden"), (dict(alpha_penalty=-1.0), "alpha_penalty"),

@@ -174,6 +174,10 @@ class _DropoutLatentClassifier(_DropoutClassifier):
     def _posterior_feature_names(self):
         return [f"h{k}" for k in range(self.n_hidden)]
 
+    def _posterior_transform(self):
+        """The posterior's coefficients act on problem ``k``'s hidden features."""
+        return self._hidden
+
     def _mode(self, problem, theta):
         """``argmin J`` of the output layer given the fitted hidden layer (a convex
         problem), from the fitted output weights: its own solver at its default settings

@@ -380,12 +380,19 @@ class _DropoutLinearModel(LinearModel):
         check_posterior_of(self, idata)
         y_rep = posterior_predictive_draws(idata, X,
                                            getattr(self, "classes_", None), random_state,
-                                           noise=self.noise_ if corrupted else None)
+                                           noise=self.noise_ if corrupted else None,
+                                           transform=self._posterior_transform())
         y_rep = self._observed(y_rep)
         return with_posterior_predictive(idata, y_rep, index)
 
     def _posterior_feature_names(self):
         return getattr(self, "feature_names_in_", None)
+
+    def _posterior_transform(self):
+        """The ``transform`` of :func:`bayesdrop.predictive.decision_draws` for this
+        model's posteriors: None, the coefficients act on ``X`` itself (the latent models:
+        their hidden features)."""
+        return None
 
     def _observed(self, y):
         """``y`` as stored in ``observed_data`` and ``posterior_predictive``: the labels
@@ -469,7 +476,7 @@ class _DropoutClassifier(OneVsRestClassifier, _DropoutLinearModel):
         check_is_fitted(self)
         X = self._validate_X(X)
         check_posterior_of(self, idata)
-        return vote_fractions(idata, X)
+        return vote_fractions(idata, X, self._posterior_transform())
 
 
 class DropoutSVC(_DropoutClassifier):

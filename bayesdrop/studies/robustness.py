@@ -530,7 +530,8 @@ def uncertainty_study(models, X_train, y_train, X_test, y_test, *, deletion=DELE
         y_idx = np.searchsorted(est.classes_, y_test)
         for f, Xt in zip(deletion, test_sets):
             for kind, P in (("point", _point_proba(est, Xt)),
-                            ("posterior", posterior_predictive_proba(idata, Xt))):
+                            ("posterior", posterior_predictive_proba(
+                                idata, Xt, est._posterior_transform()))):
                 rows.append({"model": name, "deletion": float(f),
                              "label_noise": float(label_noise), "kind": kind,
                              **classification_metrics(P, y_idx),
