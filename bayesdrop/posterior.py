@@ -261,7 +261,10 @@ def maybe_log_likelihood(problems, thetas, results=None):
 
 def store_log_likelihood(log_likelihood, chains, draws, n_samples):
     """Whether the sampler should keep the pointwise terms (wanted and at most
-    :data:`MAX_LOG_LIKELIHOOD` values)."""
+    :data:`MAX_LOG_LIKELIHOOD` values); ``chains`` and ``draws`` checked first, with the
+    sampler's messages."""
+    chains = check_scalar(chains, "chains", min_val=1, integer=True)
+    draws = check_scalar(draws, "draws", min_val=1, integer=True)
     return bool(log_likelihood) and chains * draws * n_samples <= MAX_LOG_LIKELIHOOD
 
 

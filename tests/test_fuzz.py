@@ -254,6 +254,10 @@ CASES = [
     # -- sampling
     ("draws-zero", lambda: fitted().sample_posterior(X, Y, **{**SAMPLE, "draws": 0}),
      (ValueError, "draws")),
+    ("draws-none", lambda: fitted().sample_posterior(X, Y, **{**SAMPLE, "draws": None}),
+     (TypeError, "^draws must be an integer, got NoneType")),
+    ("chains-list", lambda: fitted().sample_posterior(X, Y, **{**SAMPLE, "chains": []}),
+     (TypeError, "^chains must be an integer, got list")),
     ("chains-zero", lambda: fitted().sample_posterior(X, Y, **{**SAMPLE, "chains": 0}),
      (ValueError, "chains")),
     ("thin-zero", lambda: fitted().sample_posterior(X, Y, **{**SAMPLE, "thin": 0}),
