@@ -15,19 +15,23 @@ from bayesdrop import (
     DropoutSVC,
     DropoutSVR,
     HingeLoss,
+    diagnostics,
     objective,
     sample_posterior,
 )
-from bayesdrop import diagnostics
 from bayesdrop.baselines import InvariantSVC
 from bayesdrop.posterior import pointwise_log_likelihood, sample_problems
 from bayesdrop.samplers import sample
 from bayesdrop.solvers import fit_path, fit_problem
 from bayesdrop.studies.datasets import flip_labels
 from bayesdrop.studies.plots import reliability_diagram
-from bayesdrop.studies.robustness import (calibration_table, classification_metrics,
-                                         delete_features, expected_calibration_error,
-                                         nightmare_at_test_time)
+from bayesdrop.studies.robustness import (
+    calibration_table,
+    classification_metrics,
+    delete_features,
+    expected_calibration_error,
+    nightmare_at_test_time,
+)
 
 RNG = np.random.default_rng(3)
 X = RNG.normal(size=(40, 3))

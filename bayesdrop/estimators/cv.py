@@ -206,7 +206,8 @@ class _PathCV:
         try:  # scikit-learn's messages, prefixed with the argument they are about
             splits = list(check_cv(self.cv, y, classifier=is_classifier(self)).split(X, y))
         except (TypeError, ValueError) as exc:
-            raise type(exc)(f"cv: {exc}") from exc
+            kind = TypeError if isinstance(exc, TypeError) else ValueError
+            raise kind(f"cv: {exc}") from exc
         if not splits:
             raise ValueError(f"cv gave no train/test splits, got cv={self.cv!r}")
         if self.scoring is not None and not (isinstance(self.scoring, str)

@@ -392,7 +392,6 @@ class _DropoutLinearModel(LinearModel):
         """The ``transform`` of :func:`bayesdrop.predictive.decision_draws` for this
         model's posteriors: None, the coefficients act on ``X`` itself (the latent models:
         their hidden features)."""
-        return None
 
     def _observed(self, y):
         """``y`` as stored in ``observed_data`` and ``posterior_predictive``: the labels

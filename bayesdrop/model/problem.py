@@ -90,7 +90,6 @@ class Problem(NamedTuple):
         return self.loss.irls_weights(m, s, self.y)
 
 
-
 def check_problem(problem, name="problem"):
     """``problem`` itself if it is a :class:`Problem`, else a ``TypeError`` naming it (not
     an ``AttributeError`` from inside a solver or sampler).
