@@ -336,3 +336,57 @@ def test_squared_loss_regression_predictive_is_normal_around_the_scores():
                                      progressbar=False)
     with pytest.raises(ValueError, match="regression model.*'squared' loss on labels"):
         predictive_interval(cls_idata, X)
+
+
+def _at_the_fit(idata, est):
+    """A copy of ``idata`` whose every draw is the estimator's fitted coefficients."""
+    out = idata.copy()
+    for name, value in (("coef", est.coef_), ("intercept", est.intercept_)):
+        if name in out.posterior:
+            var = out.posterior[name]
+            out.posterior[name] = var.copy(data=np.broadcast_to(
+                np.asarray(value, dtype=float).reshape(var.shape[2:]), var.shape).copy())
+    return out
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DropoutSVC(noise_level=0.2), lambda: DropoutLogisticRegression(noise_level=0.2),
+    lambda: __import__("bayesdrop").MCFQuadraticClassifier(noise_level=0.2),
+    lambda: __import__("bayesdrop").DropoutLatentLogisticRegression(
+        noise_level=0.2, n_hidden=4, max_iter=5, random_state=0),
+    lambda: DropoutSVR(noise_level=0.2)], ids=["svc", "lr", "mcf", "latent", "svr"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_predictive_methods_at_the_fit_are_the_point_prediction(make, n_classes,
+                                                                 fit_intercept):
+    """With every posterior draw at the fitted coefficients, the draws' scores are the
+    estimator's decision function (the regressor's prediction), the vote fractions pick
+    ``predict``'s class and the regressor's interval of the mean is centred on
+    ``predict`` -- whatever features the coefficients act on (the latent models' hidden
+    units: their predictive methods used ``X`` itself)."""
+    from bayesdrop.predictive import decision_draws
+
+    X, y = load_iris(return_X_y=True)
+    est = make().set_params(fit_intercept=fit_intercept)
+    regression = isinstance(est, DropoutSVR)
+    if regression:
+        if n_classes == 3:
+            pytest.skip("a regressor has one output")
+        y = X[:, 0] - 0.5 * X[:, 1]
+    elif n_classes == 2:
+        y = (y == 2).astype(int)
+    est.fit(X, y)
+    idata = est.sample_posterior(X, y, draws=4, tune=2, chains=1, random_state=0,
+                                 progressbar=False)
+    fit = _at_the_fit(idata, est)
+    scores = decision_draws(fit, X, est._posterior_transform())[0, 0]
+    expected = est.predict(X) if regression else est.decision_function(X)
+    np.testing.assert_allclose(scores, expected, rtol=1e-10, atol=1e-10)
+    if regression:
+        mean, _ = est.predict_interval(X, fit, kind="mean")
+        np.testing.assert_allclose(mean, est.predict(X), rtol=1e-10, atol=1e-10)
+    else:
+        votes = est.predict_vote_fractions(X, fit)
+        np.testing.assert_array_equal(est.classes_[votes.argmax(axis=1)], est.predict(X))
+    draws = est.sample_posterior_predictive(X, idata, random_state=0)
+    assert draws.posterior_predictive["y"].shape == (1, 4, X.shape[0])
