@@ -30,6 +30,7 @@ from bayesdrop.studies.robustness import (
     classification_metrics,
     delete_features,
     expected_calibration_error,
+    label_noise_study,
     nightmare_at_test_time,
 )
 
@@ -324,6 +325,24 @@ CASES = [
     ("nightmare-deletion-bad",
      lambda: nightmare_at_test_time({"svm": DropoutSVC()}, X, Y, X, Y, deletion=[1.5]),
      (ValueError, "deletion")),
+    # the studies' sequences, seeds and models (a fuzz of their arguments: "'float' object
+    # is not iterable", numpy's SeedSequence messages, AttributeError for a list of models)
+    ("nightmare-deletion-scalar",
+     lambda: nightmare_at_test_time({"svm": DropoutSVC()}, X, Y, X, Y, deletion=0.5),
+     (TypeError, "^deletion must be a sequence of numbers, got float")),
+    ("nightmare-seed-negative",
+     lambda: nightmare_at_test_time({"svm": DropoutSVC()}, X, Y, X, Y, deletion=[0.0],
+                                    random_state=-1),
+     (ValueError, "^random_state must be a non-negative integer")),
+    ("nightmare-models-list",
+     lambda: nightmare_at_test_time([DropoutSVC()], X, Y, X, Y, deletion=[0.0]),
+     (TypeError, "^models must be a non-empty dict")),
+    ("nightmare-model-not-estimator",
+     lambda: nightmare_at_test_time({"svm": "svc"}, X, Y, X, Y, deletion=[0.0]),
+     (TypeError, r"^models\['svm'\] must be a scikit-learn estimator")),
+    ("label-noise-rates-scalar",
+     lambda: label_noise_study({"svm": DropoutSVC()}, X, Y, X, Y, rates=0.1, n_repeats=1),
+     (TypeError, "^rates must be a sequence of numbers, got float")),
     # the calibration metrics (a random fuzz over proba / y_idx / n_bins: index errors
     # from inside numpy, a MemoryError -- or the machine's OOM killer -- for n_bins=10**9)
     ("table-bins-huge", lambda: calibration_table(PROBA, Y, 10**9),

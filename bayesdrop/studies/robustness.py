@@ -22,13 +22,14 @@ The conditions:
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.model_selection import ParameterGrid, train_test_split
 
-from .._validation import check_random_state, check_scalar
+from .._validation import check_random_state, check_scalar, seed_sequence
 from .datasets import flip_labels
 from ..predictive import posterior_predictive_proba
 
@@ -286,12 +287,33 @@ def classification_metrics(proba, y_idx, *, floor=1e-12):
 
 
 def _candidates(models):
+    """``{name: [candidate estimators]}`` from ``models`` (a dict of name to an estimator
+    or a list of them), checked: a ``TypeError`` or ``ValueError`` naming ``models``."""
+    if not isinstance(models, Mapping) or not models:
+        raise TypeError("models must be a non-empty dict of name to an estimator (or a list "
+                        f"of candidate estimators), got {type(models).__name__}")
     out = {}
     for name, est in models.items():
         cands = list(est) if isinstance(est, (list, tuple)) else [est]
         if not cands:
             raise ValueError(f"models[{name!r}] is an empty list of candidates")
+        for cand in cands:
+            if not (hasattr(cand, "fit") and hasattr(cand, "get_params")):
+                raise TypeError(f"models[{name!r}] must be a scikit-learn estimator or a list "
+                                f"of them, got {type(cand).__name__}")
         out[name] = cands
+    return out
+
+
+def _levels(values, name, *, max_val, include_max):
+    """``values`` as a non-empty list of floats in ``[0, max_val]`` (or ``[0, max_val)``),
+    a ``TypeError`` / ``ValueError`` naming ``name`` otherwise."""
+    if isinstance(values, (str, bytes, Mapping)) or not np.iterable(values):
+        raise TypeError(f"{name} must be a sequence of numbers, got {type(values).__name__}")
+    out = [check_scalar(v, name, min_val=0.0, max_val=max_val, include_max=include_max)
+           for v in values]
+    if not out:
+        raise ValueError(f"{name} must hold at least one value")
     return out
 
 
@@ -370,8 +392,8 @@ def nightmare_at_test_time(models, X_train, y_train, X_test, y_test, *,
                                        min_val=0.0, max_val=1.0, include_min=False,
                                        include_max=False)
     y_train, y_test = np.asarray(y_train), np.asarray(y_test)
-    deletion = [check_scalar(float(f), "deletion", min_val=0.0, max_val=1.0) for f in deletion]
-    ss = np.random.SeedSequence(random_state)
+    deletion = _levels(deletion, "deletion", max_val=1.0, include_max=True)
+    ss = seed_sequence(random_state)
     split_seed, val_seed, test_seed = ss.spawn(3)
     fit_idx, val_idx = _split(X_train, y_train, validation_fraction,
                               np.random.default_rng(split_seed))
@@ -447,10 +469,11 @@ def label_noise_study(models, X_train, y_train, X_test, y_test, *, rates=(0.0, 0
     import pandas as pd
 
     n_repeats = check_scalar(n_repeats, "n_repeats", min_val=1, integer=True)
+    rates = _levels(rates, "rates", max_val=1.0, include_max=False)
     y_train, y_test = np.asarray(y_train), np.asarray(y_test)
     cands_all = _candidates(models)
     rows = []
-    seeds = np.random.SeedSequence(random_state).spawn(len(rates) * n_repeats)
+    seeds = seed_sequence(random_state).spawn(len(rates) * n_repeats)
     for i, rate in enumerate(rates):
         for r in range(n_repeats):
             rng = np.random.default_rng(seeds[i * n_repeats + r])
@@ -513,8 +536,10 @@ def uncertainty_study(models, X_train, y_train, X_test, y_test, *, deletion=DELE
 
     from .._arviz import min_ess
 
+    deletion = _levels(deletion, "deletion", max_val=1.0, include_max=True)
+    _candidates(models)
     y_train, y_test = np.asarray(y_train), np.asarray(y_test)
-    ss = np.random.SeedSequence(random_state)
+    ss = seed_sequence(random_state)
     flip_seed, test_seed, *model_seeds = ss.spawn(2 + len(models))
     y_fit, _ = flip_labels(y_train, label_noise, np.random.default_rng(flip_seed))
     test_sets = [delete_features(X_test, f, np.random.default_rng(s))
