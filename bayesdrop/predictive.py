@@ -62,10 +62,15 @@ def decision_draws(idata, X, transform=None):
     >>> decision_draws(idata, X[:5]).shape
     (1, 20, 5)
     """
-    coef, b = _coef_draws(idata)
+    return _scores(X if transform is not None else as_float_design(X), *_coef_draws(idata),
+                   transform)
+
+
+def _scores(X, coef, b, transform=None):
+    """:func:`decision_draws` of the draws ``coef`` (chain, draw, [class,] feature) and
+    ``b`` at a checked ``X``."""
     if transform is not None:
         return _transformed_scores(X, coef, b, transform)
-    X = as_float_design(X)
     if X.shape[1] != coef.shape[-1]:
         raise ValueError(f"X has {X.shape[1]} features, the posterior {coef.shape[-1]}")
     flat = coef.reshape(-1, coef.shape[-1])  # (draws [x classes], features)
@@ -149,18 +154,10 @@ def _corrupted_decision_draws(idata, X, noise, rng, transform=None):
     lead = coef.shape[:2]
     flat_coef = coef.reshape(lead[0] * lead[1], *coef.shape[2:])
     flat_b = b.reshape(lead[0] * lead[1], *b.shape[2:])
-    out = []
-    for c, bb in zip(flat_coef, flat_b):
-        Xc = noise.corrupt(X, rng)
-        if transform is None:
-            out.append(np.asarray(Xc @ np.atleast_2d(c).T) + np.atleast_1d(bb))
-        else:  # each problem's own features of the corrupted copy
-            c2, b1 = np.atleast_2d(c), np.atleast_1d(bb)
-            out.append(np.column_stack([np.asarray(transform(Xc, k)) @ c2[k] + b1[k]
-                                        for k in range(c2.shape[0])]))
-    scores = np.array(out)  # (S, n, K)
-    if coef.ndim == 3:
-        scores = scores[..., 0]
+    # each draw scored (as decision_draws does) on its own corrupted copy of X
+    scores = np.array([_scores(noise.corrupt(X, rng), c[None, None], bb[None, None],
+                               transform)[0, 0]
+                       for c, bb in zip(flat_coef, flat_b)])  # (S, n[, K])
     return scores.reshape(*lead, *scores.shape[1:])
 
 
