@@ -98,14 +98,17 @@ def test_float32_products_reach_the_float64_optimum(loss, intercept, weighted, f
 
 
 def test_ill_conditioned_hessian_is_factored_in_float64(factors, monkeypatch):
-    """Two columns 1e-4 apart with almost no noise: ``cond(H)`` far above 1e4, so every
-    factor is recomputed in float64, and the fit ends at the tight optimum."""
+    """Two columns 1e-4 apart with almost no noise: ``cond(H)`` far above 1e4, so the
+    first float32 factor is rejected and recomputed in float64 -- and, the float64
+    factor's condition estimate being as high, the later factors skip float32 -- and the
+    fit ends at the tight optimum."""
     X, _ = make_classification(N, D, n_informative=10, random_state=0)
     X[:, 1] = X[:, 0] + 1e-4 * np.random.default_rng(1).normal(size=N)
     problem = _problem("logistic", C=100.0, noise=Dropout(1e-5), X=X)
     result = newton.fit(problem, compiled=False)
     assert result.converged
-    assert factors and all(single and not used for single, used in factors)
+    assert len(factors) >= 2 and factors[0] == (True, False)
+    assert all(not single and not used for single, used in factors[1:])
     tight = newton.fit(problem, compiled=False, tol=1e-14, warn=False)
     J = tight.objective[-1]
     assert result.objective[-1] - J <= 1e-12 * abs(J)
@@ -114,6 +117,31 @@ def test_ill_conditioned_hessian_is_factored_in_float64(factors, monkeypatch):
     factors.clear()
     newton.fit(problem, compiled=False)
     assert factors and all(used for _, used in factors)
+
+
+def test_float32_factors_resume_once_the_hessian_is_conditioned_again(factors,
+                                                                      monkeypatch):
+    """The float32 products are skipped only while the last float64 factor's condition
+    estimate is above ``SINGLE_MAX_COND``: with the estimate reported high for the first
+    two factors and low afterwards, the first factor is tried in float32 (rejected), the
+    second is not tried, and the third is tried again."""
+    problem = _problem("logistic", C=10.0)
+    calls = []
+    original = newton.steps.diagonal_condition
+
+    def condition(L):
+        calls.append(L.dtype)
+        return np.inf if len(calls) <= 3 else original(L)
+
+    monkeypatch.setattr(newton.steps, "diagonal_condition", condition)
+    monkeypatch.setattr(newton, "QN_MEMORY", 0)  # a new factor every step
+    monkeypatch.setattr(newton, "REUSE_DECREMENT", 0.0)
+    result = newton.fit(problem, compiled=False)
+    assert result.converged and len(factors) >= 4
+    # calls: float32 guard (inf: rejected), float64 estimate (inf: skip next),
+    # [second factor: float64 only] its estimate (inf), then the guard passes
+    assert factors[0] == (True, False) and factors[1] == (False, False)
+    assert factors[2] == (False, False) and factors[3] == (True, True)
 
 
 @pytest.mark.parametrize("loss", ["logistic", "hinge"])

@@ -96,8 +96,7 @@ class FixedInterceptSteps(steps.DesignSteps):
         if self.curv is None:
             _, _, self.curv = hess.curvature(self.problem, self.theta, self.m, self.s)
         if self.exact:
-            self.factor, self.from_single = steps.factor_cholesky(
-                self.inner, self.curv, self.opts, self.single)
+            self.new_factor(self.inner)
             return np.append(-sla.cho_solve(self.factor, g[:-1], check_finite=False), 0.0)
         return np.append(steps.direction_cg(self.inner, self.curv, g[:-1], rtol,
                                             self.cg_maxiter, self.opts.ridge)[0], 0.0)

@@ -18,8 +18,8 @@ import scipy.linalg as sla
 from ...linalg import hessian as hess
 from ...model.objective import penalised
 
-__all__ = ["DesignSteps", "FactorOptions", "RowSteps", "cho_factor", "direction_cg",
-           "factor_cholesky"]
+__all__ = ["DesignSteps", "FactorOptions", "RowSteps", "cho_factor", "diagonal_condition",
+           "direction_cg", "factor_cholesky"]
 
 
 class FactorOptions(NamedTuple):
@@ -64,11 +64,18 @@ def factor_cholesky(design, curv, opts, single=False):
             factor = sla.cho_factor(H, lower=True, check_finite=False)
         except np.linalg.LinAlgError:  # not positive definite in single precision
             factor = None
-        if factor is not None:
-            diag = np.abs(np.diag(factor[0]))
-            if np.min(diag) > 0.0 and (np.max(diag) / np.min(diag)) ** 2 <= opts.single_max_cond:
-                return factor, True
+        if factor is not None and diagonal_condition(factor[0]) <= opts.single_max_cond:
+            return factor, True
     return cho_factor(hess.hessian_matrix(design, curv), opts.ridge), False
+
+
+def diagonal_condition(L):
+    """``(max |L_ii| / min |L_ii|)^2`` of a Cholesky factor ``L``: a lower bound on the
+    condition number of ``L L^T`` (``inf`` for a zero pivot), the guard of the float32
+    factor of :func:`factor_cholesky`."""
+    diag = np.abs(np.diag(L))
+    low = float(np.min(diag))
+    return (float(np.max(diag)) / low) ** 2 if low > 0.0 else np.inf
 
 
 def cg_wide(design):
@@ -161,6 +168,7 @@ class DesignSteps:
         self.cg_maxiter = cg_maxiter
         self.single = single
         self.from_single = False
+        self.ill_conditioned = False  # the last float64 factor's (see new_factor)
         self.factor = factor
         self.curv = None
         self.scores = scores  # (m, s) at the start, if known
@@ -183,10 +191,25 @@ class DesignSteps:
                                              self.entries)
         design = self.problem.design
         if self.exact:
-            self.factor, self.from_single = factor_cholesky(design, self.curv, self.opts,
-                                                            self.single)
+            self.new_factor(design)
             return -sla.cho_solve(self.factor, g, check_finite=False)
         return direction_cg(design, self.curv, g, rtol, self.cg_maxiter, self.opts.ridge)[0]
+
+    def new_factor(self, design):
+        """Factor the Hessian of ``self.curv`` on ``design`` (:func:`factor_cholesky`).
+
+        The float32 products are skipped while the last float64 factor's condition
+        estimate (:func:`diagonal_condition`) exceeded ``single_max_cond``: the Hessian
+        changes little from step to step, and a float32 factor that its guard rejects
+        costs most of a float64 one (Fashion-MNIST 6-vs-rest, hinge ``q = 0.5``,
+        ``C = 0.1``, whose optimum is ``w = 0``: four rejected float32 Hessians of 38 ms
+        each on the way into the trap near it)."""
+        single = self.single and not self.ill_conditioned
+        self.factor, self.from_single = factor_cholesky(design, self.curv, self.opts,
+                                                        single)
+        if self.single and not self.from_single:
+            self.ill_conditioned = (diagonal_condition(self.factor[0])
+                                    > self.opts.single_max_cond)
 
     def chord_solve(self, q):
         return sla.cho_solve(self.factor, q, check_finite=False)
