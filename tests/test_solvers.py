@@ -866,7 +866,12 @@ def test_newton_finishes_where_irls_leaves_the_trap_below_the_bare_model():
     res = fit_problem(problem, warn=False)
     assert res.solver == "newton+irls+newton" and res.converged
     assert res.objective[-1] <= ref.objective[-1] * (1 + 1e-14)
-    assert np.all(np.diff(res.objective) <= 0)
+    # non-increasing, up to the rounding of J that Newton's line search lets a full step
+    # with a decrement below it raise J by (newton.loop.ROUNDING_RTOL)
+    from bayesdrop.solvers.newton.loop import ROUNDING_RTOL
+
+    rounding = ROUNDING_RTOL * np.maximum(np.abs(res.objective[:-1]), 1.0)
+    assert np.all(np.diff(res.objective) <= rounding)
     irls_end = irls.fit(problem, early.theta, warn=False)
     assert res.objective[-1] < irls_end.objective[-1] < bare_J
 
