@@ -169,9 +169,13 @@ MAX_COMPILED_ROWS = 2000
 #: alternating fits each, Python loop time over compiled): 1000 x 50 1.99 / 1.77,
 #: 1000 x 64 1.41 / 1.62, 1500 x 64 1.42 / 1.47, 2000 x 50 1.48 / 1.44, 1000 x 100
 #: 1.26 / 1.19, 2000 x 64 1.22 / 1.44, 500 x 200 1.16 / 1.30 (digits, 1797 x 64: 1.41 /
-#: 1.40); at 150 000 entries and more the Python loop's float32 Hessian wins: 1000 x 150
-#: 0.88 / 0.95, 1500 x 100 0.93 / 1.06, 2000 x 100 0.77 / 0.94, 1500 x 200 0.68 / 1.00.
-MAX_COMPILED_ENTRIES = 120_000
+#: 1.40). With the compiled Hessian in row blocks of 128 (``compiled._HESSIAN_ROWS``, no
+#: page faults per fit; same method, hinge / logistic): 1000 x 150 1.19 / 1.53,
+#: 1500 x 100 1.09 / 1.31, 2000 x 100 1.00 / 1.20; beyond 200 000 entries the Python
+#: loop's float32 Hessian wins: 1500 x 200 0.79 / 1.01, 3000 x 100 (rows) 0.83 / 1.08,
+#: 2000 x 200 0.69 / 0.93, 1000 x 400 0.65 / 0.83 (before the row blocks: 1000 x 150
+#: 0.88 / 0.95, 1500 x 100 0.93 / 1.06, 2000 x 100 0.77 / 0.94).
+MAX_COMPILED_ENTRIES = 200_000
 
 #: the first Newton fit of a process on a dense design of at most this many entries
 #: ``N x D`` runs interpreted while numba is not loaded
