@@ -37,8 +37,8 @@ def factors(monkeypatch):
     log = []
     original = newton.steps.factor_cholesky
 
-    def spy(design, curv, opts, single=False):
-        factor, used = original(design, curv, opts, single)
+    def spy(design, curv, opts, single=False, work=None):
+        factor, used = original(design, curv, opts, single, work)
         log.append((single, used))
         return factor, used
 
@@ -65,6 +65,25 @@ def test_single_hessian_is_float64_hessian_to_float32_rounding(loss):
     err = np.linalg.norm(H32 - H) / np.linalg.norm(H)
     # float32 rows (eps 6e-8) summed over 2048-row blocks into float64
     assert 1e-10 < err < 1e-6
+
+
+@pytest.mark.parametrize("single", [True, False])
+def test_hessian_block_arrays_kept_in_work_give_the_same_hessian(single):
+    """A Newton fit keeps the blocked product's arrays between its Hessians (``work``):
+    the second Hessian, from arrays the first one filled, is bit for bit the one from
+    fresh arrays (their padding columns stay zero), and the arrays are the same objects."""
+    problem = _problem("hinge")
+    rng = np.random.default_rng(6)
+    work = {}
+    curvs = [hessian.curvature(problem, 0.1 * rng.normal(size=problem.design.n_params))[2]
+             for _ in range(2)]
+    hessian.hessian_matrix(problem.design, curvs[0], single=single, work=work)
+    (arrays,) = work.values()
+    H = hessian.hessian_matrix(problem.design, curvs[1], single=single, work=work)
+    (again,) = work.values()
+    assert all(a is b for a, b in zip(arrays, again))
+    np.testing.assert_array_equal(H, hessian.hessian_matrix(problem.design, curvs[1],
+                                                            single=single))
 
 
 def test_single_gram_is_float64_gram_to_float32_rounding():

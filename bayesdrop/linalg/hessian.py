@@ -218,7 +218,7 @@ HESSIAN_BLOCK = 2048
 HESSIAN_BLOCKED_MIN = 40_000
 
 
-def _dense_hessian_blocked(design, curv, X, M, scale, single=False):
+def _dense_hessian_blocked(design, curv, X, M, scale, single=False, work=None):
     """The rows' share of ``H`` for dense ``X`` and ``V = scale * M`` in one pass of
     cache-sized blocks: each example's 2 x 2 curvature in ``(m, s)`` split into its signed
     eigen-terms where that is accurate (:func:`bayesdrop.linalg.kernels.dense_hessian_split`),
@@ -226,15 +226,23 @@ def _dense_hessian_blocked(design, curv, X, M, scale, single=False):
     ``syrk``) -- plus the exact ``Z^T Y`` of the other examples, without ``N x D``
     temporaries. With ``single`` the ``P`` and ``Q`` rows are stored and multiplied in
     float32 (each block's products summed into the float64 ``H``; ``Z^T Y`` stays
-    float64). The noise diagonal is not included."""
+    float64). The noise diagonal is not included. ``work``: a dict that keeps the block
+    arrays for the next call (a Newton fit's steps; see :func:`hessian_matrix`)."""
     n, D = X.shape
     p = design.n_params
     B = min(HESSIAN_BLOCK, n)
     g = 2.0 * scale * curv.w
     rows = np.float32 if single else np.float64
-    # zero columns p.. in P and Q: a faster syrk (see _blas.SYRK_PAD)
-    P, Q = padded_rows(2 * B, p, rows), padded_rows(2 * B, p, rows)
-    Z, Y = np.empty((2 * B, p)), np.empty((2 * B, p))
+    key = (2 * B, p, single)
+    arrays = None if work is None else work.get(key)
+    if arrays is None:
+        # zero columns p.. in P and Q: a faster syrk (see _blas.SYRK_PAD); the blocks
+        # write columns 0..p-1 only, so reused arrays keep them zero
+        arrays = (padded_rows(2 * B, p, rows), padded_rows(2 * B, p, rows),
+                  np.empty((2 * B, p)), np.empty((2 * B, p)))
+        if work is not None:
+            work[key] = arrays
+    P, Q, Z, Y = arrays
     H = np.zeros((P.shape[1], P.shape[1]))
     args = (X, M, g, design.fit_intercept, curv.d_mm, curv.d_ms, curv.d_ss)
     for start in range(0, n, B):
@@ -257,7 +265,7 @@ def single_applies(design):
             and design.n_samples * design.n_features >= HESSIAN_BLOCKED_MIN)
 
 
-def hessian_matrix(design, curv, penalty=True, single=False, row_step=1):
+def hessian_matrix(design, curv, penalty=True, single=False, row_step=1, work=None):
     """Dense Hessian ``H`` of shape (n_params, n_params) (see the module docstring).
 
     With ``penalty=False`` the ``2 I'`` of the penalty is left out: the rows' share of
@@ -267,7 +275,10 @@ def hessian_matrix(design, curv, penalty=True, single=False, row_step=1):
     order ``1e-7 ||H||`` (a Newton solver's approximate Hessian; elsewhere ignored). At
     ``w = 0`` (where ``H = 2 I' + Xbar^T diag(d_mm) Xbar + diag(noise_diag)``) a
     ``row_step = k > 1`` estimates the Gram part from every ``k``-th row weighted ``k``
-    (``Design.gram(single=True, row_step=k)``: a starting matrix).
+    (``Design.gram(single=True, row_step=k)``: a starting matrix). ``work``: a dict (the
+    caller's, e.g. one per Newton fit) in which the blocked product keeps its block arrays
+    from call to call -- fresh arrays of that size are fresh pages at every call
+    (Fashion-MNIST 4000 x 784, float32: 2570 page faults, 34 -> 30 ms a Hessian).
 
     Examples
     --------
@@ -295,7 +306,7 @@ def hessian_matrix(design, curv, penalty=True, single=False, row_step=1):
         return H
     if single_applies(design):
         compiled = design.row_kernel_arrays()
-        H = _dense_hessian_blocked(design, curv, *compiled[1], compiled[2], single)
+        H = _dense_hessian_blocked(design, curv, *compiled[1], compiled[2], single, work)
         if penalty:
             H[np.diag_indices_from(H)] += 2.0 * design.penalty_mask()
         H[np.arange(D), np.arange(D)] += curv.noise_diag

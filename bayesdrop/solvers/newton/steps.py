@@ -53,20 +53,21 @@ def start_row_step(design, opts):
     return max(design.n_samples // keep, 1)
 
 
-def factor_cholesky(design, curv, opts, single=False):
+def factor_cholesky(design, curv, opts, single=False, work=None):
     """``cho_factor`` of the Hessian and whether it came from the float32 products
     (accepted when its diagonal shows ``cond(H) <= single_max_cond``); at ``w = 0`` on a
-    large dense design from the subsampled Gram matrix, under the same guard."""
+    large dense design from the subsampled Gram matrix, under the same guard. ``work``:
+    the products' block arrays, kept between calls (``hessian_matrix``'s)."""
     if single:
         step = 1 if np.any(curv.w) else start_row_step(design, opts)
-        H = hess.hessian_matrix(design, curv, single=True, row_step=step)
+        H = hess.hessian_matrix(design, curv, single=True, row_step=step, work=work)
         try:
             factor = sla.cho_factor(H, lower=True, check_finite=False)
         except np.linalg.LinAlgError:  # not positive definite in single precision
             factor = None
         if factor is not None and diagonal_condition(factor[0]) <= opts.single_max_cond:
             return factor, True
-    return cho_factor(hess.hessian_matrix(design, curv), opts.ridge), False
+    return cho_factor(hess.hessian_matrix(design, curv, work=work), opts.ridge), False
 
 
 def diagonal_condition(L):
@@ -169,6 +170,7 @@ class DesignSteps:
         self.single = single
         self.from_single = False
         self.ill_conditioned = False  # the last float64 factor's (see new_factor)
+        self.hessian_work = {}  # the Hessian products' block arrays, kept for the fit
         self.factor = factor
         self.curv = None
         self.scores = scores  # (m, s) at the start, if known
@@ -206,7 +208,7 @@ class DesignSteps:
         each on the way into the trap near it)."""
         single = self.single and not self.ill_conditioned
         self.factor, self.from_single = factor_cholesky(design, self.curv, self.opts,
-                                                        single)
+                                                        single, work=self.hessian_work)
         if self.single and not self.from_single:
             self.ill_conditioned = (diagonal_condition(self.factor[0])
                                     > self.opts.single_max_cond)
