@@ -159,7 +159,7 @@ def test_signals_stop_sampling_within_two_seconds(tmp_path, sig, kind, cores):
             proc.communicate()
     assert waited < 2.0, (waited, err[-2000:])
     if sig == signal.SIGINT:
-        assert "RETURNED" in out, err[-2000:]
+        assert "RETURNED" in out, (proc.returncode, out, err[-2000:])
         n_kept, interrupted = out.split("RETURNED")[1].split()
         assert int(n_kept) > 0 and interrupted == "True"
     else:
