@@ -254,7 +254,6 @@ def test_start_check_of_a_warm_fit_runs_blas_on_one_thread(monkeypatch):
     OpenBLAS threads spinning on the cores that Newton-CG's products on numba's threads
     then shared -- newsgroups, warm-started logistic fits (every fit of the CV path) 14 ->
     27 ms. Checked where it is decided: the BLAS thread counts while ``J`` is computed."""
-    import numpy as np
     from threadpoolctl import threadpool_info
 
     from bayesdrop import LogisticLoss
