@@ -483,14 +483,15 @@ def test_compiled_newton_takes_the_same_steps(case):
 
 
 @pytest.mark.parametrize("shape, compiled", [((1800, 64), True), ((1500, 100), True),
-                                             ((2100, 20), False), ((1500, 150), False)])
+                                             ((2100, 20), False), ((1500, 150), False),
+                                             ((150, 400), False)])
 @pytest.mark.parametrize("loss", [HingeLoss(0.1), LogisticLoss(1.0)], ids=["hinge", "lr"])
 def test_auto_runs_the_compiled_dense_loop_up_to_its_size(shape, compiled, loss, monkeypatch):
     """``compiled="auto"`` runs the compiled dense loop (once at hand) on designs of at
-    most ``newton.MAX_COMPILED_ROWS`` rows and ``newton.MAX_COMPILED_ENTRIES`` entries --
-    digits' size, 1797 x 64, and 1500 x 100, where it is faster than the Python loop (see
-    the constants' measurements) -- and the Python loop beyond; both reach the same
-    optimum."""
+    most ``newton.MAX_COMPILED_ROWS`` rows, ``newton.MAX_COMPILED_FEATURES`` features and
+    ``newton.MAX_COMPILED_ENTRIES`` entries -- digits' size, 1797 x 64, and 1500 x 100,
+    where it is faster than the Python loop (see the constants' measurements) -- and the
+    Python loop beyond (150 x 400: few entries, but wide); both reach the same optimum."""
     rng = np.random.default_rng(5)
     X = rng.uniform(size=shape) * (rng.uniform(size=shape) < 0.6)
     z = X @ rng.normal(size=shape[1])

@@ -86,6 +86,7 @@ from .constants import (  # noqa: F401
     EXPAND_STEPS,
     INTERPRET_MAX_ENTRIES,
     MAX_COMPILED_ENTRIES,
+    MAX_COMPILED_FEATURES,
     MAX_COMPILED_ROWS,
     MIN_STEP,
     QN_MEMORY,
@@ -326,8 +327,10 @@ def _dense_arrays(design, compiled="auto"):
     """``(X, M, scale)`` for the compiled dense loop, or None."""
     if design.sparse:
         return None
-    if compiled == "auto" and (design.n_samples > MAX_COMPILED_ROWS or design.n_samples
-                               * design.n_features > MAX_COMPILED_ENTRIES):
+    if compiled == "auto" and (design.n_samples > MAX_COMPILED_ROWS
+                               or design.n_features > MAX_COMPILED_FEATURES
+                               or design.n_samples * design.n_features
+                               > MAX_COMPILED_ENTRIES):
         return None
     return design.dense_kernel_arrays()
 
@@ -517,8 +520,9 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         the steps; ``True`` compiles it if needed, about 10 s once per machine); with
         ``linalg="cg"`` and a CSR design whose noise variance has ``X``'s sparsity
         pattern, likewise Newton-CG's loop (:mod:`.compiled_csr`, about 7 s per loss).
-        ``"auto"``: for dense designs up to :data:`MAX_COMPILED_ROWS` rows and
-        :data:`MAX_COMPILED_ENTRIES` entries in ``X``, and only when its machine code is at hand -- compiled earlier
+        ``"auto"``: for dense designs up to :data:`MAX_COMPILED_ROWS` rows,
+        :data:`MAX_COMPILED_FEATURES` features and :data:`MAX_COMPILED_ENTRIES` entries
+        in ``X``, and only when its machine code is at hand -- compiled earlier
         in this process or held by numba's on-disk cache (``python -m bayesdrop
         compile`` puts it there) -- otherwise the same iteration runs in Python, which
         compiles next to nothing (a first fit in seconds rather than half a minute) --

@@ -5,7 +5,8 @@ import numpy as np
 
 __all__ = [
     "ARMIJO", "CG_FORCING_FLOOR", "CHORD_STOP", "CONTRACTION", "EXPAND_RATIO",
-    "EXPAND_STEPS", "INTERPRET_MAX_ENTRIES", "MAX_COMPILED_ENTRIES", "MAX_COMPILED_ROWS",
+    "EXPAND_STEPS", "INTERPRET_MAX_ENTRIES", "MAX_COMPILED_ENTRIES", "MAX_COMPILED_FEATURES",
+    "MAX_COMPILED_ROWS",
     "MIN_STEP",
     "QN_MEMORY", "QN_REUSE_DECREMENT", "RAY_LOG_RANGE", "RAY_LOG_TOL", "RAY_MIN_PARAMS",
     "REUSE_DECREMENT",
@@ -176,6 +177,14 @@ MAX_COMPILED_ROWS = 2000
 #: 2000 x 200 0.69 / 0.93, 1000 x 400 0.65 / 0.83 (before the row blocks: 1000 x 150
 #: 0.88 / 0.95, 1500 x 100 0.93 / 1.06, 2000 x 100 0.77 / 0.94).
 MAX_COMPILED_ENTRIES = 200_000
+
+#: ... and up to this many features ``D``: on wider designs the Python loop's float32
+#: Hessian (``O(N D^2)``) wins even below :data:`MAX_COMPILED_ENTRIES` entries. Measured
+#: as there (hinge / logistic): 700 x 250 0.98 / 1.09, 600 x 300 0.85 / 1.05, 300 x 400
+#: 0.82 / 1.27, 500 x 400 0.76-0.78 / 1.00-1.62 (two runs), 150 x 800 0.55 / 1.02,
+#: 250 x 800 0.70-0.91 / 0.79-0.83: the hinge loss always faster in the Python loop, the
+#: logistic loss either way
+MAX_COMPILED_FEATURES = 256
 
 #: the first Newton fit of a process on a dense design of at most this many entries
 #: ``N x D`` runs interpreted while numba is not loaded
