@@ -141,9 +141,11 @@ def test_ill_conditioned_hessian_is_factored_in_float64(factors, monkeypatch):
 def test_float32_factors_resume_once_the_hessian_is_conditioned_again(factors,
                                                                       monkeypatch):
     """The float32 products are skipped only while the last float64 factor's condition
-    estimate is above ``SINGLE_MAX_COND``: with the estimate reported high for the first
-    two factors and low afterwards, the first factor is tried in float32 (rejected), the
-    second is not tried, and the third is tried again."""
+    estimate is above ``SINGLE_MAX_COND``: with the first three estimates reported
+    infinite (the first factor's float32 guard and its float64 estimate, the second
+    factor's float64 estimate) and the true ones afterwards, the first factor is tried in
+    float32 and rejected, the second and third are not tried, and the fourth is tried and
+    kept."""
     problem = _problem("logistic", C=10.0)
     calls = []
     original = newton.steps.diagonal_condition
@@ -157,8 +159,8 @@ def test_float32_factors_resume_once_the_hessian_is_conditioned_again(factors,
     monkeypatch.setattr(newton, "REUSE_DECREMENT", 0.0)
     result = newton.fit(problem, compiled=False)
     assert result.converged and len(factors) >= 4
-    # calls: float32 guard (inf: rejected), float64 estimate (inf: skip next),
-    # [second factor: float64 only] its estimate (inf), then the guard passes
+    # estimates: factor 1's guard (inf: rejected) and float64 one (inf: skip), factor 2's
+    # float64 one (inf: skip), factor 3's float64 one (true: low), factor 4's guard
     assert factors[0] == (True, False) and factors[1] == (False, False)
     assert factors[2] == (False, False) and factors[3] == (True, True)
 
