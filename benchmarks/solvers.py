@@ -85,6 +85,15 @@ from irls import timed as best_time  # the same best-of-repeats wall clock
 from plain_fit import SETTLE_S, lr_solvers  # the same rest and peers as the plain fits
 
 
+#: seconds of rest before each timed run of part 1: numpy's OpenBLAS threads spin for a
+#: while after a multithreaded product (scipy's L-BFGS on J, IRLS's Woodbury solves), on
+#: the cores that the next run's products on numba's threads share -- newsgroups' sparse
+#: Newton-CG (logistic, q = 0.5) took 50-120 ms right after an L-BFGS run against 19.5 ms
+#: alone, 20.5-21.2 ms after 0.3 s of rest, 19.5 ms with the L-BFGS run's BLAS on one
+#: thread
+BLAS_SETTLE_S = 0.3
+
+
 def settled_time(fn, repeat=1):
     """:func:`best_time` after :data:`plain_fit.SETTLE_S` seconds of rest (parts 2-4)."""
     time.sleep(SETTLE_S)
@@ -102,7 +111,9 @@ HOW_TIMED = [
     "#   step with relJ <= 1e-8 (t_1e-8; lbfgs/ours), besides the whole fit (t_full; lbfgs/full).",
     "# - scipy L-BFGS-B on the same J with its analytic gradient from zero, gtol = ftol = 0;",
     "#   time to its first iterate with relJ <= 1e-8 (callback records x and the clock only);",
-    "#   its runs alternate with ours (the fastest of each counts).",
+    "#   its runs alternate with ours (the fastest of each counts), each run after 0.3 s of",
+    "#   rest (BLAS_SETTLE_S: numpy's OpenBLAS threads spin after a multithreaded product,",
+    "#   on the cores the next run's numba threads share).",
     "# - scikit-learn at its defaults: LogisticRegression lbfgs, newton-cg, newton-cholesky",
     "#   and liblinear (the fastest is the peer; newton-cholesky only up to 5000 features;",
     "#   liblinear penalises the intercept), SVC(kernel='linear') (libsvm, unpenalised",
@@ -181,12 +192,16 @@ def solver_rows(name, problem, repeat, max_time):
     best = {solver: [np.inf, np.inf] for solver in fits}  # [full, to TARGET]
     for _ in range(repeat):
         # L-BFGS is timed as often as ours, alternating with our runs (this VM's speed
-        # drifts over seconds); the fastest run of each counts
+        # drifts over seconds); the fastest run of each counts; each run after
+        # BLAS_SETTLE_S of rest (see there)
+        time.sleep(BLAS_SETTLE_S)
         times, thetas = lbfgs_trace(problem, max_time)
         traces.append((times, [problem.objective(th) for th in thetas]))
         for solver, fit in fits.items():
+            time.sleep(BLAS_SETTLE_S)
             best[solver][0] = min(best[solver][0], best_time(fit)[1])
             if k_star[solver] is not None:
+                time.sleep(BLAS_SETTLE_S)
                 t_hit = best_time(lambda f=fit, k=k_star[solver]: f(max_iter=k))[1]
                 best[solver][1] = min(best[solver][1], t_hit)
     J_star = min([J_star] + [min(v) for _, v in traces])
