@@ -34,7 +34,7 @@ from ..linalg.wls import LINALG
 from ..model.objective import check_theta
 from ..model.problem import check_problem
 from . import dual, homotopy, irls, newton, smoothing
-from .bare import bare_gap, bare_gap_rows, bare_points, bare_value
+from .bare import bare_gap, bare_gap_rows, bare_newton, bare_points, bare_value
 from .result import SolverResult
 
 __all__ = ["SOLVERS", "SolverResult", "check_solver", "choose_solver", "fit_path",
@@ -182,12 +182,18 @@ def _escape_trap(values, first, second, third, bare, start):
 def _certified_bare(problem, near, bare, J, tol, linalg):
     """``(point, maps)``: the bare model of lowest ``J`` among ``bare`` (their values
     ``J``) if it is within ``tol`` (relative) of the optimum by the duality-gap bound of
-    :func:`.bare.bare_gap` (built from ``near``, IRLS's last iterate), else None; and
-    the weighted least-squares solves the bound took."""
+    :func:`.bare.bare_gap` (built from ``near``, IRLS's last iterate) or, where its maps
+    stall above ``tol``, of :func:`.bare.bare_newton`, else None; and the weighted
+    least-squares solves and Newton steps the bound took."""
     J = np.asarray(J, dtype=float)
     best = bare[int(np.argmin(J))]
     target = tol * max(abs(float(J.min())), 1.0)
     bound, maps = bare_gap(problem, best, near, linalg, maps=BARE_MAPS, target=target)
+    if bound > target and maps > 0:
+        # the maps stalled above the tolerance (IRLS's point not yet near enough to
+        # w = 0): Newton on the bound's own problem, which needs no such point
+        bound, steps = bare_newton(problem, best, target)
+        maps += steps
     return (best, maps) if bound <= target else (None, maps)
 
 

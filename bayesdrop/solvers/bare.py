@@ -35,15 +35,24 @@ inside ``+- sqrt(1 - lambda^2 ||u_w||^2)``, their ``u_w`` shrunk by a common ``l
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg as sla
 
 from ..linalg import wls
 from ..model.losses.kernels import ROOT_FLOOR
 
-__all__ = ["SHRINKS", "bare_gap", "bare_gap_rows", "bare_intercepts", "bare_pass",
-           "bare_points", "bare_subgradient", "bare_value"]
+__all__ = ["BARE_NEWTON_ITER", "SHRINKS", "bare_gap", "bare_gap_rows", "bare_intercepts",
+           "bare_newton", "bare_pass", "bare_points", "bare_subgradient", "bare_value"]
 
 #: factors ``lambda`` of the kink examples' ``u_w`` tried to make room for ``g_b = 0``
 SHRINKS = (1.0, 1.0 - 1e-6, 1.0 - 1e-3, 0.99, 0.9, 0.5, 0.0)
+#: Newton steps :func:`bare_newton` takes at most (each one Hessian of the bound's problem)
+BARE_NEWTON_ITER = 30
+#: relative ridge on the Hessian of :func:`bare_newton` (``F`` is flat along directions
+#: that leave every ``A_n phi`` in the unit ball and ``l . phi`` zero), and the rounding
+#: allowance of its test ``h(phi) < 0``
+BARE_NEWTON_RIDGE = 1e-12
+#: backtracking of :func:`bare_newton`: sufficient decrease and the shortest step
+ARMIJO, MIN_STEP = 1e-4, 1e-12
 #: at most this many evaluations of the sum in :func:`_shift_into` (each step at least
 #: halves the bracket or lands on the root's linear piece; 64 halvings exhaust a double)
 SHIFT_MAX_ITER = 200
@@ -141,6 +150,128 @@ def _map_bound(design, d_m, rows, mid, half, step, linalg, stop=0.0):
     coef = np.zeros(n)  # the w-part: sum_n half_n shrink_n (v_n * w') / r_n
     coef[rows] = half * shrink / r
     z = step[:D] * design.noise_diagonal(coef)[:D]
+    best, g_best = _least_bound(design, d_m, rows, mid, half, u0, uw2, z, stop)
+    return step, best, g_best
+
+
+def bare_newton(problem, bare, target=0.0, max_iter=BARE_NEWTON_ITER):
+    """Upper bound on ``J(bare) - min J`` for a bare model ``bare = (0, b)`` by Newton's
+    method on the bound's own problem -- no point near the optimum needed (the maps of
+    :func:`bare_gap` creep towards ``w = 0`` as IRLS does). Returns ``(bound, Newton
+    steps)``: the least bound found, stopping once it is at most ``target``; ``inf``
+    where :func:`bare_gap` finds none or where the steps find a direction in which ``J``
+    falls from the bare model (then ``w = 0`` is not the optimum).
+
+    **The problem.** Near the bare model ``J - ||w||^2`` is, to first order, the convex
+    and positively homogeneous ``h(phi) = l . phi + sum_K half_n ||A_n phi||`` with ``l``
+    the examples' slopes ``d_m`` off their kinks and ``mid_n`` on them (``l`` summed as
+    ``Xbar^T``) and ``A_n phi = (xbar_n . phi, D_n w)`` over the kink examples ``K``.
+    ``w = 0`` is the optimum exactly when ``h >= 0`` everywhere. Newton minimises its
+    Huber smoothing ``F(phi) = l . phi + sum_K half_n H(||A_n phi||)``, ``H(r) = r`` for
+    ``r >= 1`` and ``(r^2 + 1) / 2`` below: ``F`` is convex, once differentiable and
+    piecewise twice, and its gradient at any ``phi`` is a subgradient of the bound's kind,
+    ``g = l + sum_K half_n A_n^T u_n`` with ``u_n = A_n phi / max(||A_n phi||, 1)`` in the
+    unit ball. Where ``h`` is bounded below ``F`` has a minimiser, at which ``g = 0``;
+    the steps' ``g`` go to zero quadratically once the examples outside the unit ball
+    settle, and each gives the bound of :func:`bare_gap` (``g_b`` made zero as there).
+    ``F``'s terms are functions of the mean score ``m_n`` and the variance
+    ``s_n = ||D_n w||^2``, so its Hessian is :func:`bayesdrop.linalg.hessian.hessian_matrix`
+    of their derivatives (``r = sqrt(m^2 + s)``; outside the ball ``d_m = m / r``,
+    ``d_s = 1 / (2 r)``, ``d_mm = s / r^3``, ``d_ms = -m / (2 r^3)``,
+    ``d_ss = -1 / (4 r^3)``; inside ``d_m = m``, ``d_s = 1/2``, ``d_mm = 1``), without the
+    penalty and with the relative ridge :data:`BARE_NEWTON_RIDGE`. Steps are Newton's from
+    ``phi = 0`` (the first is the least-squares choice of every ``u_n``), with backtracking
+    on ``F``. Where ``h(phi) < 0`` at a step (``F >= h``), ``J`` falls along ``phi``.
+
+    Measured (digits one-vs-rest, hinge, dropout): digits 8-vs-rest at ``C = 0.1``,
+    ``q = 0.2`` and 5-vs-rest at ``C = 0.02``, ``q = 0.5`` certified in 15 and 12 steps
+    with ``g`` down to rounding; :func:`bare_gap`'s maps stall above the tolerance on the
+    latter from IRLS's end (2e-6 against 1.5e-7) until IRLS has run for hundreds of maps.
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 5))
+    >>> y = np.where(rng.random(200) < 0.1, 1.0, -1.0)  # no signal: w = 0 is optimal
+    >>> problem = Problem.create(X, y, HingeLoss(0.1), Dropout(0.5))
+    >>> bound, steps = bare_newton(problem, np.append(np.zeros(5), -1.0), target=1e-12)
+    >>> bool(bound <= 1e-12), steps <= BARE_NEWTON_ITER
+    (True, True)
+    """
+    from ..linalg.hessian import Curvature, hessian_matrix
+
+    setup = _kink_examples(problem, bare)
+    if setup is None or max_iter < 1:
+        return np.inf, 0
+    d_m, rows, mid, half = setup
+    design = problem.design
+    n, D, p = design.n_samples, design.n_features, design.n_params
+    slope = d_m.copy()
+    slope[rows] = mid
+
+    def parts(phi):  # (m, s, roots of the kink examples, F)
+        m, s = design.scores(phi)
+        r = np.sqrt(m[rows] ** 2 + s[rows])
+        huber = np.where(r >= 1.0, r, 0.5 * (r * r + 1.0))
+        return m, s, r, float(slope @ m + half @ huber)
+
+    phi = np.zeros(p)
+    m, s, r, F = parts(phi)
+    best, k = np.inf, 0
+    for k in range(1, max_iter + 1):
+        if float(slope @ m + half @ r) < -BARE_NEWTON_RIDGE * float(half.sum()):
+            return np.inf, k  # h(phi) < 0: J falls from the bare model along phi
+        big = np.maximum(r, 1.0)
+        u0, uw2 = m[rows] / big, s[rows] / (big * big)
+        coef = np.zeros(n)
+        coef[rows] = half / big
+        z = phi[:D] * design.noise_diagonal(coef)[:D]
+        bound, _ = _least_bound(design, d_m, rows, mid, half, u0, uw2, z, target)
+        best = min(best, bound)
+        if best <= target:
+            break
+        d = slope.copy()
+        d[rows] += half * u0
+        g = design.rmatvec(d)
+        g[:D] += z
+        out = r >= 1.0
+        r3 = np.where(out, big ** 3, 1.0)
+        dm, ds, dmm, dms, dss = (np.zeros(n) for _ in range(5))
+        ds[rows] = 0.5 * coef[rows]
+        dmm[rows] = half * np.where(out, s[rows] / r3, 1.0)
+        dms[rows] = np.where(out, -0.5 * half * m[rows] / r3, 0.0)
+        dss[rows] = np.where(out, -0.25 * half / r3, 0.0)
+        curv = Curvature(phi[:D], dm, ds, dmm, dms, dss, design.noise_diagonal(2.0 * ds)[:D])
+        H = hessian_matrix(design, curv, penalty=False)
+        H[np.diag_indices_from(H)] += BARE_NEWTON_RIDGE * max(float(np.max(np.diag(H))), 1.0)
+        try:
+            step = -sla.cho_solve(sla.cho_factor(H, lower=True, check_finite=False), g,
+                                  check_finite=False)
+        except np.linalg.LinAlgError:
+            break
+        decrease = float(g @ step)
+        if not decrease < 0.0:
+            break
+        t = 1.0
+        while True:
+            m_t, s_t, r_t, F_t = parts(phi + t * step)
+            if F_t <= F + ARMIJO * t * decrease or t < MIN_STEP:
+                break
+            t *= 0.5
+        if t < MIN_STEP:
+            break
+        phi = phi + t * step
+        m, s, r, F = m_t, s_t, r_t, F_t
+    return best, k
+
+
+def _least_bound(design, d_m, rows, mid, half, u0, uw2, z, stop=0.0):
+    """``(bound, g)`` for the kink examples' elements ``u_0`` and ``||u_w||^2`` (in the
+    unit ball) whose ``u_w`` parts sum to ``z`` in ``g_w``: the least ``||g_w||^2 / 4``
+    over :data:`SHRINKS` after ``g_b`` is made zero (:func:`_shift_into`) -- or the
+    first at most ``stop``; ``(inf, None)`` where no shrink leaves room for ``g_b = 0``."""
+    n, D = design.n_samples, design.n_features
     off = np.ones(n, dtype=bool)
     off[rows] = False
     target = -float(np.sum(d_m[off]))  # the kink examples' d_m must sum to this
@@ -159,7 +290,7 @@ def _map_bound(design, d_m, rows, mid, half, step, linalg, stop=0.0):
             best, g_best = bound, g
             if best <= stop:
                 break
-    return step, best, g_best
+    return best, g_best
 
 
 def _roots(design, rows, step):
