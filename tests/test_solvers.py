@@ -310,7 +310,8 @@ def test_an_all_zero_row_under_dropout_keeps_newton_a_quiet_non_empty_row_does_n
 
 def test_auto_hands_over_to_irls_where_the_optimum_is_not_smooth():
     """No signal: the optimum is w = 0 with examples on the margin, where the noise term
-    sqrt(zeta^2 + s) is not differentiable in w although every row is noisy."""
+    sqrt(zeta^2 + s) is not differentiable in w although every row is noisy ("auto"
+    certifies the bare model after Newton's trap check, or hands over to IRLS)."""
     rng = np.random.default_rng(0)
     X = rng.normal(100.0, 1.0, size=(100, 2))
     y = np.where(rng.random(100) < 0.57, 1.0, -1.0)
@@ -318,7 +319,7 @@ def test_auto_hands_over_to_irls_where_the_optimum_is_not_smooth():
     assert newton.applicable(problem)
     res = fit_problem(problem)
     ref = irls.fit(problem, tol=1e-13, max_iter=10_000)
-    assert res.converged and res.solver in ("newton", "newton+irls")
+    assert res.converged and res.solver in ("newton", "newton+irls", "newton+bare")
     assert res.objective[-1] <= ref.objective[-1] + 1e-9 * ref.objective[-1]
     assert np.all(np.diff(res.objective) <= 1e-12 * res.objective[0])
 
@@ -800,10 +801,11 @@ def test_newton_crawling_in_the_trap_stops_early():
 
 def test_newton_stops_once_no_better_than_the_bare_model():
     """The same class with the best bare model's ``J`` given: Newton stops as a stall
-    after ``TRAP_STEPS`` steps (15 by the stagnation rule without it); ``fit_problem``
-    then certifies ``w = 0`` from IRLS's end point, whose own intercept is off the kink
-    (the bare model there is worse than IRLS's point: ``_trapped`` must look at the
-    kinks); a class whose optimum is not ``w = 0`` is unaffected."""
+    after ``TRAP_STEPS`` steps (15 by the stagnation rule without it); IRLS's end point
+    from Newton's 6th step has its own intercept off the kink (the bare model there is worse than
+    IRLS's point: ``_trapped`` must look at the kinks); ``fit_problem`` certifies
+    ``w = 0`` right after the stall (:func:`~bayesdrop.solvers.bare.bare_newton`); a
+    class whose optimum is not ``w = 0`` is unaffected."""
     from sklearn.datasets import load_digits
 
     from bayesdrop.solvers import _trapped
@@ -823,7 +825,8 @@ def test_newton_stops_once_no_better_than_the_bare_model():
     assert early.objective[-1] > bare_J
     np.testing.assert_array_equal(early.theta, newton.fit(p8, max_iter=newton.TRAP_STEPS,
                                                           warn=False).theta)
-    second = irls.fit(p8, early.theta, warn=False)
+    # IRLS from Newton's 6th step (where the trap check stopped before bare_newton)
+    second = irls.fit(p8, newton.fit(p8, max_iter=6, warn=False).theta, warn=False)
 
     def values(thetas):
         return [p8.objective(t) for t in thetas]
@@ -835,10 +838,11 @@ def test_newton_stops_once_no_better_than_the_bare_model():
     res = fit_problem(p8, warn=False)
     assert res.converged and res.objective[-1] == bare_J
     np.testing.assert_array_equal(res.theta[:-1], 0.0)
-    # certified from the escape maps' point (CERTIFY_AFTER), not after IRLS's 14 maps
-    from bayesdrop.solvers import ESCAPE_MAPS
+    # certified by Newton on the bound's problem right after the trap check: no IRLS map
+    from bayesdrop.solvers.bare import bare_newton
 
-    assert res.n_iter == newton.TRAP_STEPS + ESCAPE_MAPS
+    steps = bare_newton(p8, res.theta, 1e-8 * bare_J)[1]
+    assert res.solver == "newton+bare" and res.n_iter == newton.TRAP_STEPS + steps
     p0 = problem(0)
     with_check = newton.fit(p0, warn=False, bare_J=bare_value(p0, None))
     assert with_check.converged and not with_check.stalled
@@ -1062,21 +1066,32 @@ def test_bare_gap_bounds_the_distance_to_the_optimum(through):
 @pytest.mark.parametrize("sparse", [False, True])
 def test_bare_optimum_is_certified_without_a_second_irls_run(monkeypatch, sparse):
     """Digits 8-vs-rest, hinge, dropout 0.2, C = 0.1 (the optimum is ``w = 0``): after
-    Newton stalls and IRLS from there nears ``w = 0``, the duality-gap bound certifies the
-    bare model, and ``solver="auto"`` returns it exactly (``w = 0``, converged) without
-    the run of IRLS from the start that it needs when the bound is not tried (180 of its
-    219 solves dense, 231 as CSR, where Newton and IRLS end elsewhere and the bound needs
-    about 25 maps)."""
+    Newton stalls and IRLS from there nears ``w = 0``, the duality-gap bound's maps
+    certify the bare model (with :func:`~bayesdrop.solvers.bare.bare_newton` switched
+    off, which certifies it in fewer solves before any IRLS map), and ``solver="auto"``
+    returns it exactly (``w = 0``, converged) without the run of IRLS from the start
+    that it needs when the bound is not tried (180 of its 219 solves dense, 231 as CSR,
+    where Newton and IRLS end elsewhere and the bound needs about 25 maps)."""
     from sklearn.datasets import load_digits
 
     import bayesdrop.solvers as solvers
 
+    from bayesdrop.solvers import bare
+
     X, labels = load_digits(return_X_y=True)
     problem = Problem.create(sp.csr_matrix(X) if sparse else X,
                              np.where(labels == 8, 1.0, -1.0), HingeLoss(0.1), Dropout(0.2))
+    first = fit_problem(problem, warn=False)  # bare_newton right after the trap check
+    assert first.solver == "newton+bare" and first.converged
+    # the maps' certificate, as before bare_newton came first (from the 6th step: the
+    # maps need IRLS's point near w = 0, which the 3rd step's IRLS maps do not reach)
+    monkeypatch.setattr(newton, "TRAP_STEPS", 6)
+    monkeypatch.setattr(bare, "BARE_NEWTON_ITER", 0)
     res = fit_problem(problem, warn=False)
     assert res.solver == "newton+irls" and res.converged
     assert np.all(res.theta[:-1] == 0.0) and res.theta[-1] == -1.0
+    np.testing.assert_array_equal(first.theta, res.theta)
+    assert first.n_solves < res.n_solves
     monkeypatch.setattr(solvers, "BARE_MAPS", 0)
     old = fit_problem(problem, warn=False)
     np.testing.assert_array_equal(old.theta, res.theta)
@@ -1313,13 +1328,14 @@ def test_bare_newton_bounds_the_distance_and_certifies_without_a_near_point():
     assert certified >= 2 and refused >= 2
 
 
-def test_bare_newton_removes_the_cliff_where_the_maps_stall():
+def test_bare_newton_removes_the_cliff_where_the_maps_stall(monkeypatch):
     """Digits 5-vs-rest, hinge, dropout 0.5, C = 0.02: the optimum is ``w = 0`` (IRLS at
     tol 1e-15 ends at ``|w| = 1e-9``, ``J`` not below the bare model's), but the bare
     maps from IRLS's end stall at a bound of about 2e-6 above the tolerance's 1.5e-7, and
     ``solver="auto"`` ran IRLS to its tolerance and again from the start (187 solves).
-    With :func:`~bayesdrop.solvers.bare.bare_newton` after the stalled maps the bare model
-    is certified: ``w = 0`` exactly, in under 60 solves."""
+    With :func:`~bayesdrop.solvers.bare.bare_newton` -- right after Newton's trap check,
+    and after stalled maps where the maps run first -- the bare model is certified:
+    ``w = 0`` exactly, in under 60 solves."""
     from sklearn.datasets import load_digits
 
     from bayesdrop.solvers.bare import bare_value
@@ -1330,3 +1346,12 @@ def test_bare_newton_removes_the_cliff_where_the_maps_stall():
     res = fit_problem(problem, warn=False)
     assert res.converged and res.objective[-1] == bare_value(problem, None)
     assert np.all(res.theta[:-1] == 0.0) and res.n_solves < 60
+    assert res.solver == "newton+bare"
+    import bayesdrop.solvers as solvers
+
+    # the maps first (bare_newton only where they stall): as it ran before
+    monkeypatch.setattr(newton, "TRAP_STEPS", 6)
+    monkeypatch.setattr(solvers, "_bare_first", lambda problem, first, *a: (None, first))
+    late = fit_problem(problem, warn=False)
+    assert late.converged and np.all(late.theta[:-1] == 0.0) and late.n_solves < 60
+    assert late.solver == "newton+irls"

@@ -197,6 +197,33 @@ def _certified_bare(problem, near, bare, J, tol, linalg):
     return (best, maps) if bound <= target else (None, maps)
 
 
+def _bare_first(problem, first, values, kinks, tol, start):
+    """After Newton stopped above the best bare model's ``J`` (the trap check of
+    :data:`.newton.TRAP_STEPS`): ``(result, first)`` -- the result at that bare model if
+    :func:`.bare.bare_newton` certifies it optimal within ``tol`` (relative), else None;
+    and ``first`` with the Newton steps of the certificate added to its solves.
+
+    The certificate needs no point near ``w = 0``, so it runs before any IRLS map: where
+    the optimum is ``w = 0`` it ends the fit (digits 8-vs-rest, hinge, dropout 0.2,
+    ``C = 0.1``: 8 steps, where 9 IRLS solves and 5 of the bound's maps did the same);
+    where ``J`` falls from the bare model (the optimum just below it) its first steps find
+    the direction and :func:`_leave_trap`'s IRLS maps go on."""
+    bare = bare_points(first.theta, problem.design.fit_intercept, kinks)
+    J = np.asarray(values(bare), dtype=float)
+    k = int(np.argmin(J))
+    target = tol * max(abs(float(J[k])), 1.0)
+    bound, steps = bare_newton(problem, bare[k], target)
+    first = first._replace(n_solves=first.n_solves + steps)
+    if not bound <= target:
+        return None, first
+    point = np.array(bare[k], dtype=float)
+    grad = problem.objective(point, gradient=True)[1]
+    return first._replace(theta=point, objective=np.append(first.objective, J[k]),
+                          n_iter=first.n_iter + steps, converged=True, stalled=False,
+                          grad_norm=float(np.max(np.abs(grad), initial=0.0)),
+                          time=time.perf_counter() - start, solver="newton+bare"), first
+
+
 def _leave_trap(problem, first, bare_J, values, kinks, start, *, tol, max_iter, accelerate,
                 linalg, warn):
     """After Newton stopped above the best bare model's ``J`` (``bare_J``; the trap check
@@ -481,6 +508,9 @@ def _newton_auto(problem, theta0, *, tol, max_iter, accelerate, linalg, warn):
     kinks = None if pieces is None else pieces[0]
     above = bare_J is not None and first.stalled and first.objective[-1] > bare_J
     if above:  # stopped by the trap check (newton.TRAP_STEPS)
+        certified, first = _bare_first(problem, first, values, kinks, tol, start)
+        if certified is not None:
+            return certified
         done, second = _leave_trap(problem, first, bare_J, values, kinks, start, tol=tol,
                                    max_iter=max_iter, accelerate=accelerate,
                                    linalg=linalg, warn=warn)

@@ -46,11 +46,15 @@ __all__ = ["BARE_NEWTON_ITER", "SHRINKS", "bare_gap", "bare_gap_rows", "bare_int
 #: factors ``lambda`` of the kink examples' ``u_w`` tried to make room for ``g_b = 0``
 SHRINKS = (1.0, 1.0 - 1e-6, 1.0 - 1e-3, 0.99, 0.9, 0.5, 0.0)
 #: Newton steps :func:`bare_newton` takes at most (each one Hessian of the bound's problem)
-BARE_NEWTON_ITER = 30
+BARE_NEWTON_ITER = 20
 #: relative ridge on the Hessian of :func:`bare_newton` (``F`` is flat along directions
 #: that leave every ``A_n phi`` in the unit ball and ``l . phi`` zero), and the rounding
 #: allowance of its test ``h(phi) < 0``
 BARE_NEWTON_RIDGE = 1e-12
+#: :func:`bare_newton` computes the bound once ``||g_w||^2 / 4`` of its gradient (``g_b``
+#: not yet zero) is at most this many times the target (the steps converge
+#: quadratically: a step later at the latest)
+BARE_NEWTON_NEAR = 1e4
 #: backtracking of :func:`bare_newton`: sufficient decrease and the shortest step
 ARMIJO, MIN_STEP = 1e-4, 1e-12
 #: at most this many evaluations of the sum in :func:`_shift_into` (each step at least
@@ -154,13 +158,16 @@ def _map_bound(design, d_m, rows, mid, half, step, linalg, stop=0.0):
     return step, best, g_best
 
 
-def bare_newton(problem, bare, target=0.0, max_iter=BARE_NEWTON_ITER):
+def bare_newton(problem, bare, target=0.0, max_iter=None):
     """Upper bound on ``J(bare) - min J`` for a bare model ``bare = (0, b)`` by Newton's
     method on the bound's own problem -- no point near the optimum needed (the maps of
     :func:`bare_gap` creep towards ``w = 0`` as IRLS does). Returns ``(bound, Newton
-    steps)``: the least bound found, stopping once it is at most ``target``; ``inf``
-    where :func:`bare_gap` finds none or where the steps find a direction in which ``J``
-    falls from the bare model (then ``w = 0`` is not the optimum).
+    steps)``: the least bound found in at most ``max_iter`` steps (default
+    :data:`BARE_NEWTON_ITER`), stopping once it is at most ``target``; ``inf``
+    where :func:`bare_gap` finds none, where the design is too wide for a dense Hessian
+    (:func:`bayesdrop.linalg.wls.choose_linalg` other than ``"cholesky"``; no step) or
+    where the steps find a direction in which ``J`` falls from the bare model (then
+    ``w = 0`` is not the optimum).
 
     **The problem.** Near the bare model ``J - ||w||^2`` is, to first order, the convex
     and positively homogeneous ``h(phi) = l . phi + sum_K half_n ||A_n phi||`` with ``l``
@@ -201,6 +208,9 @@ def bare_newton(problem, bare, target=0.0, max_iter=BARE_NEWTON_ITER):
     """
     from ..linalg.hessian import Curvature, hessian_matrix
 
+    max_iter = BARE_NEWTON_ITER if max_iter is None else int(max_iter)
+    if wls.choose_linalg(problem.design) != "cholesky":
+        return np.inf, 0  # no dense p x p Hessian for a wide design (the maps solve there)
     setup = _kink_examples(problem, bare)
     if setup is None or max_iter < 1:
         return np.inf, 0
@@ -218,6 +228,7 @@ def bare_newton(problem, bare, target=0.0, max_iter=BARE_NEWTON_ITER):
 
     phi = np.zeros(p)
     m, s, r, F = parts(phi)
+    work = {}  # the Hessian's block arrays, kept from step to step
     best, k = np.inf, 0
     for k in range(1, max_iter + 1):
         if float(slope @ m + half @ r) < -BARE_NEWTON_RIDGE * float(half.sum()):
@@ -227,14 +238,17 @@ def bare_newton(problem, bare, target=0.0, max_iter=BARE_NEWTON_ITER):
         coef = np.zeros(n)
         coef[rows] = half / big
         z = phi[:D] * design.noise_diagonal(coef)[:D]
-        bound, _ = _least_bound(design, d_m, rows, mid, half, u0, uw2, z, target)
-        best = min(best, bound)
-        if best <= target:
-            break
         d = slope.copy()
         d[rows] += half * u0
-        g = design.rmatvec(d)
+        g = design.rmatvec(d)  # F's gradient: g before g_b is made zero
         g[:D] += z
+        if 0.25 * float(g[:D] @ g[:D]) <= BARE_NEWTON_NEAR * target or k == max_iter:
+            # near the end: the bound (far from it, g_w is orders of magnitude above the
+            # target and the bound's shifts would cost a pass each for nothing)
+            bound, _ = _least_bound(design, d_m, rows, mid, half, u0, uw2, z, target)
+            best = min(best, bound)
+            if best <= target:
+                break
         out = r >= 1.0
         r3 = np.where(out, big ** 3, 1.0)
         dm, ds, dmm, dms, dss = (np.zeros(n) for _ in range(5))
@@ -243,7 +257,7 @@ def bare_newton(problem, bare, target=0.0, max_iter=BARE_NEWTON_ITER):
         dms[rows] = np.where(out, -0.5 * half * m[rows] / r3, 0.0)
         dss[rows] = np.where(out, -0.25 * half / r3, 0.0)
         curv = Curvature(phi[:D], dm, ds, dmm, dms, dss, design.noise_diagonal(2.0 * ds)[:D])
-        H = hessian_matrix(design, curv, penalty=False)
+        H = hessian_matrix(design, curv, penalty=False, work=work)
         H[np.diag_indices_from(H)] += BARE_NEWTON_RIDGE * max(float(np.max(np.diag(H))), 1.0)
         try:
             step = -sla.cho_solve(sla.cho_factor(H, lower=True, check_finite=False), g,
