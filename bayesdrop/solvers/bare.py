@@ -242,7 +242,8 @@ def bare_newton(problem, bare, target=0.0, max_iter=None):
         d[rows] += half * u0
         g = design.rmatvec(d)  # F's gradient: g before g_b is made zero
         g[:D] += z
-        if 0.25 * float(g[:D] @ g[:D]) <= BARE_NEWTON_NEAR * target or k == max_iter:
+        near = 0.25 * float(g[:D] @ g[:D]) <= BARE_NEWTON_NEAR * target
+        if near or k == max_iter:
             # near the end: the bound (far from it, g_w is orders of magnitude above the
             # target and the bound's shifts would cost a pass each for nothing)
             bound, _ = _least_bound(design, d_m, rows, mid, half, u0, uw2, z, target)
@@ -257,7 +258,8 @@ def bare_newton(problem, bare, target=0.0, max_iter=None):
         dms[rows] = np.where(out, -0.5 * half * m[rows] / r3, 0.0)
         dss[rows] = np.where(out, -0.25 * half / r3, 0.0)
         curv = Curvature(phi[:D], dm, ds, dmm, dms, dss, design.noise_diagonal(2.0 * ds)[:D])
-        H = hessian_matrix(design, curv, penalty=False, work=work)
+        # far from the end a float32 Hessian (large dense designs) gives the direction
+        H = hessian_matrix(design, curv, penalty=False, single=not near, work=work)
         H[np.diag_indices_from(H)] += BARE_NEWTON_RIDGE * max(float(np.max(np.diag(H))), 1.0)
         try:
             step = -sla.cho_solve(sla.cho_factor(H, lower=True, check_finite=False), g,
