@@ -26,8 +26,9 @@ from ...model._design_kernels import dense_rmatvec_pair, scaled_rows
 from ...model.losses.kernels import mean, objective_from_scores, ridge, term
 from . import loop
 
-__all__ = ["EVALUATORS", "DenseSteps", "dense_steps", "irls_start", "newton_dense", "newton_dense_path",
-           "newton_loop_compiled", "ready", "with_C"]
+__all__ = ["EVALUATORS", "DenseSteps", "dense_steps", "irls_start", "irls_start_factored",
+           "newton_dense", "newton_dense_path", "newton_loop_compiled", "ready",
+           "start_factor", "start_weights", "with_C"]
 
 #: rows per block of the Hessian's stacked Gram product (see
 #: :data:`bayesdrop.linalg.hessian.HESSIAN_BLOCK`): its four work arrays (``2 x 128``
@@ -73,22 +74,30 @@ def _scores(X, M, scale, fi, theta, m, s):
 
 
 @_jit.njit(cache=True, nogil=True)
-def _irls_map(lp, X, M, scale, fi, y, sw, m, s, p, syrk, potrf):
-    """One IRLS map from the scores ``(m, s)``: the expected system weights (the loss's
-    ``mean`` kernel, ``rho > 0``), then ``A theta = r`` by Cholesky (MATH.md 3-4); the
-    Gram part of ``A`` as one ``dsyrk`` of the rows ``sqrt(rho_n) xbar_n``."""
-    n, D = X.shape
-    rho, t, root = np.empty(n), np.empty(n), np.empty(n)
+def _irls_weights(lp, y, sw, m, s):
+    """The expected system weights and targets ``(rho, t)`` of an IRLS map at the scores
+    ``(m, s)`` (the loss's ``mean`` kernel; ``rho > 0``)."""
+    n = m.shape[0]
+    rho, t = np.empty(n), np.empty(n)
     for i in range(n):
         _, _, rho[i], t[i] = mean(lp, lp.C * sw[i], m[i], s[i], y[i])
+    return rho, t
+
+
+@_jit.njit(cache=True, nogil=True)
+def _irls_factor(X, M, scale, fi, rho, p, syrk, potrf):
+    """The lower Cholesky factor of the IRLS system ``A = 2 I' + Xbar^T diag(rho) Xbar +
+    diag(V^T rho)`` (MATH.md 3-4): the Gram part as one ``dsyrk`` of the rows
+    ``sqrt(rho_n) xbar_n``."""
+    n, D = X.shape
+    root = np.empty(n)
+    for i in range(n):
         root[i] = np.sqrt(max(rho[i], 0.0))
     W = np.zeros((n, padded(p)))  # zero columns p.. (a faster syrk, _blas.SYRK_PAD)
     scaled_rows(X, root, fi, W)
     r = np.zeros(p)
     nd = np.zeros(D)
-    dense_rmatvec_pair(X, M, t, rho, r, nd)  # r = Xbar^T t, nd = M^T rho
-    if fi:
-        r[D] = np.sum(t)
+    dense_rmatvec_pair(X, M, rho, rho, r, nd)  # nd = M^T rho (r unused)
     pp = W.shape[1]
     G = np.zeros((pp, pp))
     syrk_rows(syrk, W, n, G, syrk_work())
@@ -101,7 +110,27 @@ def _irls_map(lp, X, M, scale, fi, y, sw, m, s, p, syrk, potrf):
         A[d, d] += 2.0 + scale * nd[d]
     # A is positive definite (2 I' + a weighted Gram with rho > 0)
     cholesky_lower(potrf, A)
-    return _solve(A, -r)
+    return A
+
+
+@_jit.njit(cache=True, nogil=True)
+def _irls_rhs(X, M, fi, t, rho, p):
+    """``r = Xbar^T t`` (by :func:`dense_rmatvec_pair`, whose order of summation the
+    maps have always had)."""
+    r = np.zeros(p)
+    dense_rmatvec_pair(X, M, t, rho, r, np.zeros(X.shape[1]))
+    if fi:
+        r[X.shape[1]] = np.sum(t)
+    return r
+
+
+@_jit.njit(cache=True, nogil=True)
+def _irls_map(lp, X, M, scale, fi, y, sw, m, s, p, syrk, potrf):
+    """One IRLS map from the scores ``(m, s)``: the expected system weights, then
+    ``A theta = r`` by Cholesky (:func:`_irls_factor`)."""
+    rho, t = _irls_weights(lp, y, sw, m, s)
+    return _solve(_irls_factor(X, M, scale, fi, rho, p, syrk, potrf),
+                  -_irls_rhs(X, M, fi, t, rho, p))
 
 
 @_jit.njit(cache=True, nogil=True)
@@ -117,6 +146,38 @@ def irls_start(lp, X, M, scale, fi, y, sw, theta, syrk, potrf):
     if _objective(lp, X, M, scale, fi, y, sw, cand, m_c, s_c) <= J:
         return cand
     return theta.copy()
+
+
+@_jit.njit(cache=True, nogil=True)
+def start_weights(lp, y, sw):
+    """The IRLS weights ``rho`` at ``w = 0`` and zero intercept (scores 0): those of
+    :func:`irls_start` from zero."""
+    n = y.shape[0]
+    return _irls_weights(lp, y, sw, np.zeros(n), np.zeros(n))[0]
+
+
+@_jit.njit(cache=True, nogil=True)
+def start_factor(X, M, scale, fi, rho, p, syrk, potrf):
+    """The factor of :func:`irls_start`'s system from zero for the weights ``rho``
+    (:func:`start_weights`)."""
+    return _irls_factor(X, M, scale, fi, rho, p, syrk, potrf)
+
+
+@_jit.njit(cache=True, nogil=True)
+def irls_start_factored(lp, X, M, scale, fi, y, sw, L):
+    """:func:`irls_start` from zero with its system's factor ``L`` given
+    (:func:`start_factor`; the one-vs-rest problems of a design share it where their
+    weights at zero agree): the same point, bit for bit."""
+    n = X.shape[0]
+    p = L.shape[0]
+    theta = np.zeros(p)
+    m, s, m_c, s_c = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    J = _objective(lp, X, M, scale, fi, y, sw, theta, m, s)
+    rho, t = _irls_weights(lp, y, sw, m, s)
+    cand = _solve(L, -_irls_rhs(X, M, fi, t, rho, p))
+    if _objective(lp, X, M, scale, fi, y, sw, cand, m_c, s_c) <= J:
+        return cand
+    return theta
 
 
 @_jit.njit(cache=True, nogil=True)
