@@ -1075,7 +1075,6 @@ def test_bare_optimum_is_certified_without_a_second_irls_run(monkeypatch, sparse
     from sklearn.datasets import load_digits
 
     import bayesdrop.solvers as solvers
-
     from bayesdrop.solvers import bare
 
     X, labels = load_digits(return_X_y=True)
@@ -1347,7 +1346,7 @@ def test_bare_newton_removes_the_cliff_where_the_maps_stall(monkeypatch):
     assert res.converged and res.objective[-1] == bare_value(problem, None)
     assert np.all(res.theta[:-1] == 0.0) and res.n_solves < 60
     assert res.solver == "newton+bare"
-    import bayesdrop.solvers as solvers
+    from bayesdrop import solvers
 
     # the maps first (bare_newton only where they stall): as it ran before
     monkeypatch.setattr(newton, "TRAP_STEPS", 6)
