@@ -347,10 +347,10 @@ def test_latent_predictions_on_a_dask_x_are_lazy_and_equal_in_memory(method):
 
 def test_dask_fit_finds_an_optimum_at_w_zero_as_in_memory(client):
     """Digits one-vs-rest at q = 0.5, C = 0.1: some classes have their optimum at w = 0,
-    where Newton stalls; on dask chunks the fit continues as in memory (IRLS from the
-    stall, then the bare model's duality-gap bound summed over the chunks -- which
-    certifies it here: 59 passes instead of 150 -- or IRLS from the start) and reaches
-    the same J."""
+    where Newton stalls; on dask chunks the fit continues as in memory (Newton's early
+    trap check, then the bare model certified by Newton on the bound's problem summed
+    over the chunks, ``bare_newton_rows``; where that fails, IRLS, the maps' bound and
+    IRLS from the start) and reaches the same J (the passes: ``test_solvers``)."""
     from sklearn.datasets import load_digits
 
     X, labels = load_digits(return_X_y=True)
@@ -362,5 +362,5 @@ def test_dask_fit_finds_an_optimum_at_w_zero_as_in_memory(client):
     J = problem.objective(np.append(est.coef_.ravel(), est.intercept_))
     J_ref = problem.objective(np.append(ref.coef_.ravel(), ref.intercept_))
     assert J <= J_ref * (1 + 1e-9)
-    assert est.solver_[0] == "newton+irls"
+    assert est.solver_[0] == "newton+bare"
     assert np.all(ref.coef_ == 0.0) and np.all(est.coef_ == 0.0)  # the bare model, exactly

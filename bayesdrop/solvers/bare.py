@@ -41,7 +41,8 @@ from ..linalg import wls
 from ..model.losses.kernels import ROOT_FLOOR
 
 __all__ = ["BARE_NEWTON_ITER", "SHRINKS", "bare_gap", "bare_gap_rows", "bare_intercepts",
-           "bare_newton", "bare_pass", "bare_points", "bare_subgradient", "bare_value"]
+           "bare_newton", "bare_newton_pass", "bare_newton_rows", "bare_pass", "bare_points",
+           "bare_subgradient", "bare_sums", "bare_value"]
 
 #: factors ``lambda`` of the kink examples' ``u_w`` tried to make room for ``g_b = 0``
 SHRINKS = (1.0, 1.0 - 1e-6, 1.0 - 1e-3, 0.99, 0.9, 0.5, 0.0)
@@ -479,6 +480,155 @@ def bare_pass(problem, block, b, before, step):
             wls.normal_matrix(design, rho, penalty=False), wls.normal_rhs(design, t))
 
 
+def bare_newton_rows(rows, bare, target=0.0, max_iter=None, trial_steps=(0.5, 0.25, 0.125,
+                                                                       0.0625)):
+    """:func:`bare_newton` through a row back-end (:mod:`bayesdrop.linalg.backend`): one
+    pass per step (:func:`bare_newton_pass` returns ``F``, its gradient and Hessian at the
+    full step together with ``F`` at the ``trial_steps`` of the line, as Newton's row
+    passes do), one more where a damped step is taken. ``g_b`` is zeroed as in
+    :func:`bare_gap_rows` (the kink examples' slopes moved one common fraction of the way
+    to an end of their ranges). Returns ``(bound, passes)``; ``inf`` where
+    :func:`bare_newton` gives it (no kinks, an example on two kinks, a direction in which
+    ``J`` falls, no convergence in ``max_iter`` steps).
+
+    Examples
+    --------
+    The in-memory certificate's steps, one pass each (labels without signal):
+
+    >>> from bayesdrop import Problem, HingeLoss, Dropout
+    >>> from bayesdrop.linalg.backend import InMemoryRows
+    >>> rng = np.random.default_rng(3)
+    >>> problem = Problem.create(rng.random((300, 4)),
+    ...                          np.where(rng.random(300) < 0.2, 1.0, -1.0),
+    ...                          HingeLoss(0.3), Dropout(0.4))
+    >>> bare = np.r_[np.zeros(4), -1.0]
+    >>> bound, passes = bare_newton_rows(InMemoryRows(problem), bare, target=1e-12)
+    >>> bool(bound <= 1e-12), passes <= BARE_NEWTON_ITER + 1
+    (True, True)
+    """
+    max_iter = BARE_NEWTON_ITER if max_iter is None else int(max_iter)
+    if max_iter < 1 or rows.n_params > wls.MAX_CHOLESKY_PARAMS or rows.loss.kinks(
+            np.array([-1.0, 1.0]) if rows.loss.binary else np.zeros(1)) is None:
+        return np.inf, 0
+    b = float(bare[-1]) if rows.fit_intercept else 0.0
+    D, p = rows.n_features, rows.n_params
+    trial_steps = np.asarray(trial_steps, dtype=float)
+    phi = np.zeros(p)
+    stats = rows.reduce(bare_newton_pass, b, phi, np.zeros((0, p)))
+    passes, best = 1, np.inf
+    for k in range(1, max_iter + 1):
+        if stats is None or stats[0] > 0 or stats[1] == 0:  # no kinks, or two at once
+            return np.inf, passes
+        _, _, total_half, h, F, g, up, down, s_up, s_down, H, _ = stats
+        if h < -BARE_NEWTON_RIDGE * total_half:
+            return np.inf, passes  # h(phi) < 0: J falls from the bare model along phi
+        g = np.array(g, dtype=float)
+        if 0.25 * float(g[:D] @ g[:D]) <= BARE_NEWTON_NEAR * target or k == max_iter:
+            shifted = g
+            if rows.fit_intercept:  # g_b made zero by moving the kink examples' slopes
+                if g[-1] > 0 and s_down >= g[-1]:
+                    shifted = g - (g[-1] / s_down) * np.asarray(down)
+                elif g[-1] <= 0 and s_up >= -g[-1]:
+                    shifted = g + (-g[-1] / max(s_up, 1e-300)) * np.asarray(up)
+                else:
+                    shifted = None
+            if shifted is not None:
+                best = min(best, 0.25 * float(shifted[:D] @ shifted[:D]))
+            if best <= target:
+                break
+        H = np.array(H, dtype=float)
+        H[np.diag_indices_from(H)] += BARE_NEWTON_RIDGE * max(float(np.max(np.diag(H))), 1.0)
+        try:
+            step = -sla.cho_solve(sla.cho_factor(H, lower=True, check_finite=False), g,
+                                  check_finite=False)
+        except np.linalg.LinAlgError:
+            break
+        decrease = float(g @ step)
+        if not decrease < 0.0:
+            break
+        trials = phi[None, :] + trial_steps[:, None] * step[None, :]
+        full = rows.reduce(bare_newton_pass, b, phi + step, trials)
+        passes += 1
+        if full is None:
+            return np.inf, passes
+        if full[4] <= F + ARMIJO * decrease:
+            phi, stats = phi + step, full
+            continue
+        ok = np.flatnonzero(np.asarray(full[11]) <= F + ARMIJO * trial_steps * decrease)
+        if ok.size == 0:
+            break
+        phi = phi + trial_steps[ok[0]] * step
+        stats = rows.reduce(bare_newton_pass, b, phi, np.zeros((0, p)))
+        passes += 1
+    return best, passes
+
+
+def bare_newton_pass(problem, block, b, phi, trials):
+    """The rows' share of one pass of :func:`bare_newton_rows` about the bare intercept
+    ``b``, at ``bare + phi``: the count of examples on two kinks and of those on one, the
+    kink examples' ``sum half_n``, ``h(phi)``, ``F(phi)``, ``F``'s gradient, the sums
+    ``Xbar^T (hi - d)``, ``Xbar^T (d - lo)``, ``sum (hi - d)``, ``sum (d - lo)`` over
+    the kink examples (``g_b``'s correction), ``F``'s Hessian and ``F`` at each row of
+    ``trials`` (see :func:`bare_newton`); None for a loss without kinks or a
+    non-diagonal noise covariance."""
+    from ..linalg.hessian import Curvature, hessian_matrix
+
+    design = problem.design
+    p, D, n = design.n_params, design.n_features, design.n_samples
+    zeros = (0, 0, 0.0, 0.0, 0.0, np.zeros(p), np.zeros(p), np.zeros(p), 0.0, 0.0,
+             np.zeros((p, p)), np.zeros(trials.shape[0]))
+    if n == 0:
+        return zeros
+    bare = np.zeros(p)
+    if design.fit_intercept:
+        bare[-1] = b
+    kinks = problem.loss.kinks(problem.y)
+    if kinks is not None and np.any((kinks[0] == b).sum(axis=1) > 1):
+        return (1,) + zeros[1:]
+    setup = _kink_examples(problem, bare, allow_none=True)
+    if setup is None:
+        return None
+    d_m, rows, mid, half = setup
+    slope = d_m.copy()
+    slope[rows] = mid
+
+    def value(m, s):  # (h, F)
+        r = np.sqrt(m[rows] ** 2 + s[rows])
+        huber = np.where(r >= 1.0, r, 0.5 * (r * r + 1.0))
+        return float(slope @ m + half @ r), float(slope @ m + half @ huber)
+
+    F_trials = np.zeros(trials.shape[0])
+    if trials.shape[0]:
+        mt, st = design.scores_many(trials)
+        F_trials = np.array([value(mt[i], st[i])[1] for i in range(trials.shape[0])])
+    m, s = design.scores(phi)
+    h, F = value(m, s)
+    r = np.sqrt(m[rows] ** 2 + s[rows])
+    big = np.maximum(r, 1.0)
+    u0, uw2 = m[rows] / big, s[rows] / (big * big)
+    coef = np.zeros(n)
+    coef[rows] = half / big
+    d = slope.copy()
+    d[rows] += half * u0
+    g = design.rmatvec(d)
+    g[:D] += phi[:D] * design.noise_diagonal(coef)[:D]
+    slack = np.sqrt(np.maximum(1.0 - uw2, 0.0))
+    gap_up, gap_down = np.zeros(n), np.zeros(n)
+    gap_up[rows] = mid + half * slack - d[rows]
+    gap_down[rows] = d[rows] - (mid - half * slack)
+    out = r >= 1.0
+    r3 = np.where(out, big ** 3, 1.0)
+    dm, ds, dmm, dms, dss = (np.zeros(n) for _ in range(5))
+    ds[rows] = 0.5 * coef[rows]
+    dmm[rows] = half * np.where(out, s[rows] / r3, 1.0)
+    dms[rows] = np.where(out, -0.5 * half * m[rows] / r3, 0.0)
+    dss[rows] = np.where(out, -0.25 * half / r3, 0.0)
+    curv = Curvature(phi[:D], dm, ds, dmm, dms, dss, design.noise_diagonal(2.0 * ds)[:D])
+    return (0, int(rows.size), float(half.sum()), h, F, g, design.rmatvec(gap_up),
+            design.rmatvec(gap_down), float(gap_up.sum()), float(gap_down.sum()),
+            hessian_matrix(design, curv, penalty=False), F_trials)
+
+
 # -- the bare models themselves: where they are, and their J --------------------------
 
 def bare_intercepts(b0, kinks=None):
@@ -504,6 +654,19 @@ def bare_points(theta, fit_intercept, kinks=None):
         point[-1] = b
         points.append(point)
     return points
+
+
+def bare_sums(problem, block, candidates):
+    """The rows' share of ``J(0, b) - 0`` for each intercept ``b`` of ``candidates``
+    (:func:`bare_value` through a row back-end: the piecewise-linear terms at ``b``, no
+    product with ``X``); zeros for a loss without kinks."""
+    candidates = np.asarray(candidates, dtype=float)
+    pieces = problem.loss.kinks(problem.y) if problem.design.n_samples else None
+    if pieces is None:
+        return np.zeros(candidates.shape[0])
+    from .smoothing import piecewise_term
+
+    return piecewise_term(candidates[:, None], *pieces).sum(axis=1)
 
 
 def bare_value(problem, theta0, pieces=None):

@@ -756,7 +756,7 @@ def _empty_rows(problem, out, opts, linalg, cg_maxiter):
 
 
 @with_single_blas_pool
-def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=100, warn=True):
+def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=100, warn=True, bare_J=None):
     """Newton's method through a row back-end: one pass over the data per step.
 
     The same iteration and stopping rule as :func:`fit` with ``linalg="cholesky"``, but
@@ -785,6 +785,10 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=100, warn=True):
         ``lambda^2 / 2 <= tol * max(|J|, 1)``.
     max_iter : int >= 1
     warn : bool
+    bare_J : float, optional
+        ``J`` of the best bare model: the early trap check of :func:`fit` (from
+        :data:`TRAP_STEPS` steps on, an iterate still above it after a cut step ends the
+        run as a stall).
 
     Returns
     -------
@@ -832,6 +836,7 @@ def fit_rows(rows, theta0=None, *, tol=1e-8, max_iter=100, warn=True):
         if theta.shape != (p_dim,):
             raise ValueError(f"theta0 must have shape ({p_dim},), got {theta.shape}")
     ev = steps.RowSteps(rows, RIDGE, ROW_TRIAL_STEPS, ROW_SHORT_STEPS)
-    out = loop.newton_loop(ev, theta, _options(tol, max_iter, 0.0, expand=False), True)
+    out = loop.newton_loop(ev, theta, _options(tol, max_iter, 0.0, expand=False,
+                                               bare_J=bare_J), True)
     n_passes = (rows.n_passes - passes) if hasattr(rows, "n_passes") else 0
     return _result(out, start, "cholesky", warn, max_iter, tol, n_passes=n_passes)
