@@ -207,7 +207,7 @@ def bare_newton(problem, bare, target=0.0, max_iter=None):
     >>> bool(bound <= 1e-12), steps <= BARE_NEWTON_ITER
     (True, True)
     """
-    from ..linalg.hessian import Curvature, hessian_matrix
+    from ..linalg.hessian import hessian_matrix
 
     max_iter = BARE_NEWTON_ITER if max_iter is None else int(max_iter)
     if wls.choose_linalg(problem.design) != "cholesky":
@@ -217,7 +217,7 @@ def bare_newton(problem, bare, target=0.0, max_iter=None):
         return np.inf, 0
     d_m, rows, mid, half = setup
     design = problem.design
-    n, D, p = design.n_samples, design.n_features, design.n_params
+    D, p = design.n_features, design.n_params
     slope = d_m.copy()
     slope[rows] = mid
 
@@ -234,15 +234,7 @@ def bare_newton(problem, bare, target=0.0, max_iter=None):
     for k in range(1, max_iter + 1):
         if float(slope @ m + half @ r) < -BARE_NEWTON_RIDGE * float(half.sum()):
             return np.inf, k  # h(phi) < 0: J falls from the bare model along phi
-        big = np.maximum(r, 1.0)
-        u0, uw2 = m[rows] / big, s[rows] / (big * big)
-        coef = np.zeros(n)
-        coef[rows] = half / big
-        z = phi[:D] * design.noise_diagonal(coef)[:D]
-        d = slope.copy()
-        d[rows] += half * u0
-        g = design.rmatvec(d)  # F's gradient: g before g_b is made zero
-        g[:D] += z
+        g, _, u0, uw2, z = _huber_gradient(design, phi, slope, rows, half, m, s, r)
         near = 0.25 * float(g[:D] @ g[:D]) <= BARE_NEWTON_NEAR * target
         if near or k == max_iter:
             # near the end: the bound (far from it, g_w is orders of magnitude above the
@@ -251,24 +243,11 @@ def bare_newton(problem, bare, target=0.0, max_iter=None):
             best = min(best, bound)
             if best <= target:
                 break
-        out = r >= 1.0
-        r3 = np.where(out, big ** 3, 1.0)
-        dm, ds, dmm, dms, dss = (np.zeros(n) for _ in range(5))
-        ds[rows] = 0.5 * coef[rows]
-        dmm[rows] = half * np.where(out, s[rows] / r3, 1.0)
-        dms[rows] = np.where(out, -0.5 * half * m[rows] / r3, 0.0)
-        dss[rows] = np.where(out, -0.25 * half / r3, 0.0)
-        curv = Curvature(phi[:D], dm, ds, dmm, dms, dss, design.noise_diagonal(2.0 * ds)[:D])
         # far from the end a float32 Hessian (large dense designs) gives the direction
-        H = hessian_matrix(design, curv, penalty=False, single=not near, work=work)
-        H[np.diag_indices_from(H)] += BARE_NEWTON_RIDGE * max(float(np.max(np.diag(H))), 1.0)
-        try:
-            step = -sla.cho_solve(sla.cho_factor(H, lower=True, check_finite=False), g,
-                                  check_finite=False)
-        except np.linalg.LinAlgError:
-            break
-        decrease = float(g @ step)
-        if not decrease < 0.0:
+        H = hessian_matrix(design, _huber_curvature(design, phi, rows, half, m, s, r),
+                           penalty=False, single=not near, work=work)
+        step, decrease = _newton_step(H, g)
+        if step is None:
             break
         t = 1.0
         while True:
@@ -411,16 +390,7 @@ def bare_gap_rows(rows, bare, near, maps=1, target=0.0):
             return np.inf, passes
         out, g, up, down, s_up, s_down, _, _, A, r = stats
         if before is not None:
-            bound = np.inf
-            g = np.array(g, dtype=float)
-            if g[-1] > 0 and s_down >= g[-1]:
-                g = g - (g[-1] / s_down) * np.asarray(down)
-            elif g[-1] <= 0 and s_up >= -g[-1]:
-                g = g + (-g[-1] / max(s_up, 1e-300)) * np.asarray(up)
-            else:
-                g = None
-            if g is not None:
-                bound = 0.25 * float(g[:D] @ g[:D])
+            bound = _rows_bound(g, up, down, s_up, s_down, D)
             best = min(best, bound)
             if _done(best, bound, last, k, maps, target):
                 break
@@ -431,6 +401,41 @@ def bare_gap_rows(rows, bare, near, maps=1, target=0.0):
         A[np.diag_indices_from(A)] += 2.0 * rows.penalty_mask()
         before, step = step, np.linalg.solve(A, np.asarray(r, dtype=float))
     return best, passes
+
+
+def _rows_bound(g, up, down, s_up, s_down, D, intercept=True):
+    """``||g_w||^2 / 4`` of the summed subgradient ``g`` once ``g_b`` is made zero by
+    moving the kink examples' slopes one common fraction of the way to an end of their
+    ranges (``up = Xbar^T (hi - d)``, ``down = Xbar^T (d - lo)``, ``s_up``, ``s_down``
+    their sums); ``inf`` where the ranges leave no room. ``intercept=False``: ``g`` as
+    it is (no ``g_b`` to zero)."""
+    g = np.array(g, dtype=float)
+    if intercept:
+        if g[-1] > 0 and s_down >= g[-1]:
+            g = g - (g[-1] / s_down) * np.asarray(down)
+        elif g[-1] <= 0 and s_up >= -g[-1]:
+            g = g + (-g[-1] / max(s_up, 1e-300)) * np.asarray(up)
+        else:
+            return np.inf
+    return 0.25 * float(g[:D] @ g[:D])
+
+
+def _block_kinks(problem, b):
+    """``(status, setup)`` of a block of rows about the bare intercept ``b``: ``"empty"``
+    (no rows), ``"two"`` (an example on two kinks at once), ``"none"`` (a loss without
+    kinks or a non-diagonal noise covariance) or ``"ok"`` with the
+    :func:`_kink_examples` of the block (possibly none on a kink)."""
+    design = problem.design
+    if design.n_samples == 0:
+        return "empty", None
+    bare = np.zeros(design.n_params)
+    if design.fit_intercept:
+        bare[-1] = b
+    kinks = problem.loss.kinks(problem.y)
+    if kinks is not None and np.any((kinks[0] == b).sum(axis=1) > 1):
+        return "two", None
+    setup = _kink_examples(problem, bare, allow_none=True)
+    return ("none", None) if setup is None else ("ok", setup)
 
 
 def bare_pass(problem, block, b, before, step):
@@ -446,17 +451,9 @@ def bare_pass(problem, block, b, before, step):
     p, D, n = design.n_params, design.n_features, design.n_samples
     zeros = (0, np.zeros(p), np.zeros(p), np.zeros(p), 0.0, 0.0, 0, 0,
              np.zeros((p, p)), np.zeros(p))
-    if n == 0:
-        return zeros
-    bare = np.zeros(p)
-    if design.fit_intercept:
-        bare[-1] = b
-    kinks = problem.loss.kinks(problem.y)
-    if kinks is not None and np.any((kinks[0] == b).sum(axis=1) > 1):
-        return zeros[:6] + (1, 0) + zeros[8:]
-    setup = _kink_examples(problem, bare, allow_none=True)
-    if setup is None:
-        return None
+    status, setup = _block_kinks(problem, b)
+    if status != "ok":
+        return {"empty": zeros, "two": zeros[:6] + (1, 0) + zeros[8:], "none": None}[status]
     d_m, rows, mid, half = setup
     out, g, up, down, s_up, s_down = 0, np.zeros(p), np.zeros(p), np.zeros(p), 0.0, 0.0
     if before is not None:
@@ -524,27 +521,11 @@ def bare_newton_rows(rows, bare, target=0.0, max_iter=None, trial_steps=(0.5, 0.
             return np.inf, passes  # h(phi) < 0: J falls from the bare model along phi
         g = np.array(g, dtype=float)
         if 0.25 * float(g[:D] @ g[:D]) <= BARE_NEWTON_NEAR * target or k == max_iter:
-            shifted = g
-            if rows.fit_intercept:  # g_b made zero by moving the kink examples' slopes
-                if g[-1] > 0 and s_down >= g[-1]:
-                    shifted = g - (g[-1] / s_down) * np.asarray(down)
-                elif g[-1] <= 0 and s_up >= -g[-1]:
-                    shifted = g + (-g[-1] / max(s_up, 1e-300)) * np.asarray(up)
-                else:
-                    shifted = None
-            if shifted is not None:
-                best = min(best, 0.25 * float(shifted[:D] @ shifted[:D]))
+            best = min(best, _rows_bound(g, up, down, s_up, s_down, D, rows.fit_intercept))
             if best <= target:
                 break
-        H = np.array(H, dtype=float)
-        H[np.diag_indices_from(H)] += BARE_NEWTON_RIDGE * max(float(np.max(np.diag(H))), 1.0)
-        try:
-            step = -sla.cho_solve(sla.cho_factor(H, lower=True, check_finite=False), g,
-                                  check_finite=False)
-        except np.linalg.LinAlgError:
-            break
-        decrease = float(g @ step)
-        if not decrease < 0.0:
+        step, decrease = _newton_step(np.array(H, dtype=float), g)
+        if step is None:
             break
         trials = phi[None, :] + trial_steps[:, None] * step[None, :]
         full = rows.reduce(bare_newton_pass, b, phi + step, trials)
@@ -571,23 +552,15 @@ def bare_newton_pass(problem, block, b, phi, trials):
     the kink examples (``g_b``'s correction), ``F``'s Hessian and ``F`` at each row of
     ``trials`` (see :func:`bare_newton`); None for a loss without kinks or a
     non-diagonal noise covariance."""
-    from ..linalg.hessian import Curvature, hessian_matrix
+    from ..linalg.hessian import hessian_matrix
 
     design = problem.design
-    p, D, n = design.n_params, design.n_features, design.n_samples
+    p, n = design.n_params, design.n_samples
     zeros = (0, 0, 0.0, 0.0, 0.0, np.zeros(p), np.zeros(p), np.zeros(p), 0.0, 0.0,
              np.zeros((p, p)), np.zeros(trials.shape[0]))
-    if n == 0:
-        return zeros
-    bare = np.zeros(p)
-    if design.fit_intercept:
-        bare[-1] = b
-    kinks = problem.loss.kinks(problem.y)
-    if kinks is not None and np.any((kinks[0] == b).sum(axis=1) > 1):
-        return (1,) + zeros[1:]
-    setup = _kink_examples(problem, bare, allow_none=True)
-    if setup is None:
-        return None
+    status, setup = _block_kinks(problem, b)
+    if status != "ok":
+        return {"empty": zeros, "two": (1,) + zeros[1:], "none": None}[status]
     d_m, rows, mid, half = setup
     slope = d_m.copy()
     slope[rows] = mid
@@ -604,29 +577,68 @@ def bare_newton_pass(problem, block, b, phi, trials):
     m, s = design.scores(phi)
     h, F = value(m, s)
     r = np.sqrt(m[rows] ** 2 + s[rows])
-    big = np.maximum(r, 1.0)
-    u0, uw2 = m[rows] / big, s[rows] / (big * big)
-    coef = np.zeros(n)
-    coef[rows] = half / big
-    d = slope.copy()
-    d[rows] += half * u0
-    g = design.rmatvec(d)
-    g[:D] += phi[:D] * design.noise_diagonal(coef)[:D]
+    g, d, _, uw2, _ = _huber_gradient(design, phi, slope, rows, half, m, s, r)
     slack = np.sqrt(np.maximum(1.0 - uw2, 0.0))
     gap_up, gap_down = np.zeros(n), np.zeros(n)
     gap_up[rows] = mid + half * slack - d[rows]
     gap_down[rows] = d[rows] - (mid - half * slack)
+    return (0, int(rows.size), float(half.sum()), h, F, g, design.rmatvec(gap_up),
+            design.rmatvec(gap_down), float(gap_up.sum()), float(gap_down.sum()),
+            hessian_matrix(design, _huber_curvature(design, phi, rows, half, m, s, r),
+                           penalty=False), F_trials)
+
+
+def _huber_gradient(design, phi, slope, rows, half, m, s, r):
+    """``(g, d, u_0, ||u_w||^2, z)`` of :func:`bare_newton`'s ``F`` at ``phi`` (scores
+    ``m, s``; the kink examples' roots ``r``): its gradient ``g = Xbar^T d + z`` (``g_b``
+    not yet zero), the examples' slopes ``d`` (``l`` plus ``half_n u_0`` on the kink
+    examples), their elements ``u_n = A_n phi / max(r_n, 1)`` and the ``u_w`` parts' sum
+    ``z`` in ``g_w``."""
+    D = design.n_features
+    big = np.maximum(r, 1.0)
+    u0, uw2 = m[rows] / big, s[rows] / (big * big)
+    coef = np.zeros(design.n_samples)
+    coef[rows] = half / big
+    z = phi[:D] * design.noise_diagonal(coef)[:D]
+    d = slope.copy()
+    d[rows] += half * u0
+    g = design.rmatvec(d)
+    g[:D] += z
+    return g, d, u0, uw2, z
+
+
+def _huber_curvature(design, phi, rows, half, m, s, r):
+    """The :class:`~bayesdrop.linalg.hessian.Curvature` of :func:`bare_newton`'s ``F`` at
+    ``phi`` (scores ``m, s``; the kink examples' roots ``r``): outside the unit ball
+    ``d_s = 1 / (2 r)``, ``d_mm = s / r^3``, ``d_ms = -m / (2 r^3)``,
+    ``d_ss = -1 / (4 r^3)``; inside ``d_s = 1/2``, ``d_mm = 1``; times ``half_n``
+    (``d_m`` is not needed for the Hessian)."""
+    from ..linalg.hessian import Curvature
+
+    n, D = design.n_samples, design.n_features
     out = r >= 1.0
+    big = np.maximum(r, 1.0)
     r3 = np.where(out, big ** 3, 1.0)
     dm, ds, dmm, dms, dss = (np.zeros(n) for _ in range(5))
-    ds[rows] = 0.5 * coef[rows]
+    ds[rows] = 0.5 * half / big
     dmm[rows] = half * np.where(out, s[rows] / r3, 1.0)
     dms[rows] = np.where(out, -0.5 * half * m[rows] / r3, 0.0)
     dss[rows] = np.where(out, -0.25 * half / r3, 0.0)
-    curv = Curvature(phi[:D], dm, ds, dmm, dms, dss, design.noise_diagonal(2.0 * ds)[:D])
-    return (0, int(rows.size), float(half.sum()), h, F, g, design.rmatvec(gap_up),
-            design.rmatvec(gap_down), float(gap_up.sum()), float(gap_down.sum()),
-            hessian_matrix(design, curv, penalty=False), F_trials)
+    return Curvature(phi[:D], dm, ds, dmm, dms, dss, design.noise_diagonal(2.0 * ds)[:D])
+
+
+def _newton_step(H, g):
+    """``(step, g . step)`` of :func:`bare_newton`: ``-H^{-1} g`` with the relative ridge
+    :data:`BARE_NEWTON_RIDGE` on ``H`` (in place), or ``(None, 0)`` where ``H`` has no
+    Cholesky factor or the step does not descend."""
+    H[np.diag_indices_from(H)] += BARE_NEWTON_RIDGE * max(float(np.max(np.diag(H))), 1.0)
+    try:
+        step = -sla.cho_solve(sla.cho_factor(H, lower=True, check_finite=False), g,
+                              check_finite=False)
+    except np.linalg.LinAlgError:
+        return None, 0.0
+    decrease = float(g @ step)
+    return (step, decrease) if decrease < 0.0 else (None, 0.0)
 
 
 # -- the bare models themselves: where they are, and their J --------------------------
