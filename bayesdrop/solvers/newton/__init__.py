@@ -436,8 +436,8 @@ def _compiled_start(design, args):
     equal -- the one-vs-rest problems of a hinge classifier (the weights ``C w_n`` do not
     depend on the labels at zero, as for :func:`_start_factor`): one ``dsyrk`` and
     Cholesky factor for all classes instead of one per class (digits 10 classes, hinge:
-    0.56 ms of a class's start, about 0.4 of it the factor). The same point as
-    :func:`.compiled.irls_start`, bit for bit."""
+    0.56 ms of a class's start, about 0.4 of it the factor). The same point as a map
+    that factors its own system, bit for bit."""
     from .compiled import irls_start_factored, start_factor, start_weights
 
     lp, X, M, scale, fi, y, sw = args[:7]

@@ -26,7 +26,7 @@ from ...model._design_kernels import dense_rmatvec_pair, scaled_rows
 from ...model.losses.kernels import mean, objective_from_scores, ridge, term
 from . import loop
 
-__all__ = ["EVALUATORS", "DenseSteps", "dense_steps", "irls_start", "irls_start_factored",
+__all__ = ["EVALUATORS", "DenseSteps", "dense_steps", "irls_start_factored",
            "newton_dense", "newton_dense_path", "newton_loop_compiled", "ready",
            "start_factor", "start_weights", "with_C"]
 
@@ -125,49 +125,27 @@ def _irls_rhs(X, M, fi, t, rho, p):
 
 
 @_jit.njit(cache=True, nogil=True)
-def _irls_map(lp, X, M, scale, fi, y, sw, m, s, p, syrk, potrf):
-    """One IRLS map from the scores ``(m, s)``: the expected system weights, then
-    ``A theta = r`` by Cholesky (:func:`_irls_factor`)."""
-    rho, t = _irls_weights(lp, y, sw, m, s)
-    return _solve(_irls_factor(X, M, scale, fi, rho, p, syrk, potrf),
-                  -_irls_rhs(X, M, fi, t, rho, p))
-
-
-@_jit.njit(cache=True, nogil=True)
-def irls_start(lp, X, M, scale, fi, y, sw, theta, syrk, potrf):
-    """One IRLS map from ``theta`` (:func:`_irls_map`), or ``theta`` itself if the map
-    raises ``J``: the start of Newton on a non-smooth loss from zero, where every score
-    variance is 0 and the Hessian singular (an IRLS map never raises ``J``, MM)."""
-    n = X.shape[0]
-    p = theta.shape[0]
-    m, s, m_c, s_c = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    J = _objective(lp, X, M, scale, fi, y, sw, theta, m, s)
-    cand = _irls_map(lp, X, M, scale, fi, y, sw, m, s, p, syrk, potrf)
-    if _objective(lp, X, M, scale, fi, y, sw, cand, m_c, s_c) <= J:
-        return cand
-    return theta.copy()
-
-
-@_jit.njit(cache=True, nogil=True)
 def start_weights(lp, y, sw):
     """The IRLS weights ``rho`` at ``w = 0`` and zero intercept (scores 0): those of
-    :func:`irls_start` from zero."""
+    :func:`irls_start_factored`'s map."""
     n = y.shape[0]
     return _irls_weights(lp, y, sw, np.zeros(n), np.zeros(n))[0]
 
 
 @_jit.njit(cache=True, nogil=True)
 def start_factor(X, M, scale, fi, rho, p, syrk, potrf):
-    """The factor of :func:`irls_start`'s system from zero for the weights ``rho``
-    (:func:`start_weights`)."""
+    """The factor of :func:`irls_start_factored`'s system for the weights ``rho``
+    (:func:`start_weights`; :func:`_irls_factor`)."""
     return _irls_factor(X, M, scale, fi, rho, p, syrk, potrf)
 
 
 @_jit.njit(cache=True, nogil=True)
 def irls_start_factored(lp, X, M, scale, fi, y, sw, L):
-    """:func:`irls_start` from zero with its system's factor ``L`` given
-    (:func:`start_factor`; the one-vs-rest problems of a design share it where their
-    weights at zero agree): the same point, bit for bit."""
+    """One IRLS map from zero, or zero itself if the map raises ``J``: the start of Newton
+    on a non-smooth loss, where at ``w = 0`` every score variance is 0 and the Hessian
+    singular (an IRLS map never raises ``J``, MM). The map's system ``A theta = r``
+    (MATH.md 3-4) is solved with its factor ``L`` given (:func:`start_factor`; the
+    one-vs-rest problems of a design share it where their weights at zero agree)."""
     n = X.shape[0]
     p = L.shape[0]
     theta = np.zeros(p)
