@@ -188,29 +188,44 @@ def _escape_trap(values, first, second, third, bare, start):
                          time=time.perf_counter() - start, solver="newton+irls")
 
 
-def _certified_bare(problem, near, bare, J, tol, linalg):
+def _certified_bare(problem, near, bare, J, tol, linalg, refused):
     """``(point, maps)``: the bare model of lowest ``J`` among ``bare`` (their values
     ``J``) if it is within ``tol`` (relative) of the optimum by the duality-gap bound of
     :func:`.bare.bare_gap` (built from ``near``, IRLS's last iterate) or, where its maps
     stall above ``tol``, of :func:`.bare.bare_newton`, else None; and the weighted
-    least-squares solves and Newton steps the bound took."""
+    least-squares solves and Newton steps the bound took. ``refused``: the fit's bare
+    models that :func:`.bare.bare_newton` did not certify (it does not depend on
+    ``near``: not run again for them; this one is added if it fails)."""
     J = np.asarray(J, dtype=float)
     best = bare[int(np.argmin(J))]
     target = tol * max(abs(float(J.min())), 1.0)
     bound, maps = bare_gap(problem, best, near, linalg, maps=BARE_MAPS, target=target)
-    if bound > target and maps > 0:
+    if bound > target and maps > 0 and not any(np.array_equal(best, b) for b in refused):
         # the maps stalled above the tolerance (IRLS's point not yet near enough to
         # w = 0): Newton on the bound's own problem, which needs no such point
         bound, steps = bare_newton(problem, best, target)
         maps += steps
+        if not bound <= target:
+            refused.append(best)
     return (best, maps) if bound <= target else (None, maps)
 
 
-def _bare_first(problem, first, values, kinks, tol, start):
+def _bare_result(first, point, J, steps, start, **changes):
+    """``first`` (Newton's run to its trap check) continued by a certificate of ``steps``
+    Newton steps that the bare model ``point`` (its ``J``) is the optimum: the fit's
+    result there, converged (``"newton+bare"``)."""
+    return first._replace(theta=np.array(point, dtype=float),
+                          objective=np.append(first.objective, J), n_iter=first.n_iter + steps,
+                          converged=True, stalled=False, time=time.perf_counter() - start,
+                          solver="newton+bare", **changes)
+
+
+def _bare_first(problem, first, values, kinks, tol, start, refused):
     """After Newton stopped above the best bare model's ``J`` (the trap check of
     :data:`.newton.TRAP_STEPS`): ``(result, first)`` -- the result at that bare model if
-    :func:`.bare.bare_newton` certifies it optimal within ``tol`` (relative), else None;
-    and ``first`` with the Newton steps of the certificate added to its solves.
+    :func:`.bare.bare_newton` certifies it optimal within ``tol`` (relative), else None
+    (and the model added to ``refused``, see :func:`_certified_bare`); and ``first`` with
+    the Newton steps of the certificate added to its solves.
 
     The certificate needs no point near ``w = 0``, so it runs before any IRLS map: where
     the optimum is ``w = 0`` it ends the fit (digits 8-vs-rest, hinge, dropout 0.2,
@@ -224,17 +239,15 @@ def _bare_first(problem, first, values, kinks, tol, start):
     bound, steps = bare_newton(problem, bare[k], target)
     first = first._replace(n_solves=first.n_solves + steps)
     if not bound <= target:
+        refused.append(bare[k])
         return None, first
-    point = np.array(bare[k], dtype=float)
-    grad = problem.objective(point, gradient=True)[1]
-    return first._replace(theta=point, objective=np.append(first.objective, J[k]),
-                          n_iter=first.n_iter + steps, converged=True, stalled=False,
-                          grad_norm=float(np.max(np.abs(grad), initial=0.0)),
-                          time=time.perf_counter() - start, solver="newton+bare"), first
+    grad = problem.objective(np.asarray(bare[k], dtype=float), gradient=True)[1]
+    return _bare_result(first, bare[k], J[k], steps, start,
+                        grad_norm=float(np.max(np.abs(grad), initial=0.0))), first
 
 
-def _leave_trap(problem, first, bare_J, values, kinks, start, *, tol, max_iter, accelerate,
-                linalg, warn):
+def _leave_trap(problem, first, bare_J, values, kinks, start, refused, *, tol, max_iter,
+                accelerate, linalg, warn):
     """After Newton stopped above the best bare model's ``J`` (``bare_J``; the trap check
     of :data:`.newton.TRAP_STEPS`): ``(True, result)`` when done, else ``(False, irls)``
     -- IRLS's run to its tolerance, for :func:`fit_problem` to go on with.
@@ -257,7 +270,7 @@ def _leave_trap(problem, first, bare_J, values, kinks, start, *, tol, max_iter, 
     for extra in CERTIFY_AFTER:
         bare = bare_points(point.theta, fit_intercept, kinks)
         certified, maps = _certified_bare(problem, point.theta, bare, values(bare), tol,
-                                          linalg)
+                                          linalg, refused)
         point = point._replace(n_solves=point.n_solves + maps)
         if certified is not None:
             return True, _escape_trap(values, first, point, None, [certified], start)
@@ -516,12 +529,13 @@ def _newton_auto(problem, theta0, *, tol, max_iter, accelerate, linalg, warn):
     fit_intercept = problem.design.fit_intercept
     kinks = None if pieces is None else pieces[0]
     above = bare_J is not None and first.stalled and first.objective[-1] > bare_J
+    refused = []  # bare models bare_newton did not certify (see _certified_bare)
     if above:  # stopped by the trap check (newton.TRAP_STEPS)
-        certified, first = _bare_first(problem, first, values, kinks, tol, start)
+        certified, first = _bare_first(problem, first, values, kinks, tol, start, refused)
         if certified is not None:
             return certified
-        done, second = _leave_trap(problem, first, bare_J, values, kinks, start, tol=tol,
-                                   max_iter=max_iter, accelerate=accelerate,
+        done, second = _leave_trap(problem, first, bare_J, values, kinks, start, refused,
+                                   tol=tol, max_iter=max_iter, accelerate=accelerate,
                                    linalg=linalg, warn=warn)
         if done:
             return second
@@ -537,7 +551,8 @@ def _newton_auto(problem, theta0, *, tol, max_iter, accelerate, linalg, warn):
         # 2e-4 above J*). IRLS from the start does not enter the trap; w = 0 with the best
         # intercept is the optimum where there is no trap but the tip itself: the lowest
         # of the three
-        certified, maps = _certified_bare(problem, second.theta, bare, J_bare, tol, linalg)
+        certified, maps = _certified_bare(problem, second.theta, bare, J_bare, tol, linalg,
+                                          refused)
         second = second._replace(n_solves=second.n_solves + maps)
         if certified is not None:  # w = 0 is the optimum: no third run
             return _escape_trap(values, first, second, None, [certified], start)
@@ -623,11 +638,9 @@ def fit_rows(rows, theta0=None, *, solver="auto", tol=1e-8, max_iter=1000, accel
         bound, passes = bare_newton_rows(rows, bare[k], target)
         extra += 1 + passes
         if bound <= target:
-            return first._replace(
-                theta=np.array(bare[k], dtype=float), objective=np.append(first.objective, J[k]),
-                n_iter=first.n_iter + passes, converged=True, stalled=False,
-                n_solves=first.n_solves + passes, n_passes=first.n_passes + extra,
-                time=time.perf_counter() - start, solver="newton+bare")
+            return _bare_result(first, bare[k], J[k], passes, start,
+                                n_solves=first.n_solves + passes,
+                                n_passes=first.n_passes + extra)
         rest = newton.fit_rows(rows, first.theta, tol=tol,
                                max_iter=max(newton_iter - first.n_iter, 1),
                                warn=warn and max_iter <= AUTO_NEWTON_ITER)

@@ -268,17 +268,26 @@ def _start_factor(design, rho):
     >>> _start_factor(design, np.full(50, 0.2)) is first
     False
     """
-    with _START_LOCK:
-        kept = _START_FACTORS.get(design)
-    if kept is not None and np.array_equal(kept[0], rho):
-        return kept[1]
     from ...linalg.wls import normal_matrix
 
-    A = normal_matrix(design, rho, single=hess.single_applies(design),
-                      row_step=start_row_step(design))  # row step 1 unless single
-    factor = steps.cho_factor(A, RIDGE)
+    def make():
+        A = normal_matrix(design, rho, single=hess.single_applies(design),
+                          row_step=start_row_step(design))  # row step 1 unless single
+        return steps.cho_factor(A, RIDGE)
+
+    return _kept_factor(_START_FACTORS, design, rho, make)
+
+
+def _kept_factor(cache, design, rho, make):
+    """The factor kept in ``cache`` for ``design`` if it was made for the weights ``rho``,
+    else ``make()``, kept in its place (one per design, while the design lives)."""
     with _START_LOCK:
-        _START_FACTORS[design] = (np.array(rho, copy=True), factor)
+        kept = cache.get(design)
+    if kept is not None and np.array_equal(kept[0], rho):
+        return kept[1]
+    factor = make()
+    with _START_LOCK:
+        cache[design] = (np.array(rho, copy=True), factor)
     return factor
 
 
@@ -442,14 +451,8 @@ def _compiled_start(design, args):
 
     lp, X, M, scale, fi, y, sw = args[:7]
     rho = start_weights(lp, y, sw)
-    with _START_LOCK:
-        kept = _COMPILED_STARTS.get(design)
-    if kept is not None and np.array_equal(kept[0], rho):
-        L = kept[1]
-    else:
-        L = start_factor(X, M, scale, fi, rho, args[7].shape[0], args[9], args[10])
-        with _START_LOCK:
-            _COMPILED_STARTS[design] = (rho, L)
+    L = _kept_factor(_COMPILED_STARTS, design, rho, lambda: start_factor(
+        X, M, scale, fi, rho, args[7].shape[0], args[9], args[10]))
     return irls_start_factored(*args[:7], L)
 
 

@@ -85,8 +85,28 @@ def _irls_weights(lp, y, sw, m, s):
 
 
 @_jit.njit(cache=True, nogil=True)
-def _irls_factor(X, M, scale, fi, rho, p, syrk, potrf):
-    """The lower Cholesky factor of the IRLS system ``A = 2 I' + Xbar^T diag(rho) Xbar +
+def _irls_rhs(X, M, fi, t, rho, p):
+    """``r = Xbar^T t`` (by :func:`dense_rmatvec_pair`, whose order of summation the
+    maps have always had)."""
+    r = np.zeros(p)
+    dense_rmatvec_pair(X, M, t, rho, r, np.zeros(X.shape[1]))
+    if fi:
+        r[X.shape[1]] = np.sum(t)
+    return r
+
+
+@_jit.njit(cache=True, nogil=True)
+def start_weights(lp, y, sw):
+    """The IRLS weights ``rho`` at ``w = 0`` and zero intercept (scores 0): those of
+    :func:`irls_start_factored`'s map."""
+    n = y.shape[0]
+    return _irls_weights(lp, y, sw, np.zeros(n), np.zeros(n))[0]
+
+
+@_jit.njit(cache=True, nogil=True)
+def start_factor(X, M, scale, fi, rho, p, syrk, potrf):
+    """The lower Cholesky factor of :func:`irls_start_factored`'s system for the weights
+    ``rho`` (:func:`start_weights`), the IRLS system ``A = 2 I' + Xbar^T diag(rho) Xbar +
     diag(V^T rho)`` (MATH.md 3-4): the Gram part as one ``dsyrk`` of the rows
     ``sqrt(rho_n) xbar_n``."""
     n, D = X.shape
@@ -111,32 +131,6 @@ def _irls_factor(X, M, scale, fi, rho, p, syrk, potrf):
     # A is positive definite (2 I' + a weighted Gram with rho > 0)
     cholesky_lower(potrf, A)
     return A
-
-
-@_jit.njit(cache=True, nogil=True)
-def _irls_rhs(X, M, fi, t, rho, p):
-    """``r = Xbar^T t`` (by :func:`dense_rmatvec_pair`, whose order of summation the
-    maps have always had)."""
-    r = np.zeros(p)
-    dense_rmatvec_pair(X, M, t, rho, r, np.zeros(X.shape[1]))
-    if fi:
-        r[X.shape[1]] = np.sum(t)
-    return r
-
-
-@_jit.njit(cache=True, nogil=True)
-def start_weights(lp, y, sw):
-    """The IRLS weights ``rho`` at ``w = 0`` and zero intercept (scores 0): those of
-    :func:`irls_start_factored`'s map."""
-    n = y.shape[0]
-    return _irls_weights(lp, y, sw, np.zeros(n), np.zeros(n))[0]
-
-
-@_jit.njit(cache=True, nogil=True)
-def start_factor(X, M, scale, fi, rho, p, syrk, potrf):
-    """The factor of :func:`irls_start_factored`'s system for the weights ``rho``
-    (:func:`start_weights`; :func:`_irls_factor`)."""
-    return _irls_factor(X, M, scale, fi, rho, p, syrk, potrf)
 
 
 @_jit.njit(cache=True, nogil=True)
