@@ -311,7 +311,8 @@ def test_an_all_zero_row_under_dropout_keeps_newton_a_quiet_non_empty_row_does_n
 def test_auto_hands_over_to_irls_where_the_optimum_is_not_smooth():
     """No signal: the optimum is w = 0 with examples on the margin, where the noise term
     sqrt(zeta^2 + s) is not differentiable in w although every row is noisy ("auto"
-    certifies the bare model after Newton's trap check, or hands over to IRLS)."""
+    certifies the bare model before Newton or after its trap check, or hands over to
+    IRLS)."""
     rng = np.random.default_rng(0)
     X = rng.normal(100.0, 1.0, size=(100, 2))
     y = np.where(rng.random(100) < 0.57, 1.0, -1.0)
@@ -319,7 +320,7 @@ def test_auto_hands_over_to_irls_where_the_optimum_is_not_smooth():
     assert newton.applicable(problem)
     res = fit_problem(problem)
     ref = irls.fit(problem, tol=1e-13, max_iter=10_000)
-    assert res.converged and res.solver in ("newton", "newton+irls", "newton+bare")
+    assert res.converged and res.solver in ("newton", "newton+irls", "newton+bare", "bare")
     assert res.objective[-1] <= ref.objective[-1] + 1e-9 * ref.objective[-1]
     assert np.all(np.diff(res.objective) <= 1e-12 * res.objective[0])
 
@@ -805,8 +806,10 @@ def test_newton_stops_once_no_better_than_the_bare_model():
     after ``TRAP_STEPS`` steps (15 by the stagnation rule without it); IRLS's end point
     from Newton's 6th step has its own intercept off the kink (the bare model there is worse than
     IRLS's point: ``_trapped`` must look at the kinks); ``fit_problem`` certifies
-    ``w = 0`` right after the stall (:func:`~bayesdrop.solvers.bare.bare_newton`); a
-    class whose optimum is not ``w = 0`` is unaffected."""
+    ``w = 0`` before Newton's steps (:func:`~bayesdrop.solvers.bare.bare_newton`: the
+    start is no lower than the bare model and ``J`` does not fall towards it) and, with
+    that switched off, right after the stall; a class whose optimum is not ``w = 0`` is
+    unaffected."""
     from sklearn.datasets import load_digits
 
     from bayesdrop.solvers import _trapped
@@ -824,6 +827,10 @@ def test_newton_stops_once_no_better_than_the_bare_model():
     late = newton.fit(p8, max_iter=40, warn=False)
     assert early.stalled and early.n_iter == newton.TRAP_STEPS < late.n_iter
     assert early.objective[-1] > bare_J
+    # with check_start: stopped before its first step (its start is above the bare model)
+    at_start = newton.fit(p8, max_iter=40, warn=False, bare_J=bare_J, check_start=True)
+    assert at_start.stalled and at_start.n_iter == 0 and at_start.objective[0] > bare_J
+    np.testing.assert_array_equal(at_start.objective, early.objective[:1])
     np.testing.assert_array_equal(early.theta, newton.fit(p8, max_iter=newton.TRAP_STEPS,
                                                           warn=False).theta)
     # IRLS from Newton's 6th step (where the trap check stopped before bare_newton)
@@ -839,15 +846,23 @@ def test_newton_stops_once_no_better_than_the_bare_model():
     res = fit_problem(p8, warn=False)
     assert res.converged and res.objective[-1] == bare_J
     np.testing.assert_array_equal(res.theta[:-1], 0.0)
-    # certified by Newton on the bound's problem right after the trap check: no IRLS map
+    # certified by Newton on the bound's problem before Newton's steps: no IRLS map
+    import bayesdrop.solvers as solvers
     from bayesdrop.solvers.bare import bare_newton
 
     steps = bare_newton(p8, res.theta, 1e-8 * bare_J)[1]
-    assert res.solver == "newton+bare" and res.n_iter == newton.TRAP_STEPS + steps
+    assert res.solver == "bare" and res.n_iter == steps
+    with pytest.MonkeyPatch.context() as mp:  # without the test at the start: after the stall
+        mp.setattr(solvers, "_bare_at_start", lambda *a: (None, 0))
+        after = fit_problem(p8, warn=False)
+    assert after.solver == "newton+bare" and after.n_iter == newton.TRAP_STEPS + steps
+    np.testing.assert_array_equal(after.theta, res.theta)
     p0 = problem(0)
     with_check = newton.fit(p0, warn=False, bare_J=bare_value(p0, None))
     assert with_check.converged and not with_check.stalled
     np.testing.assert_array_equal(with_check.theta, newton.fit(p0, warn=False).theta)
+    from_start = newton.fit(p0, warn=False, bare_J=bare_value(p0, None), check_start=True)
+    np.testing.assert_array_equal(from_start.theta, with_check.theta)
 
 
 def test_newton_finishes_where_irls_leaves_the_trap_below_the_bare_model():
@@ -1081,12 +1096,13 @@ def test_bare_optimum_is_certified_without_a_second_irls_run(monkeypatch, sparse
     X, labels = load_digits(return_X_y=True)
     problem = Problem.create(sp.csr_matrix(X) if sparse else X,
                              np.where(labels == 8, 1.0, -1.0), HingeLoss(0.1), Dropout(0.2))
-    first = fit_problem(problem, warn=False)  # bare_newton right after the trap check
-    assert first.solver == "newton+bare" and first.converged
+    first = fit_problem(problem, warn=False)  # bare_newton before Newton's steps
+    assert first.solver == "bare" and first.converged
     # the maps' certificate, as before bare_newton came first (from the 6th step: the
     # maps need IRLS's point near w = 0, which the 3rd step's IRLS maps do not reach)
     monkeypatch.setattr(newton, "TRAP_STEPS", 6)
     monkeypatch.setattr(bare, "BARE_NEWTON_ITER", 0)
+    monkeypatch.setattr(solvers, "_bare_at_start", lambda *a: (None, 0))
     res = fit_problem(problem, warn=False)
     assert res.solver == "newton+irls" and res.converged
     assert np.all(res.theta[:-1] == 0.0) and res.theta[-1] == -1.0
@@ -1328,13 +1344,104 @@ def test_bare_newton_bounds_the_distance_and_certifies_without_a_near_point():
     assert certified >= 2 and refused >= 2
 
 
+@pytest.mark.parametrize("loss", ["hinge", "eps"])
+def test_descends_from_is_the_sign_of_the_directional_derivative_of_J(loss):
+    """:func:`~bayesdrop.solvers.bare.descends_from` against finite differences of ``J``
+    itself at the bare model (forward, step 1e-7): in every random direction whose
+    difference quotient is clearly negative it reports a descent, and in none whose
+    quotient is clearly positive (hinge and epsilon-insensitive, sample weights, dropout
+    and additive noise)."""
+    from bayesdrop.solvers.bare import bare_value, descends_from
+
+    rng = np.random.default_rng(7)
+    seen = [0, 0]
+    for trial in range(6):
+        # epsilon-insensitive: 30 examples, so that the bare models tried include the
+        # kinks (at most 64 positions) and the best one has an example on its kink
+        n = 120 if loss == "hinge" else 30
+        X = rng.normal(size=(n, 4))
+        if loss == "hinge":
+            # no signal (the bare model optimal) or a weak one (J falls somewhere)
+            signal = 0.0 if trial < 2 else 0.5
+            y = np.where(signal * X[:, 0] + rng.normal(size=n) > 0.5, 1.0, -1.0)
+            base = HingeLoss(0.5).weighted(rng.uniform(0.5, 2.0, n))
+        else:
+            y = 0.3 * X[:, 0] + rng.normal(size=n)
+            base = EpsilonInsensitiveLoss(0.5, epsilon=0.2)
+        noise = Dropout(0.4) if trial % 2 else AdditiveGaussian(0.3)
+        problem = Problem.create(X, y, base, noise)
+        J0, b = bare_value(problem, None, with_intercept=True)
+        bare = np.append(np.zeros(4), b)
+        assert problem.objective(bare) == pytest.approx(J0, rel=1e-12)
+        # random directions, and directions near the optimum's (where J falls, if
+        # anywhere: J is convex)
+        towards = fit_problem(problem, warn=False).theta - bare
+        for j in range(40):
+            phi = rng.normal(size=5) * rng.choice([1e-3, 1.0], size=5)
+            if j % 2:
+                phi = towards + 0.3 * np.linalg.norm(towards) * phi
+            eps = 1e-7
+            slope = (problem.objective(bare + eps * phi) - J0) / eps
+            scale = 1e-4 * max(abs(J0), 1.0) * np.linalg.norm(phi)
+            says = descends_from(problem, bare, *problem.design.scores(phi))
+            if slope < -scale:
+                assert says
+                seen[0] += 1
+            elif slope > scale:
+                assert not says
+                seen[1] += 1
+    assert min(seen) >= 20  # both signs met
+
+
+def test_bare_model_is_tried_before_newton_only_where_the_start_cannot_rule_it_out(
+        monkeypatch):
+    """The test before Newton's run (:func:`bayesdrop.solvers._bare_at_start`) is sound
+    and cheap: on a digits one-vs-rest grid (hinge, dropout 0.2 / 0.5, C 0.02 / 0.1)
+    every class whose optimum is ``w = 0`` reaches the certificate from it (``"bare"``,
+    ``w = 0`` exactly), and most of the others never run
+    :func:`~bayesdrop.solvers.bare.bare_newton`: their fits are Newton's own run from
+    the same start, bit for bit."""
+    from sklearn.datasets import load_digits
+
+    import bayesdrop.solvers as solvers
+    from bayesdrop.solvers.bare import bare_value
+
+    X, labels = load_digits(return_X_y=True)
+    calls = []
+    real = solvers.bare_newton
+    monkeypatch.setattr(solvers, "bare_newton",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    trap = other = tried = 0
+    for q, C in itertools.product((0.2, 0.5), (0.02, 0.1)):
+        for k in range(10):
+            problem = Problem.create(X / 16.0, np.where(labels == k, 1.0, -1.0),
+                                     HingeLoss(C), Dropout(q))
+            calls.clear()
+            res = fit_problem(problem, warn=False)
+            if res.solver == "bare":
+                trap += 1
+                assert np.all(res.theta[:-1] == 0.0) and res.converged
+                assert res.objective[-1] == bare_value(problem, None)
+                continue
+            # no certificate: the optimum is not w = 0 (IRLS far below the bare model)
+            assert not np.all(res.theta[:-1] == 0.0)
+            other += 1
+            tried += bool(calls)
+            if not calls:  # ruled out at the start: Newton's own run
+                alone = newton.fit(problem, max_iter=solvers.AUTO_NEWTON_ITER, warn=False,
+                                   bare_J=bare_value(problem, None))
+                if alone.converged:
+                    np.testing.assert_array_equal(res.theta, alone.theta)
+    assert trap >= 5 and other >= 25 and tried <= other // 4
+
+
 def test_bare_newton_removes_the_cliff_where_the_maps_stall(monkeypatch):
     """Digits 5-vs-rest, hinge, dropout 0.5, C = 0.02: the optimum is ``w = 0`` (IRLS at
     tol 1e-15 ends at ``|w| = 1e-9``, ``J`` not below the bare model's), but the bare
     maps from IRLS's end stall at a bound of about 2e-6 above the tolerance's 1.5e-7, and
     ``solver="auto"`` ran IRLS to its tolerance and again from the start (187 solves).
-    With :func:`~bayesdrop.solvers.bare.bare_newton` -- right after Newton's trap check,
-    and after stalled maps where the maps run first -- the bare model is certified:
+    With :func:`~bayesdrop.solvers.bare.bare_newton` -- before Newton's steps, and
+    after stalled maps where the maps run first -- the bare model is certified:
     ``w = 0`` exactly, in under 60 solves."""
     from sklearn.datasets import load_digits
 
@@ -1346,11 +1453,12 @@ def test_bare_newton_removes_the_cliff_where_the_maps_stall(monkeypatch):
     res = fit_problem(problem, warn=False)
     assert res.converged and res.objective[-1] == bare_value(problem, None)
     assert np.all(res.theta[:-1] == 0.0) and res.n_solves < 60
-    assert res.solver == "newton+bare"
+    assert res.solver == "bare"
     from bayesdrop import solvers
 
     # the maps first (bare_newton only where they stall): as it ran before
     monkeypatch.setattr(newton, "TRAP_STEPS", 6)
+    monkeypatch.setattr(solvers, "_bare_at_start", lambda *a: (None, 0))
     monkeypatch.setattr(solvers, "_bare_first", lambda problem, first, *a: (None, first))
     late = fit_problem(problem, warn=False)
     assert late.converged and np.all(late.theta[:-1] == 0.0) and late.n_solves < 60

@@ -34,6 +34,8 @@ inside ``+- sqrt(1 - lambda^2 ||u_w||^2)``, their ``u_w`` shrunk by a common ``l
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import scipy.linalg as sla
 
@@ -42,7 +44,7 @@ from ..model.losses.kernels import ROOT_FLOOR
 
 __all__ = ["BARE_NEWTON_ITER", "SHRINKS", "bare_gap", "bare_gap_rows", "bare_intercepts",
            "bare_newton", "bare_newton_pass", "bare_newton_rows", "bare_pass", "bare_points",
-           "bare_subgradient", "bare_sums", "bare_value"]
+           "bare_subgradient", "bare_sums", "bare_value", "descends_from"]
 
 #: factors ``lambda`` of the kink examples' ``u_w`` tried to make room for ``g_b = 0``
 SHRINKS = (1.0, 1.0 - 1e-6, 1.0 - 1e-3, 0.99, 0.9, 0.5, 0.0)
@@ -56,6 +58,14 @@ BARE_NEWTON_RIDGE = 1e-12
 #: not yet zero) is at most this many times the target (the steps converge
 #: quadratically: a step later at the latest)
 BARE_NEWTON_NEAR = 1e4
+#: :func:`bare_newton` keeps its Hessian's block arrays with the design (for the next
+#: one-vs-rest class, the next fit on it) up to this many stored Hessian rows times
+#: parameters (``2 min(N, 2048) p``; digits 1797 x 64: 2.3e5, about 16 MB in both
+#: precisions): fresh arrays are fresh pages, whose faults cost digits about 0.4 ms an
+#: array, four per certificate (its float32 and float64 steps' ``P`` and ``Q``)
+BARE_WORK_MAX = 300_000
+#: design -> the block arrays of :func:`bare_newton`'s Hessians (see BARE_WORK_MAX)
+_BARE_WORK = weakref.WeakKeyDictionary()
 #: backtracking of :func:`bare_newton`: sufficient decrease and the shortest step
 ARMIJO, MIN_STEP = 1e-4, 1e-12
 #: at most this many evaluations of the sum in :func:`_shift_into` (each step at least
@@ -229,7 +239,7 @@ def bare_newton(problem, bare, target=0.0, max_iter=None):
 
     phi = np.zeros(p)
     m, s, r, F = parts(phi)
-    work = {}  # the Hessian's block arrays, kept from step to step
+    work = _bare_work(design)  # the Hessian's block arrays, kept from step to step
     best, k = np.inf, 0
     for k in range(1, max_iter + 1):
         if float(slope @ m + half @ r) < -BARE_NEWTON_RIDGE * float(half.sum()):
@@ -260,6 +270,56 @@ def bare_newton(problem, bare, target=0.0, max_iter=None):
         phi = phi + t * step
         m, s, r, F = m_t, s_t, r_t, F_t
     return best, k
+
+
+def _bare_work(design):
+    """The dict in which :func:`bare_newton`'s Hessians keep their block arrays
+    (``work`` of :func:`bayesdrop.linalg.hessian.hessian_matrix`): the design's own,
+    kept while it lives, where they are small (:data:`BARE_WORK_MAX`), else a new one."""
+    from ..linalg.hessian import HESSIAN_BLOCK
+
+    if 2 * min(design.n_samples, HESSIAN_BLOCK) * design.n_params > BARE_WORK_MAX:
+        return {}
+    try:
+        return _BARE_WORK.setdefault(design, {})
+    except TypeError:  # a design that takes no weak reference
+        return {}
+
+
+def descends_from(problem, bare, m, s):
+    """Whether ``J`` falls from the bare model ``bare = (0, b)`` along the direction
+    ``phi`` whose scores are ``m = Xbar phi`` and ``s_n = ||D_n phi_w||^2``: whether
+    ``h(phi) = l . phi + sum_K half_n ||A_n phi||`` (:func:`bare_newton`'s first-order
+    model of ``J - ||w||^2`` at the bare model, ``J``'s directional derivative there) is
+    negative, beyond the rounding ``BARE_NEWTON_RIDGE sum_K half_n ||A_n phi||``.
+
+    ``h >= 0`` everywhere exactly when ``w = 0`` (with that intercept) is the optimum, so
+    a direction with ``h(phi) < 0`` proves it is not -- one pass over the scores, no
+    solve. False for a loss without kinks or an example on two kinks at once (no test).
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 3))
+    >>> y = np.where(X[:, 0] > 0, 1.0, -1.0)  # signal: the optimum is not w = 0
+    >>> problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.3))
+    >>> bare = np.array([0.0, 0.0, 0.0, 1.0])
+    >>> phi = np.array([1.0, 0.0, 0.0, 0.0])
+    >>> bool(descends_from(problem, bare, *problem.design.scores(phi)))
+    True
+    >>> bool(descends_from(problem, bare, *problem.design.scores(-phi)))
+    False
+    """
+    setup = _kink_examples(problem, bare, allow_none=True)
+    if setup is None:
+        return False
+    d_m, rows, mid, half = setup
+    slope = d_m.copy()
+    slope[rows] = mid
+    norms = np.sqrt(m[rows] ** 2 + s[rows])
+    spread = float(half @ norms)
+    return float(slope @ m) + spread < -BARE_NEWTON_RIDGE * spread
 
 
 def _least_bound(design, d_m, rows, mid, half, u0, uw2, z, stop=0.0):
@@ -681,11 +741,12 @@ def bare_sums(problem, block, candidates):
     return piecewise_term(candidates[:, None], *pieces).sum(axis=1)
 
 
-def bare_value(problem, theta0, pieces=None):
+def bare_value(problem, theta0, pieces=None, with_intercept=False):
     """``J`` of the best bare model ``(0, b)`` at the kinks of a piecewise-linear loss
     (and ``theta0``'s intercept), for Newton's early trap check
     (:data:`bayesdrop.solvers.newton.TRAP_STEPS`); None for a smooth loss (no trap: no
-    kinks). ``pieces``: ``problem.loss.kinks(problem.y)`` if the caller has it.
+    kinks). ``pieces``: ``problem.loss.kinks(problem.y)`` if the caller has it; with
+    ``with_intercept`` the pair ``(J, b)`` (the first of the best).
 
     At ``w = 0`` every score is ``b`` and every score variance 0: each term is the
     piecewise-linear loss at ``b`` (:func:`bayesdrop.solvers.smoothing.piecewise_term`),
@@ -699,6 +760,8 @@ def bare_value(problem, theta0, pieces=None):
     >>> problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.2))
     >>> bare_value(problem, None)  # b = 1: only the third example pays, 2 C (1 + 1)
     4.0
+    >>> bare_value(problem, None, with_intercept=True)
+    (4.0, 1.0)
     """
     design, loss, y = problem
     if pieces is None:
@@ -713,5 +776,6 @@ def bare_value(problem, theta0, pieces=None):
         candidates = np.zeros(1)
     from .smoothing import piecewise_term
 
-    terms = piecewise_term(candidates[:, None], pos, slopes)
-    return float(np.min(terms.sum(axis=1)))
+    J = piecewise_term(candidates[:, None], pos, slopes).sum(axis=1)
+    k = int(np.argmin(J))
+    return (float(J[k]), float(candidates[k])) if with_intercept else float(J[k])

@@ -189,11 +189,12 @@ def _factor_options():
                                START_GRAM_ROWS_PER_PARAM)
 
 
-def _options(tol, max_iter, reuse, expand=True, bare_J=None):
+def _options(tol, max_iter, reuse, expand=True, bare_J=None, check_start=False):
     return loop.NewtonOptions(float(tol), int(max_iter), ARMIJO, MIN_STEP, float(reuse),
                               CONTRACTION, CHORD_STOP, EXPAND_STEPS if expand else 0,
                               EXPAND_RATIO, QN_MEMORY, CG_FORCING_FLOOR,
-                              math.inf if bare_J is None else float(bare_J), int(TRAP_STEPS))
+                              math.inf if bare_J is None else float(bare_J), int(TRAP_STEPS),
+                              bool(check_start and bare_J is not None))
 
 
 def _reuse_threshold(design):
@@ -520,7 +521,7 @@ def _result(out, start, linalg, warn, max_iter, tol, n_passes=0):
 
 @with_single_blas_pool
 def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=True,
-        cg_maxiter=None, compiled="auto", bare_J=None):
+        cg_maxiter=None, compiled="auto", bare_J=None, check_start=False):
     """Minimise ``J`` by Newton's method with a backtracking line search.
 
     Parameters
@@ -566,6 +567,11 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
         ``J`` of the best bare model ``(0, b)``: from :data:`TRAP_STEPS` steps on,
         an iterate still above it after a step the line search cut stops the run as a
         stall (``stalled=True``; see :func:`bayesdrop.solvers.fit_problem`).
+    check_start : bool, default=False
+        With ``bare_J``: a start (``theta0``, or the point computed from zero) whose
+        ``J`` is at least ``bare_J`` stops the run before its first step, as a stall with
+        ``n_iter = 0`` (where the bare model is the optimum no point lies below it:
+        :func:`bayesdrop.solvers.fit_problem` then tries its certificate first).
 
     Returns
     -------
@@ -591,11 +597,12 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tru
     # meanwhile (its idle workers spin and take the cores: newsgroups hinge 35 -> 65 ms)
     with one_blas_thread() if problem.design.sparse and numba_threads() else nullcontext():
         return _fit(problem, theta0, tol=tol, max_iter=max_iter, linalg=linalg, warn=warn,
-                    cg_maxiter=cg_maxiter, compiled=compiled, bare_J=bare_J)
+                    cg_maxiter=cg_maxiter, compiled=compiled, bare_J=bare_J,
+                    check_start=check_start)
 
 
 def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=True,
-         cg_maxiter=None, compiled="auto", bare_J=None):
+         cg_maxiter=None, compiled="auto", bare_J=None, check_start=False):
     tol = check_scalar(tol, "tol", min_val=0.0, include_min=False)
     max_iter = check_scalar(max_iter, "max_iter", min_val=1, max_val=MAX_ITER, integer=True)
     if not applicable(problem):
@@ -637,7 +644,8 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
         theta = np.array(theta0, dtype=float, copy=True)
     if theta.shape != (p_dim,):
         raise ValueError(f"theta0 must have shape ({p_dim},), got {theta.shape}")
-    opts = _options(tol, max_iter, _reuse_threshold(design), bare_J=bare_J)
+    opts = _options(tol, max_iter, _reuse_threshold(design), bare_J=bare_J,
+                    check_start=check_start)
     irls_start = theta0 is None and not loss.smooth
     out = None
     if compiled_run is not None:
@@ -657,6 +665,8 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
         out = loop.newton_loop(ev, theta, opts, factor0 is None)
     if out[5] != loop.CONVERGED and not (loss.smooth or design.every_row_noisy):
         out = _empty_rows(problem, out, opts, linalg, cg_maxiter)
+    if check_start and out[4] == 0 and out[5] == loop.STALLED:
+        warn = False  # stopped at its start by check_start: the caller goes on
     return _result(out, start, linalg, warn, max_iter, tol)
 
 

@@ -497,7 +497,8 @@ def newton_dense_path(lp, X, M, scale, fi, y, sw, Cs, theta0, previous, opts, ba
         run = loop.NewtonOptions(opts.tol, opts.max_iter, opts.armijo, opts.min_step,
                                  opts.reuse, opts.contraction, opts.chord_stop,
                                  opts.expand_steps, opts.expand_ratio, opts.qn_memory,
-                                 opts.cg_floor, bare_Js[i], opts.trap_steps)
+                                 opts.cg_floor, bare_Js[i], opts.trap_steps,
+                                 opts.check_start)
         theta, J_i, g, history, it, st, nf = newton_dense(
             with_C(lp, Cs[i]), X, M, scale, fi, y, sw, starts[i].copy(), run, syrk, potrf,
             ridge)

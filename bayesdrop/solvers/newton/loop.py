@@ -102,6 +102,11 @@ class NewtonOptions(NamedTuple):
     trap_steps : int
         From this many steps on, an iterate still above ``bare_J`` after a cut step ends
         the run as a stall (``TRAP_STEPS`` of :mod:`bayesdrop.solvers.newton`).
+    check_start : bool
+        A start at or above ``bare_J`` ends the run before its first step, as a stall
+        (``n_iter = 0``): where the bare model is the optimum no point lies below it, so
+        the caller tries its certificate first (``check_start`` of
+        :func:`bayesdrop.solvers.newton.fit`).
     """
 
     tol: float
@@ -117,6 +122,7 @@ class NewtonOptions(NamedTuple):
     cg_floor: float
     bare_J: float = math.inf
     trap_steps: int = 0
+    check_start: bool = False
 
 
 # -- the evaluator's operations (numba overloads them for the compiled evaluator) ----------
@@ -276,6 +282,8 @@ def newton_loop(ev, theta0, opts, fresh_first):
     history[0] = J
     if not np.isfinite(J):
         return theta, J, g, history[:1], 0, NONFINITE_START, 0
+    if opts.check_start and J >= opts.bare_J:
+        return theta, J, g, history[:1], 0, STALLED, 0
     memory = opts.qn_memory if ev.exact else 0
     S = np.empty((max(memory, 1), p))
     Yq = np.empty((max(memory, 1), p))
