@@ -663,10 +663,12 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
         ev = steps.DesignSteps(problem, linalg, _factor_options(), cg_maxiter=cg_maxiter,
                                single=single, factor=factor0, scores=scores)
         out = loop.newton_loop(ev, theta, opts, factor0 is None)
+    if check_start and out[4] == 0 and out[5] == loop.STALLED:
+        # stopped at its start by check_start: the caller goes on (from there, without
+        # the check: then the empty rows' treatment too)
+        return _result(out, start, linalg, False, max_iter, tol)
     if out[5] != loop.CONVERGED and not (loss.smooth or design.every_row_noisy):
         out = _empty_rows(problem, out, opts, linalg, cg_maxiter)
-    if check_start and out[4] == 0 and out[5] == loop.STALLED:
-        warn = False  # stopped at its start by check_start: the caller goes on
     return _result(out, start, linalg, warn, max_iter, tol)
 
 
