@@ -13,7 +13,7 @@ import numpy as np
 from . import _jit
 
 __all__ = ["SYRK_PAD", "cholesky_lower", "dpotrf_address", "dsyrk_address", "padded",
-           "padded_rows", "syrk_rows"]
+           "padded_rows", "ssyrk_address", "syrk_rows", "syrk_work", "syrk_work_single"]
 
 #: the symmetric rank-k products (``syrk``, numpy's ``W.T @ W``) run on rows padded with
 #: zero columns to a multiple of this width: OpenBLAS's kernels handle a remainder of
@@ -56,6 +56,13 @@ def dsyrk_address():
     from numba.extending import get_cython_function_address
 
     return get_cython_function_address("scipy.linalg.cython_blas", "dsyrk")
+
+
+def ssyrk_address():
+    """Address of the Fortran ``ssyrk`` (float32) of ``scipy.linalg.cython_blas``."""
+    from numba.extending import get_cython_function_address
+
+    return get_cython_function_address("scipy.linalg.cython_blas", "ssyrk")
 
 
 def dpotrf_address():
@@ -160,3 +167,15 @@ def syrk_work():
     chars[0] = 76  # "L"
     chars[1] = 78  # "N"
     return np.zeros(4, dtype=np.int32), chars, np.ones(2)
+
+
+@_jit.njit(cache=True, nogil=True)
+def syrk_work_single():
+    """The argument arrays of :func:`syrk_rows` for ``ssyrk`` (float32 ``W`` and ``A``;
+    ``alpha = 1``, ``beta = 0``: ``A = W^T W`` in its upper triangle, overwritten)."""
+    chars = np.empty(2, dtype=np.uint8)
+    chars[0] = 76  # "L"
+    chars[1] = 78  # "N"
+    scal = np.zeros(2, dtype=np.float32)
+    scal[0] = 1.0
+    return np.zeros(4, dtype=np.int32), chars, scal

@@ -244,3 +244,51 @@ def test_one_vs_rest_problems_share_the_irls_start_factor(monkeypatch, n, d):
         alone = DropoutSVC(C=0.5, noise_level=0.3).fit(X, y == k)
         np.testing.assert_array_equal(clf.coef_[k], alone.coef_[0])
         assert clf.intercept_[k] == alone.intercept_[0]
+
+
+@pytest.mark.parametrize("loss", ["logistic", "hinge", "epsilon"])
+def test_compiled_loop_float32_products_reach_the_float64_optimum(loss, monkeypatch):
+    """The compiled dense loop (``compiled=True``; 2000 x 30 = 6e4 entries, within its
+    range and at least ``HESSIAN_BLOCKED_MIN``) with float32 Hessian products: the
+    optimum of its float64 run to the last digits, in at most one more step; with the
+    guard at 0 every float32 factor is rejected and the run is the float64-only run bit
+    for bit (the rejected factor recomputed in float64, the later ones not tried); the
+    Python loop's float32 run takes the same steps."""
+    import bayesdrop._blas as blas
+
+    problem = _problem(loss, n=2000)
+    assert hessian.single_applies(problem.design)
+    fast = newton.fit(problem, compiled=True)
+    monkeypatch.setattr(blas, "ssyrk_address", lambda: 0)  # no float32 products
+    exact = newton.fit(problem, compiled=True)
+    monkeypatch.undo()
+    assert not np.array_equal(fast.theta, exact.theta)  # the float32 products were used
+    monkeypatch.setattr(newton, "SINGLE_MAX_COND", 0.0)
+    guarded = newton.fit(problem, compiled=True)
+    np.testing.assert_array_equal(guarded.theta, exact.theta)
+    assert guarded.n_iter == exact.n_iter and guarded.n_solves == exact.n_solves
+    monkeypatch.undo()
+    tight = newton.fit(problem, compiled=True, tol=1e-14, warn=False)
+    J = tight.objective[-1]
+    assert fast.converged and exact.converged
+    assert fast.objective[-1] == pytest.approx(exact.objective[-1], rel=1e-13)
+    assert fast.objective[-1] - J <= 1e-13 * abs(J)
+    assert fast.n_iter <= exact.n_iter + 1
+    python = newton.fit(problem, compiled=False)
+    assert python.n_iter == fast.n_iter
+    assert python.objective[-1] == pytest.approx(fast.objective[-1], rel=1e-13)
+
+
+def test_compiled_loop_retries_a_failed_float32_step_in_float64(monkeypatch):
+    """A line search that cannot shorten the step (``MIN_STEP`` 0.9) from a far start in
+    the compiled loop: the float32 step fails and is retried with a float64 factor (the
+    loop's ``retry_exact``), as in the Python loop -- the same steps, factors and ``J``;
+    without the retry the compiled run would stop after one factor."""
+    problem = _problem("logistic", C=10.0, n=2000)
+    monkeypatch.setattr(newton, "MIN_STEP", 0.9)
+    theta0 = np.full(problem.design.n_params, 3.0)
+    python = newton.fit(problem, theta0, compiled=False, warn=False)
+    compiled = newton.fit(problem, theta0, compiled=True, warn=False)
+    assert compiled.n_iter == python.n_iter
+    assert compiled.n_solves == python.n_solves >= 2
+    assert compiled.objective[-1] == pytest.approx(python.objective[-1], rel=1e-12)

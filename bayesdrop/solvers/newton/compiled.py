@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ... import _jit
-from ..._blas import cholesky_lower, padded, syrk_rows, syrk_work
+from ..._blas import cholesky_lower, padded, syrk_rows, syrk_work, syrk_work_single
 from ...linalg.kernels import dense_hessian_split
 from ...model._design_kernels import dense_rmatvec_pair, scaled_rows
 from ...model.losses.kernels import mean, objective_from_scores, ridge, term
@@ -166,17 +166,31 @@ def _derivatives(lp, m, s, y, sw, order, d_m, d_s, d_mm, d_ms, d_ss):
 
 
 @_jit.njit(cache=True, nogil=True)
+def _add_upper(A, B, p):
+    """``A += B`` on the upper triangle of the leading ``p x p`` block (``B`` float32)."""
+    for a in range(p):
+        for c in range(a, p):
+            A[a, c] += B[a, c]
+
+
+@_jit.njit(cache=True, nogil=True)
 def _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, P, Q, Z, Y, syrk, work,
-            potrf, L):
+            potrf, L, single):
     """Lower Cholesky factor of ``H`` into the lower triangle of ``L`` (its strict upper
     triangle holds ``H``): the rows' share as ``P^T P - Q^T Q + Z^T Y`` block
     by block (:func:`bayesdrop.linalg.kernels.dense_hessian_split`: two ``dsyrk`` per
     block, and a product for strongly indefinite examples), then ``2 I'`` and the noise
-    diagonal ``nd``; a relative ridge if ``H`` is singular to working precision."""
+    diagonal ``nd``; a relative ridge if ``H`` is singular to working precision.
+
+    ``single = (ssyrk, P32, Q32, H32, work32)`` with ``ssyrk != 0``: the rows of ``P`` and
+    ``Q`` stored and multiplied in float32 (``ssyrk``), each block's product added to the
+    float64 sums (as :func:`bayesdrop.linalg.hessian.hessian_matrix` with ``single``);
+    ``Z^T Y`` stays float64."""
     n, D = X.shape
     p = Z.shape[1]
     pp = P.shape[1]  # P and Q: zero columns p..pp-1 (a faster syrk, _blas.SYRK_PAD)
     B = P.shape[0] // 2
+    ssyrk, P32, Q32, H32, work32 = single
     Hp = np.zeros((pp, pp))
     Hq = np.zeros((pp, pp))
     Hz = np.zeros((p, p))
@@ -185,12 +199,22 @@ def _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, P, Q, Z, Y, syr
         two_w[d] = 2.0 * scale * theta[d]
     for start in range(0, n, B):
         nb = min(start + B, n) - start
-        n_p, n_q, n_z = dense_hessian_split(X, M, two_w, fi, d_mm, d_ms, d_ss, start, nb,
-                                            P, Q, Z, Y)
-        if n_p:
-            syrk_rows(syrk, P, n_p, Hp, work)
-        if n_q:
-            syrk_rows(syrk, Q, n_q, Hq, work)
+        if ssyrk != 0:
+            n_p, n_q, n_z = dense_hessian_split(X, M, two_w, fi, d_mm, d_ms, d_ss, start,
+                                                nb, P32, Q32, Z, Y)
+            if n_p:
+                syrk_rows(ssyrk, P32, n_p, H32, work32)  # beta = 0: H32 = P^T P
+                _add_upper(Hp, H32, p)
+            if n_q:
+                syrk_rows(ssyrk, Q32, n_q, H32, work32)
+                _add_upper(Hq, H32, p)
+        else:
+            n_p, n_q, n_z = dense_hessian_split(X, M, two_w, fi, d_mm, d_ms, d_ss, start,
+                                                nb, P, Q, Z, Y)
+            if n_p:
+                syrk_rows(syrk, P, n_p, Hp, work)
+            if n_q:
+                syrk_rows(syrk, Q, n_q, Hq, work)
         for k in range(n_z):  # strongly indefinite examples: the exact product
             for a in range(p):
                 za = Z[k, a]
@@ -255,7 +279,11 @@ class DenseSteps(NamedTuple):
     trial points (``m_c, s_c``; ``m_e, s_e``; ``J_trial`` their ``J``), the per-example
     derivatives (``d_*``; ``order[0]``: 1 first only, 2 also second), the Hessian's
     workspace (``P, Q, Z, Y``, ``work``; ``syrk`` the address of BLAS ``dsyrk``) and its
-    kept lower Cholesky factor ``L``; ``ridge`` as ``RIDGE``."""
+    kept lower Cholesky factor ``L``; ``ridge`` as ``RIDGE``; the float32 products'
+    workspace ``single`` (:func:`_factor`), ``max_cond`` as ``SINGLE_MAX_COND`` and
+    ``flags``: float32 Hessians allowed, the kept factor from them, the last float64
+    factor too ill-conditioned for them (the rule of
+    :meth:`bayesdrop.solvers.newton.steps.DesignSteps.new_factor`)."""
 
     lp: tuple
     theta: np.ndarray
@@ -290,11 +318,15 @@ class DenseSteps(NamedTuple):
     potrf: int
     ridge: float
     exact: bool
+    single: tuple
+    max_cond: float
+    flags: np.ndarray
 
 
 @_jit.njit(cache=True, nogil=True)
-def dense_steps(lp, X, M, scale, fi, y, sw, syrk, potrf, ridge):
-    """A :class:`DenseSteps` with its workspace for ``X`` (n x D, C-ordered float64)."""
+def dense_steps(lp, X, M, scale, fi, y, sw, syrk, potrf, ridge, ssyrk, max_cond):
+    """A :class:`DenseSteps` with its workspace for ``X`` (n x D, C-ordered float64);
+    ``ssyrk`` the address of BLAS ``ssyrk`` for float32 Hessians (0: float64 only)."""
     n, D = X.shape
     p = D + (1 if fi else 0)
     B = min(_HESSIAN_ROWS, n)
@@ -302,12 +334,19 @@ def dense_steps(lp, X, M, scale, fi, y, sw, syrk, potrf, ridge):
     Q = np.empty((2 * B, padded(p)))
     P[:, p:] = 0.0
     Q[:, p:] = 0.0
+    rows32 = 2 * B if ssyrk != 0 else 0
+    single = (ssyrk, np.zeros((rows32, padded(p)), dtype=np.float32),
+              np.zeros((rows32, padded(p)), dtype=np.float32),
+              np.zeros((padded(p), padded(p)), dtype=np.float32), syrk_work_single())
+    flags = np.zeros(3, dtype=np.int64)
+    if ssyrk != 0:
+        flags[0] = 1
     return DenseSteps(lp, np.zeros(p), np.empty(p), X, M, scale, fi, y, sw, np.empty(n), np.empty(n),
                       np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.zeros(2),
                       np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n),
                       np.zeros(1, dtype=np.int64), P, Q, np.empty((2 * B, p)),
                       np.empty((2 * B, p)), syrk_work(), np.zeros((p, p)), np.zeros(D), syrk,
-                      potrf, ridge, True)
+                      potrf, ridge, True, single, max_cond, flags)
 
 
 def _is_dense(ev):
@@ -355,10 +394,47 @@ def _newton_direction(ev, g, rtol):
                          ev.d_mm, ev.d_ms, ev.d_ss)
             ev.order[0] = 2
         # ev.nd: the noise diagonal, from the gradient at this point (d_s is the same)
-        _factor(ev.X, ev.M, ev.scale, ev.fi, ev.theta, ev.d_mm, ev.d_ms, ev.d_ss, ev.nd,
-                ev.ridge, ev.P, ev.Q, ev.Z, ev.Y, ev.syrk, ev.work, ev.potrf, ev.L)
+        _new_factor(ev)
         return _solve(ev.L, g)
     return impl
+
+
+@_jit.njit(cache=True, nogil=True)
+def _diagonal_condition(L):
+    """``(max L_ii / min L_ii)^2`` of the lower factor ``L`` (``inf`` for a zero pivot):
+    :func:`bayesdrop.solvers.newton.steps.diagonal_condition`."""
+    lo = np.inf
+    hi = 0.0
+    for a in range(L.shape[0]):
+        v = abs(L[a, a])
+        lo = min(lo, v)
+        hi = max(hi, v)
+    return (hi / lo) ** 2 if lo > 0.0 else np.inf
+
+
+@_jit.njit(cache=True, nogil=True)
+def _new_factor(ev):
+    """Factor the Hessian at ``ev.theta`` into ``ev.L``: from float32 products where
+    they are allowed (``ev.flags``), accepted when the factor's condition estimate is at
+    most ``ev.max_cond``, else (and after a float64 factor above it, until a failed
+    float32 step turns them off) from float64 products -- the rule of
+    :meth:`bayesdrop.solvers.newton.steps.DesignSteps.new_factor`: the direction then
+    carries a relative error of about ``cond * 1e-7``, while ``J``, the gradient and the
+    stopping rule stay float64."""
+    if ev.flags[0] == 1 and ev.flags[2] == 0:
+        _factor(ev.X, ev.M, ev.scale, ev.fi, ev.theta, ev.d_mm, ev.d_ms, ev.d_ss, ev.nd,
+                ev.ridge, ev.P, ev.Q, ev.Z, ev.Y, ev.syrk, ev.work, ev.potrf, ev.L,
+                ev.single)
+        if _diagonal_condition(ev.L) <= ev.max_cond:
+            ev.flags[1] = 1
+            return
+    _, P32, Q32, H32, work32 = ev.single
+    _factor(ev.X, ev.M, ev.scale, ev.fi, ev.theta, ev.d_mm, ev.d_ms, ev.d_ss, ev.nd,
+            ev.ridge, ev.P, ev.Q, ev.Z, ev.Y, ev.syrk, ev.work, ev.potrf, ev.L,
+            (np.int64(0), P32, Q32, H32, work32))
+    ev.flags[1] = 0
+    if ev.flags[0] == 1:
+        ev.flags[2] = 1 if _diagonal_condition(ev.L) > ev.max_cond else 0
 
 
 @_jit.overload(loop.chord_solve)
@@ -407,6 +483,15 @@ def _take_doubled(ev):
 def _retry_exact(ev, fresh):
     if not _is_compiled(ev):
         return None
+    if _is_dense(ev):
+        def impl(ev, fresh):  # a failed step from a float32 factor: float64 from now on
+            if ev.flags[1] == 0:
+                return False
+            if fresh:
+                ev.flags[0] = 0
+            ev.flags[1] = 0
+            return True
+        return impl
 
     def impl(ev, fresh):
         return False
@@ -436,10 +521,12 @@ newton_loop_compiled = _jit.njit(cache=True, nogil=True)(loop.newton_loop)
 
 
 @_jit.njit(cache=True, nogil=True)
-def newton_dense(lp, X, M, scale, fi, y, sw, theta0, opts, syrk, potrf, ridge):
+def newton_dense(lp, X, M, scale, fi, y, sw, theta0, opts, syrk, potrf, ridge, ssyrk,
+                 max_cond):
     """:func:`newton_loop_compiled` from ``theta0`` on the :class:`DenseSteps` of these
-    arrays (built here: no tuple of arrays crosses into Python)."""
-    ev = dense_steps(lp, X, M, scale, fi, y, sw, syrk, potrf, ridge)
+    arrays (built here: no tuple of arrays crosses into Python); ``ssyrk``: float32
+    Hessians (:func:`_new_factor`; 0: float64 only)."""
+    ev = dense_steps(lp, X, M, scale, fi, y, sw, syrk, potrf, ridge, ssyrk, max_cond)
     return newton_loop_compiled(ev, theta0, opts, True)
 
 
@@ -468,7 +555,7 @@ def _with_C(lp, C):
 
 @_jit.njit(cache=True, nogil=True)
 def newton_dense_path(lp, X, M, scale, fi, y, sw, Cs, theta0, previous, opts, bare_Js, syrk,
-                      potrf, ridge):
+                      potrf, ridge, ssyrk, max_cond):
     """:func:`newton_dense` at each ``C`` of ``Cs`` in turn (the loss ``lp`` at that ``C``,
     :func:`with_C`; the trap check at ``bare_Js[i]``), each run from the start of
     :func:`bayesdrop.solvers.fit_path`: the first from ``theta0``, the ``i``-th from
@@ -501,7 +588,7 @@ def newton_dense_path(lp, X, M, scale, fi, y, sw, Cs, theta0, previous, opts, ba
                                  opts.check_start)
         theta, J_i, g, history, it, st, nf = newton_dense(
             with_C(lp, Cs[i]), X, M, scale, fi, y, sw, starts[i].copy(), run, syrk, potrf,
-            ridge)
+            ridge, ssyrk, max_cond)
         thetas[i] = theta
         J[i] = J_i
         gmax = 0.0

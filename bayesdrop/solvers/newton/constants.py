@@ -159,7 +159,8 @@ QN_REUSE_DECREMENT = np.inf
 #: logistic terms take numpy's SIMD ``exp`` / ``log1p`` / ``tanh``
 #: (:mod:`bayesdrop.model.losses._logistic_rows`; numba's are scalar, 5-10x slower per
 #: row), its products numpy's threaded BLAS and, from ``hessian.HESSIAN_BLOCKED_MIN``
-#: entries, its Hessian float32 products (the compiled loop's are float64). Measured on
+#: entries, its Hessian float32 products (measured while the compiled loop's were float64;
+#: they are float32 too since, under the same rule). Measured on
 #: 2 cores (logistic / hinge at q = 0.3, Python loop time over compiled): 569 x 30
 #: 2.2 / 2.3, 1000 x 30 1.36 / 1.27, 2000 x 20 1.02 / 1.13, 3000 x 10 0.77 / 1.06,
 #: 2e4 x 20 0.47 / 0.57, 1e6 x 20 0.48 / 1.08.
