@@ -1487,3 +1487,25 @@ def test_row_backend_certifies_w_zero_in_few_passes_and_still_leaves_a_near_kink
     mem = fit_problem(p2, warn=False)
     assert rows.converged and np.any(rows.theta[:-1] != 0.0)
     assert rows.objective[-1] <= mem.objective[-1] * (1 + 1e-12)
+
+
+def test_bare_newton_scratch_arrays_live_with_the_users_array():
+    """:func:`~bayesdrop.solvers.bare.bare_newton`'s Hessian block arrays are kept with
+    the design's ``X`` -- the user's array, the same object in every fit of an estimator
+    -- so that the next fit on it reuses them, and dropped with it; a design too large
+    for them (``BARE_WORK_MAX``) gets a new dict each time."""
+    import gc
+
+    from bayesdrop import Design
+    from bayesdrop.solvers import bare
+
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    work = bare._bare_work(Design(X, "dropout"))
+    assert bare._bare_work(Design(X, "dropout")) is work  # another design, the same X
+    assert bare._bare_work(Design(X.copy(), "dropout")) is not work
+    key = id(X)
+    del X
+    gc.collect()
+    assert key not in bare._BARE_WORK
+    big = Design(np.zeros((2048, bare.BARE_WORK_MAX // 4096 + 1)), "dropout")
+    assert bare._bare_work(big) is not bare._bare_work(big)

@@ -58,14 +58,16 @@ BARE_NEWTON_RIDGE = 1e-12
 #: not yet zero) is at most this many times the target (the steps converge
 #: quadratically: a step later at the latest)
 BARE_NEWTON_NEAR = 1e4
-#: :func:`bare_newton` keeps its Hessian's block arrays with the design (for the next
-#: one-vs-rest class, the next fit on it) up to this many stored Hessian rows times
-#: parameters (``2 min(N, 2048) p``; digits 1797 x 64: 2.3e5, about 16 MB in both
-#: precisions): fresh arrays are fresh pages, whose faults cost digits about 0.4 ms an
-#: array, four per certificate (its float32 and float64 steps' ``P`` and ``Q``)
+#: :func:`bare_newton` keeps its Hessian's block arrays with the design's ``X`` (the
+#: user's array, the same object from fit to fit of an estimator: for the next fit on
+#: it) up to this many stored Hessian rows times parameters (``2 min(N, 2048) p``; digits
+#: 1797 x 64: 2.3e5, about 16 MB in both precisions): fresh arrays are fresh pages, whose
+#: faults cost digits about 0.4 ms an array, four per certificate (its float32 and
+#: float64 steps' ``P`` and ``Q``)
 BARE_WORK_MAX = 300_000
-#: design -> the block arrays of :func:`bare_newton`'s Hessians (see BARE_WORK_MAX)
-_BARE_WORK = weakref.WeakKeyDictionary()
+#: ``id(X)`` -> ``(weak reference to X, the block arrays of bare_newton's Hessians)``
+#: (see BARE_WORK_MAX; an array is not hashable, so not a WeakKeyDictionary key)
+_BARE_WORK = {}
 #: backtracking of :func:`bare_newton`: sufficient decrease and the shortest step
 ARMIJO, MIN_STEP = 1e-4, 1e-12
 #: at most this many evaluations of the sum in :func:`_shift_into` (each step at least
@@ -274,16 +276,23 @@ def bare_newton(problem, bare, target=0.0, max_iter=None):
 
 def _bare_work(design):
     """The dict in which :func:`bare_newton`'s Hessians keep their block arrays
-    (``work`` of :func:`bayesdrop.linalg.hessian.hessian_matrix`): the design's own,
-    kept while it lives, where they are small (:data:`BARE_WORK_MAX`), else a new one."""
+    (``work`` of :func:`bayesdrop.linalg.hessian.hessian_matrix`): the one kept with the
+    design's ``X`` while it lives, where they are small (:data:`BARE_WORK_MAX`), else a
+    new one (scratch space only: nothing in it depends on the data)."""
     from ..linalg.hessian import HESSIAN_BLOCK
 
     if 2 * min(design.n_samples, HESSIAN_BLOCK) * design.n_params > BARE_WORK_MAX:
         return {}
+    X, key = design.X, id(design.X)
+    kept = _BARE_WORK.get(key)
+    if kept is not None and kept[0]() is X:
+        return kept[1]
     try:
-        return _BARE_WORK.setdefault(design, {})
-    except TypeError:  # a design that takes no weak reference
+        ref = weakref.ref(X, lambda _, key=key: _BARE_WORK.pop(key, None))
+    except TypeError:  # an X that takes no weak reference
         return {}
+    _BARE_WORK[key] = (ref, {})
+    return _BARE_WORK[key][1]
 
 
 def descends_from(problem, bare, m, s):
