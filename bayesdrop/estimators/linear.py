@@ -507,7 +507,9 @@ class DropoutSVC(_DropoutClassifier):
     solver_ : ndarray of str, shape (n_problems,)
         The optimisers that fitted each problem, joined by ``+`` in the order they ran
         (``"newton"``, ``"irls"``, ``"dual"``, ``"smoothing"``, ``"homotopy"`` on a CV
-        path, ``"newton+irls"``, ...; see the ``solver`` parameter).
+        path, ``"newton+irls"``, ...; ``"bare"`` where the optimum is ``w = 0``, certified
+        before Newton's first step, and ``"newton+bare"`` after its trap check; see the
+        ``solver`` parameter).
     objective_ : list of ndarray
         History of ``J`` for each binary problem (monotone non-increasing).
     converged_ : ndarray of bool
