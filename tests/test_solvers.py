@@ -847,7 +847,7 @@ def test_newton_stops_once_no_better_than_the_bare_model():
     assert res.converged and res.objective[-1] == bare_J
     np.testing.assert_array_equal(res.theta[:-1], 0.0)
     # certified by Newton on the bound's problem before Newton's steps: no IRLS map
-    import bayesdrop.solvers as solvers
+    from bayesdrop import solvers
     from bayesdrop.solvers.bare import bare_newton
 
     steps = bare_newton(p8, res.theta, 1e-8 * bare_J)[1]
@@ -1403,7 +1403,7 @@ def test_bare_model_is_tried_before_newton_only_where_the_start_cannot_rule_it_o
     the same start, bit for bit."""
     from sklearn.datasets import load_digits
 
-    import bayesdrop.solvers as solvers
+    from bayesdrop import solvers
     from bayesdrop.solvers.bare import bare_value
 
     X, labels = load_digits(return_X_y=True)
