@@ -414,13 +414,15 @@ def _diagonal_condition(L):
 
 @_jit.njit(cache=True, nogil=True)
 def _new_factor(ev):
-    """Factor the Hessian at ``ev.theta`` into ``ev.L``: from float32 products where
-    they are allowed (``ev.flags``), accepted when the factor's condition estimate is at
-    most ``ev.max_cond``, else (and after a float64 factor above it, until a failed
-    float32 step turns them off) from float64 products -- the rule of
-    :meth:`bayesdrop.solvers.newton.steps.DesignSteps.new_factor`: the direction then
-    carries a relative error of about ``cond * 1e-7``, while ``J``, the gradient and the
-    stopping rule stay float64."""
+    """Factor the Hessian at ``ev.theta`` into ``ev.L`` by the rule of
+    :meth:`bayesdrop.solvers.newton.steps.DesignSteps.new_factor`: from float32 products
+    (``ev.flags[0]``), kept when the factor's condition estimate is at most
+    ``ev.max_cond`` (``ev.flags[1]``: the kept factor is float32's), else from float64
+    products; float32 is not tried while the last float64 factor's estimate is above
+    ``ev.max_cond`` (``ev.flags[2]``), nor after a step from a float32 factor failed its
+    line search (:func:`_retry_exact` clears ``ev.flags[0]``). A float32 factor's
+    direction carries a relative error of about ``cond * 1e-7``; ``J``, the gradient and
+    the stopping rule stay float64."""
     if ev.flags[0] == 1 and ev.flags[2] == 0:
         _factor(ev.X, ev.M, ev.scale, ev.fi, ev.theta, ev.d_mm, ev.d_ms, ev.d_ss, ev.nd,
                 ev.ridge, ev.P, ev.Q, ev.Z, ev.Y, ev.syrk, ev.work, ev.potrf, ev.L,
