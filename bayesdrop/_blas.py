@@ -161,21 +161,24 @@ def mirror_upper(A):
 
 
 @_jit.njit(cache=True, nogil=True)
-def syrk_work():
-    """The argument arrays of :func:`syrk_rows` (``alpha = beta = 1``)."""
+def _syrk_chars():
+    """``uplo = "L"``, ``trans = "N"`` of :func:`syrk_rows`' call."""
     chars = np.empty(2, dtype=np.uint8)
     chars[0] = 76  # "L"
     chars[1] = 78  # "N"
-    return np.zeros(4, dtype=np.int32), chars, np.ones(2)
+    return chars
+
+
+@_jit.njit(cache=True, nogil=True)
+def syrk_work():
+    """The argument arrays of :func:`syrk_rows` (``alpha = beta = 1``)."""
+    return np.zeros(4, dtype=np.int32), _syrk_chars(), np.ones(2)
 
 
 @_jit.njit(cache=True, nogil=True)
 def syrk_work_single():
     """The argument arrays of :func:`syrk_rows` for ``ssyrk`` (float32 ``W`` and ``A``;
     ``alpha = 1``, ``beta = 0``: ``A = W^T W`` in its upper triangle, overwritten)."""
-    chars = np.empty(2, dtype=np.uint8)
-    chars[0] = 76  # "L"
-    chars[1] = 78  # "N"
     scal = np.zeros(2, dtype=np.float32)
     scal[0] = 1.0
-    return np.zeros(4, dtype=np.int32), chars, scal
+    return np.zeros(4, dtype=np.int32), _syrk_chars(), scal

@@ -202,7 +202,7 @@ def _certified_bare(problem, near, bare, J, tol, linalg, refused):
     best = bare[int(np.argmin(J))]
     target = tol * max(abs(float(J.min())), 1.0)
     bound, maps = bare_gap(problem, best, near, linalg, maps=BARE_MAPS, target=target)
-    if bound > target and maps > 0 and not any(np.array_equal(best, b) for b in refused):
+    if bound > target and maps > 0 and not _was_refused(best, refused):
         # the maps stalled above the tolerance (IRLS's point not yet near enough to
         # w = 0): Newton on the bound's own problem, which needs no such point
         bound, steps = bare_newton(problem, best, target)
@@ -210,6 +210,19 @@ def _certified_bare(problem, near, bare, J, tol, linalg, refused):
         if not bound <= target:
             refused.append(best)
     return (best, maps) if bound <= target else (None, maps)
+
+
+def _was_refused(point, refused):
+    """Whether :func:`.bare.bare_newton` already failed to certify the bare model
+    ``point`` in this fit (it does not depend on any iterate: not run again)."""
+    return any(np.array_equal(point, b) for b in refused)
+
+
+def _gradient_norm(problem, point):
+    """``||grad J||_inf`` at ``point`` (a certified bare model: the result's
+    ``grad_norm``, the gradient formula with the roots floored)."""
+    grad = problem.objective(np.asarray(point, dtype=float), gradient=True)[1]
+    return float(np.max(np.abs(grad), initial=0.0))
 
 
 def _bare_result(first, point, J, steps, start, **changes):
@@ -254,10 +267,9 @@ def _bare_at_start(problem, first, bare, bare_J, tol, start, refused):
     if not bound <= target:
         refused.append(bare)
         return None, steps
-    grad = problem.objective(bare, gradient=True)[1]
     return _bare_result(first, bare, bare_J, steps, start, solver="bare",
                         n_solves=first.n_solves + steps,
-                        grad_norm=float(np.max(np.abs(grad), initial=0.0))), steps
+                        grad_norm=_gradient_norm(problem, bare)), steps
 
 
 def _bare_first(problem, first, values, kinks, tol, start, refused):
@@ -275,7 +287,7 @@ def _bare_first(problem, first, values, kinks, tol, start, refused):
     bare = bare_points(first.theta, problem.design.fit_intercept, kinks)
     J = np.asarray(values(bare), dtype=float)
     k = int(np.argmin(J))
-    if any(np.array_equal(bare[k], b) for b in refused):
+    if _was_refused(bare[k], refused):
         return None, first  # tried before Newton (_bare_at_start)
     target = tol * max(abs(float(J[k])), 1.0)
     bound, steps = bare_newton(problem, bare[k], target)
@@ -283,9 +295,8 @@ def _bare_first(problem, first, values, kinks, tol, start, refused):
     if not bound <= target:
         refused.append(bare[k])
         return None, first
-    grad = problem.objective(np.asarray(bare[k], dtype=float), gradient=True)[1]
     return _bare_result(first, bare[k], J[k], steps, start,
-                        grad_norm=float(np.max(np.abs(grad), initial=0.0))), first
+                        grad_norm=_gradient_norm(problem, bare[k])), first
 
 
 def _leave_trap(problem, first, bare_J, values, kinks, start, refused, *, tol, max_iter,

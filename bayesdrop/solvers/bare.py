@@ -230,21 +230,19 @@ def bare_newton(problem, bare, target=0.0, max_iter=None):
     d_m, rows, mid, half = setup
     design = problem.design
     D, p = design.n_features, design.n_params
-    slope = d_m.copy()
-    slope[rows] = mid
+    slope = _slopes(d_m, rows, mid)
 
-    def parts(phi):  # (m, s, roots of the kink examples, F)
+    def parts(phi):  # (m, s, roots of the kink examples, F, h)
         m, s = design.scores(phi)
-        r = np.sqrt(m[rows] ** 2 + s[rows])
-        huber = np.where(r >= 1.0, r, 0.5 * (r * r + 1.0))
-        return m, s, r, float(slope @ m + half @ huber)
+        h, F, r = _model_values(slope, rows, half, m, s)
+        return m, s, r, F, h
 
     phi = np.zeros(p)
-    m, s, r, F = parts(phi)
+    m, s, r, F, h = parts(phi)
     work = _bare_work(design)  # the Hessian's block arrays, kept from step to step
     best, k = np.inf, 0
     for k in range(1, max_iter + 1):
-        if float(slope @ m + half @ r) < -BARE_NEWTON_RIDGE * float(half.sum()):
+        if h < -BARE_NEWTON_RIDGE * float(half.sum()):
             return np.inf, k  # h(phi) < 0: J falls from the bare model along phi
         g, _, u0, uw2, z = _huber_gradient(design, phi, slope, rows, half, m, s, r)
         near = 0.25 * float(g[:D] @ g[:D]) <= BARE_NEWTON_NEAR * target
@@ -263,15 +261,32 @@ def bare_newton(problem, bare, target=0.0, max_iter=None):
             break
         t = 1.0
         while True:
-            m_t, s_t, r_t, F_t = parts(phi + t * step)
+            m_t, s_t, r_t, F_t, h_t = parts(phi + t * step)
             if F_t <= F + ARMIJO * t * decrease or t < MIN_STEP:
                 break
             t *= 0.5
         if t < MIN_STEP:
             break
         phi = phi + t * step
-        m, s, r, F = m_t, s_t, r_t, F_t
+        m, s, r, F, h = m_t, s_t, r_t, F_t, h_t
     return best, k
+
+
+def _slopes(d_m, rows, mid):
+    """``l``: the examples' slopes ``d_m`` at the bare model, ``mid_n`` on the kink
+    examples ``rows``."""
+    slope = d_m.copy()
+    slope[rows] = mid
+    return slope
+
+
+def _model_values(slope, rows, half, m, s):
+    """``(h, F, r)`` at the direction whose scores are ``(m, s)``: ``h``, its Huber
+    smoothing ``F`` (:func:`bare_newton`) and the kink examples' roots
+    ``r = ||A_n phi||``."""
+    r = np.sqrt(m[rows] ** 2 + s[rows])
+    huber = np.where(r >= 1.0, r, 0.5 * (r * r + 1.0))
+    return float(slope @ m + half @ r), float(slope @ m + half @ huber), r
 
 
 def _bare_work(design):
@@ -324,11 +339,8 @@ def descends_from(problem, bare, m, s):
     if setup is None:
         return False
     d_m, rows, mid, half = setup
-    slope = d_m.copy()
-    slope[rows] = mid
-    norms = np.sqrt(m[rows] ** 2 + s[rows])
-    spread = float(half @ norms)
-    return float(slope @ m) + spread < -BARE_NEWTON_RIDGE * spread
+    h, _, r = _model_values(_slopes(d_m, rows, mid), rows, half, m, s)
+    return h < -BARE_NEWTON_RIDGE * float(half @ r)
 
 
 def _least_bound(design, d_m, rows, mid, half, u0, uw2, z, stop=0.0):
@@ -631,21 +643,14 @@ def bare_newton_pass(problem, block, b, phi, trials):
     if status != "ok":
         return {"empty": zeros, "two": (1,) + zeros[1:], "none": None}[status]
     d_m, rows, mid, half = setup
-    slope = d_m.copy()
-    slope[rows] = mid
-
-    def value(m, s):  # (h, F)
-        r = np.sqrt(m[rows] ** 2 + s[rows])
-        huber = np.where(r >= 1.0, r, 0.5 * (r * r + 1.0))
-        return float(slope @ m + half @ r), float(slope @ m + half @ huber)
-
+    slope = _slopes(d_m, rows, mid)
     F_trials = np.zeros(trials.shape[0])
     if trials.shape[0]:
         mt, st = design.scores_many(trials)
-        F_trials = np.array([value(mt[i], st[i])[1] for i in range(trials.shape[0])])
+        F_trials = np.array([_model_values(slope, rows, half, mt[i], st[i])[1]
+                             for i in range(trials.shape[0])])
     m, s = design.scores(phi)
-    h, F = value(m, s)
-    r = np.sqrt(m[rows] ** 2 + s[rows])
+    h, F, r = _model_values(slope, rows, half, m, s)
     g, d, _, uw2, _ = _huber_gradient(design, phi, slope, rows, half, m, s, r)
     slack = np.sqrt(np.maximum(1.0 - uw2, 0.0))
     gap_up, gap_down = np.zeros(n), np.zeros(n)

@@ -406,27 +406,33 @@ def _compiled_ready(args, irls_start):
     without compiling (see ``compiled`` of :func:`fit`)."""
     from .compiled import irls_start_factored, newton_dense, start_factor, start_weights
 
-    runs = [(newton_dense, args)]
-    if irls_start:
-        lp, X, M, scale, fi, y, sw = args[:7]
-        rho = np.ones(y.shape[0])
-        L = np.eye(args[7].shape[0])
-        runs += [(start_weights, (lp, y, sw)),
-                 (start_factor, (X, M, scale, fi, rho, L.shape[0], args[9], args[10])),
-                 (irls_start_factored, (*args[:7], L))]
+    def runs():  # the calls to look up (sample arguments of the start's types)
+        out = [(newton_dense, args)]
+        if irls_start:
+            lp, X, M, scale, fi, y, sw = args[:7]
+            rho = np.ones(y.shape[0])
+            L = np.eye(args[7].shape[0])
+            out += [(start_weights, (lp, y, sw)),
+                    (start_factor, (X, M, scale, fi, rho, L.shape[0], args[9], args[10])),
+                    (irls_start_factored, (*args[:7], L))]
+        return out
+
     return _at_hand(("fit", irls_start), args, runs)
 
 
 def _at_hand(tag, args, runs):
-    """Whether every ``(dispatcher, arguments)`` of ``runs`` has machine code without
-    compiling (:func:`.compiled.ready`), remembered per ``tag`` and argument kinds (the
-    loss parameter type, the layouts of ``X`` and ``M`` in ``args``)."""
+    """Whether every ``(dispatcher, arguments)`` of ``runs`` (a list, or a function that
+    makes it: called only where the answer is not remembered yet) has machine code
+    without compiling (:func:`.compiled.ready`), remembered per ``tag`` and argument kinds
+    (the loss parameter type, the layouts of ``X`` and ``M`` in ``args``)."""
     from .compiled import ready
 
     key = (tag, type(args[0])) + tuple(
         (a.flags.c_contiguous, a.flags.writeable, a.dtype.str) for a in args[1:3])
     if key in _READY:
         return True
+    if callable(runs):
+        runs = runs()
 
     def n_codes():
         return sum(len(dispatcher.overloads) for dispatcher, _ in runs)

@@ -25,6 +25,7 @@ from ...linalg.kernels import dense_hessian_split
 from ...model._design_kernels import dense_rmatvec_pair, scaled_rows
 from ...model.losses.kernels import mean, objective_from_scores, ridge, term
 from . import loop
+from .steps import diagonal_condition
 
 __all__ = ["EVALUATORS", "DenseSteps", "dense_steps", "irls_start_factored",
            "newton_dense", "newton_dense_path", "newton_loop_compiled", "ready",
@@ -400,19 +401,6 @@ def _newton_direction(ev, g, rtol):
 
 
 @_jit.njit(cache=True, nogil=True)
-def _diagonal_condition(L):
-    """``(max L_ii / min L_ii)^2`` of the lower factor ``L`` (``inf`` for a zero pivot):
-    :func:`bayesdrop.solvers.newton.steps.diagonal_condition`."""
-    lo = np.inf
-    hi = 0.0
-    for a in range(L.shape[0]):
-        v = abs(L[a, a])
-        lo = min(lo, v)
-        hi = max(hi, v)
-    return (hi / lo) ** 2 if lo > 0.0 else np.inf
-
-
-@_jit.njit(cache=True, nogil=True)
 def _new_factor(ev):
     """Factor the Hessian at ``ev.theta`` into ``ev.L`` by the rule of
     :meth:`bayesdrop.solvers.newton.steps.DesignSteps.new_factor`: from float32 products
@@ -427,7 +415,7 @@ def _new_factor(ev):
         _factor(ev.X, ev.M, ev.scale, ev.fi, ev.theta, ev.d_mm, ev.d_ms, ev.d_ss, ev.nd,
                 ev.ridge, ev.P, ev.Q, ev.Z, ev.Y, ev.syrk, ev.work, ev.potrf, ev.L,
                 ev.single)
-        if _diagonal_condition(ev.L) <= ev.max_cond:
+        if diagonal_condition(ev.L) <= ev.max_cond:
             ev.flags[1] = 1
             return
     _, P32, Q32, H32, work32 = ev.single
@@ -436,7 +424,7 @@ def _new_factor(ev):
             (np.int64(0), P32, Q32, H32, work32))
     ev.flags[1] = 0
     if ev.flags[0] == 1:
-        ev.flags[2] = 1 if _diagonal_condition(ev.L) > ev.max_cond else 0
+        ev.flags[2] = 1 if diagonal_condition(ev.L) > ev.max_cond else 0
 
 
 @_jit.overload(loop.chord_solve)

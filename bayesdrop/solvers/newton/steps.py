@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.linalg as sla
 
+from ... import _jit
 from ...linalg import hessian as hess
 from ...model.objective import penalised
 
@@ -70,10 +71,12 @@ def factor_cholesky(design, curv, opts, single=False, work=None):
     return cho_factor(hess.hessian_matrix(design, curv, work=work), opts.ridge), False
 
 
+@_jit.jitable
 def diagonal_condition(L):
     """``(max |L_ii| / min |L_ii|)^2`` of a Cholesky factor ``L``: a lower bound on the
     condition number of ``L L^T`` (``inf`` for a zero pivot), the guard of the float32
-    factor of :func:`factor_cholesky`."""
+    factor of :func:`factor_cholesky` (and of the compiled loop's,
+    :mod:`bayesdrop.solvers.newton.compiled`)."""
     diag = np.abs(np.diag(L))
     low = float(np.min(diag))
     return (float(np.max(diag)) / low) ** 2 if low > 0.0 else np.inf
