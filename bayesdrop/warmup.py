@@ -9,7 +9,8 @@ which compiles exactly the kernels those calls use (for the logistic loss at ``C
 rest), and compiles the whole Newton loop for
 small dense problems and Newton-CG's loop for CSR designs of the estimator's loss (which
 ``compiled="auto"`` runs only once compiled: :func:`bayesdrop.solvers.newton.fit`) and,
-for the classifiers, the dense loop's run over a path of ``C`` (:func:`bayesdrop.solvers.newton.fit_path`), the float32 Hessian of larger dense
+for the classifiers, the dense loop's run over a path of ``C`` (:func:`bayesdrop.solvers.newton.fit_path`), the compiled steps of the
+certificate that ``w = 0`` is optimal (:func:`bayesdrop.solvers.bare.bare_newton`), the float32 Hessian of larger dense
 designs (:data:`LARGE_DENSE`), the threaded products of larger sparse ones
 (:data:`LARGE_SPARSE`), the compiled primal CG of the sampler's system on sparse data
 with more examples than features and, for the SVMs, the event loop
@@ -74,6 +75,13 @@ def _compile_newton(est, X, y):
     target = np.asarray(y, dtype=float) if regression else 2.0 * np.asarray(y) - 1.0
     problem = Problem.create(X, target, est._make_loss(), "dropout")
     theta = newton.fit(problem, compiled=True, warn=False).theta
+    kinks = problem.loss.kinks(problem.y)
+    if kinks is not None and not problem.design.sparse:
+        from .solvers.bare import bare_newton
+
+        # bare_newton's compiled steps, from a bare model on the first example's kink
+        bare_newton(problem, np.append(np.zeros(problem.design.n_features), kinks[0][0, 0]),
+                    compiled=True)
     if not regression and not problem.design.sparse:  # the CV path's fits in one call (for the epsilon-insensitive
         # loss only where its tube has at most 64 edges: bayesdrop.solvers.fit_path)
         newton.fit_path(problem, [1.0, 2.0], theta, compiled=True)

@@ -1306,14 +1306,15 @@ def test_path_follows_the_zero_noise_solution_path_whatever_previous():
     assert [r.solver for r in with_previous[1:]] == ["homotopy", "homotopy"]
 
 
-def test_bare_newton_bounds_the_distance_and_certifies_without_a_near_point():
+@pytest.mark.parametrize("compiled", [False, True])
+def test_bare_newton_bounds_the_distance_and_certifies_without_a_near_point(compiled):
     """:func:`bayesdrop.solvers.bare.bare_newton` -- Newton on the Huber smoothing of the
     bound's own problem, from ``phi = 0`` -- gives a bound at least ``J(bare) - J*``
     (``J*`` of IRLS at tol 1e-14, an independent run) on the problems of
     :func:`test_bare_gap_bounds_the_distance_to_the_optimum`, certifies ``w = 0`` (bound
     below 1e-8 of ``J``) exactly where IRLS ends at ``w = 0``, and returns ``inf`` (a
-    direction in which ``J`` falls) where the gap is above the tolerance; dense and
-    CSR designs give the same steps."""
+    direction in which ``J`` falls) where the gap is above the tolerance; dense designs
+    (their steps in Python, or compiled) and CSR ones (Python) give the same steps."""
     from bayesdrop.solvers.bare import BARE_NEWTON_ITER, bare_newton
 
     n, D = 150, 4
@@ -1329,7 +1330,7 @@ def test_bare_newton_bounds_the_distance_and_certifies_without_a_near_point():
             J_bare = problem.objective(bare)
             gap = J_bare - problem.objective(ref.theta)
             target = 1e-8 * J_bare
-            bound, steps = bare_newton(problem, bare, target)
+            bound, steps = bare_newton(problem, bare, target, compiled=compiled)
             assert bound >= gap - 1e-9 * J_bare and 1 <= steps <= BARE_NEWTON_ITER
             sparse = bare_newton(Problem.create(sp.csr_matrix(X), y, HingeLoss(C),
                                                 Dropout(0.5)), bare, target)
@@ -1342,6 +1343,54 @@ def test_bare_newton_bounds_the_distance_and_certifies_without_a_near_point():
                 assert bound <= target and np.linalg.norm(ref.theta[:-1]) < 1e-6
                 certified += 1
     assert certified >= 2 and refused >= 2
+
+
+def test_bare_newton_compiled_steps_are_the_python_loops():
+    """:func:`~bayesdrop.solvers.bare.bare_newton` with its steps compiled
+    (:mod:`bayesdrop.solvers._bare_compiled`) against its Python loop on a digits
+    one-vs-rest grid (hinge, dropout 0.2 / 0.5, ``C`` 0.02 / 0.1, the best bare model of
+    each class; with and without the float32 Hessians of large designs) and on
+    epsilon-insensitive problems with additive-noise-free dropout: the same number of
+    steps, the same verdict (``inf`` where ``J`` falls, a bound at most the target where
+    ``w = 0`` is certified, the bounds equal to rounding), also when the step limit
+    ends the run before the bound reaches its target (``max_iter`` 3)."""
+    from sklearn.datasets import load_digits
+
+    from bayesdrop.solvers.bare import bare_newton, bare_value
+
+    X, labels = load_digits(return_X_y=True)
+    X = X / 16.0
+    cases = [(X, np.where(labels == k, 1.0, -1.0), HingeLoss(C), Dropout(q))
+             for k in (1, 5, 8) for q in (0.2, 0.5) for C in (0.02, 0.1)]
+    cases += [(X[:300], np.where(labels[:300] == 8, 1.0, -1.0), HingeLoss(0.1),
+               Dropout(0.2))]  # 300 x 64: below the float32 Hessians' size
+    rng = np.random.default_rng(3)
+    for noise in (0.3, 0.6):
+        Xr = rng.normal(size=(60, 5))
+        cases.append((Xr, 0.2 * Xr[:, 0] + rng.normal(size=60),
+                      EpsilonInsensitiveLoss(0.3, epsilon=0.5), Dropout(noise)))
+    verdicts = {"certified": 0, "refused": 0, "limited": 0}
+    for X_, y, loss, noise in cases:
+        problem = Problem.create(X_, y, loss, noise)
+        J, b = bare_value(problem, None, with_intercept=True)
+        bare = np.append(np.zeros(X_.shape[1]), b)
+        target = 1e-8 * J
+        for max_iter in (None, 3):
+            python = bare_newton(problem, bare, target, max_iter, compiled=False)
+            compiled = bare_newton(problem, bare, target, max_iter, compiled=True)
+            assert compiled[1] == python[1]
+            if np.isinf(python[0]):
+                assert np.isinf(compiled[0])
+                verdicts["refused"] += max_iter is None
+            elif python[0] <= target:
+                assert compiled[0] <= target
+                verdicts["certified"] += max_iter is None
+            else:  # the bound from the same iterates: equal up to the directions'
+                # rounding (float32 Hessian products far from the end: ~1e-7 cond)
+                single = hessian.single_applies(problem.design)
+                assert compiled[0] == pytest.approx(python[0], rel=1e-4 if single else 1e-9)
+                verdicts["limited"] += 1
+    assert min(verdicts.values()) >= 2, verdicts
 
 
 @pytest.mark.parametrize("loss", ["hinge", "eps"])

@@ -175,18 +175,18 @@ def _add_upper(A, B, p):
 
 
 @_jit.njit(cache=True, nogil=True)
-def _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, P, Q, Z, Y, syrk, work,
-            potrf, L, single):
-    """Lower Cholesky factor of ``H`` into the lower triangle of ``L`` (its strict upper
-    triangle holds ``H``): the rows' share as ``P^T P - Q^T Q + Z^T Y`` block
-    by block (:func:`bayesdrop.linalg.kernels.dense_hessian_split`: two ``dsyrk`` per
-    block, and a product for strongly indefinite examples), then ``2 I'`` and the noise
-    diagonal ``nd``; a relative ridge if ``H`` is singular to working precision.
+def hessian_rows(X, M, scale, fi, theta, d_mm, d_ms, d_ss, P, Q, Z, Y, syrk, work, L,
+                 single):
+    """The rows' share of ``H`` (its data part: no penalty, no noise diagonal) into both
+    triangles of ``L``, as ``P^T P - Q^T Q + Z^T Y`` block by block
+    (:func:`bayesdrop.linalg.kernels.dense_hessian_split`: two ``dsyrk`` per block, and
+    a product for strongly indefinite examples), for the per-example curvatures
+    ``d_mm, d_ms, d_ss`` at ``w = theta[:D]``.
 
     ``single = (ssyrk, P32, Q32, H32, work32)`` with ``ssyrk != 0``: the rows of ``P`` and
     ``Q`` stored and multiplied in float32 (``ssyrk``), each block's product added to the
     float64 sums (as :func:`bayesdrop.linalg.hessian.hessian_matrix` with ``single``);
-    ``Z^T Y`` stays float64."""
+    ``Z^T Y`` stays float64. The workspace: :func:`hessian_workspace`."""
     n, D = X.shape
     p = Z.shape[1]
     pp = P.shape[1]  # P and Q: zero columns p..pp-1 (a faster syrk, _blas.SYRK_PAD)
@@ -226,6 +226,37 @@ def _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, P, Q, Z, Y, syr
             v = Hp[a, c] - Hq[a, c] + 0.5 * (Hz[a, c] + Hz[c, a])
             L[a, c] = v
             L[c, a] = v
+
+
+@_jit.njit(cache=True, nogil=True)
+def hessian_workspace(n, p, ssyrk):
+    """The workspace of :func:`hessian_rows` for ``n`` rows and ``p`` parameters:
+    ``(P, Q, Z, Y, work, single)``, blocks of ``min(_HESSIAN_ROWS, n)`` rows (``P`` and
+    ``Q`` with zero columns ``p..``); ``single``'s float32 arrays empty unless ``ssyrk``
+    (the address of BLAS ``ssyrk``) is non-zero."""
+    B = min(_HESSIAN_ROWS, n)
+    P = np.empty((2 * B, padded(p)))
+    Q = np.empty((2 * B, padded(p)))
+    P[:, p:] = 0.0
+    Q[:, p:] = 0.0
+    rows32 = 2 * B if ssyrk != 0 else 0
+    single = (ssyrk, np.zeros((rows32, padded(p)), dtype=np.float32),
+              np.zeros((rows32, padded(p)), dtype=np.float32),
+              np.zeros((padded(p), padded(p)), dtype=np.float32), syrk_work_single())
+    return P, Q, np.empty((2 * B, p)), np.empty((2 * B, p)), syrk_work(), single
+
+
+@_jit.njit(cache=True, nogil=True)
+def _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, P, Q, Z, Y, syrk, work,
+            potrf, L, single):
+    """Lower Cholesky factor of ``H`` into the lower triangle of ``L`` (its strict upper
+    triangle holds ``H``): the rows' share (:func:`hessian_rows`; float32 products with
+    ``single``), then ``2 I'`` and the noise diagonal ``nd``; a relative ridge if ``H``
+    is singular to working precision."""
+    D = X.shape[1]
+    p = Z.shape[1]
+    hessian_rows(X, M, scale, fi, theta, d_mm, d_ms, d_ss, P, Q, Z, Y, syrk, work, L,
+                 single)
     for d in range(D):
         L[d, d] += 2.0 + nd[d]
     hmax = 1.0
@@ -259,10 +290,10 @@ def _solve(L, g):
 
 
 @_jit.njit(cache=True, nogil=True)
-def _gradient(X, M, scale, fi, d_m, d_s, theta, nd):
-    """``Xbar^T d_m + (2 w + 2 scale (M^T d_s) w)`` in one pass over the rows
-    (:func:`bayesdrop.model._design_kernels.dense_rmatvec_pair`); the noise diagonal
-    ``2 scale M^T d_s`` of ``H`` into ``nd``."""
+def _gradient(X, M, scale, fi, d_m, d_s, theta, nd, penalty=2.0):
+    """``Xbar^T d_m + (penalty w + 2 scale (M^T d_s) w)`` in one pass over the rows
+    (:func:`bayesdrop.model._design_kernels.dense_rmatvec_pair`; ``penalty`` 2: ``J``'s
+    ``||w||^2``); the noise diagonal ``2 scale M^T d_s`` of ``H`` into ``nd``."""
     D = X.shape[1]
     g = np.zeros(D + (1 if fi else 0))
     dense_rmatvec_pair(X, M, d_m, d_s, g, nd)
@@ -270,7 +301,7 @@ def _gradient(X, M, scale, fi, d_m, d_s, theta, nd):
         g[D] = np.sum(d_m)
     for d in range(D):
         nd[d] *= 2.0 * scale
-        g[d] += 2.0 * theta[d] + nd[d] * theta[d]
+        g[d] += penalty * theta[d] + nd[d] * theta[d]
     return g
 
 class DenseSteps(NamedTuple):
@@ -330,23 +361,15 @@ def dense_steps(lp, X, M, scale, fi, y, sw, syrk, potrf, ridge, ssyrk, max_cond)
     ``ssyrk`` the address of BLAS ``ssyrk`` for float32 Hessians (0: float64 only)."""
     n, D = X.shape
     p = D + (1 if fi else 0)
-    B = min(_HESSIAN_ROWS, n)
-    P = np.empty((2 * B, padded(p)))
-    Q = np.empty((2 * B, padded(p)))
-    P[:, p:] = 0.0
-    Q[:, p:] = 0.0
-    rows32 = 2 * B if ssyrk != 0 else 0
-    single = (ssyrk, np.zeros((rows32, padded(p)), dtype=np.float32),
-              np.zeros((rows32, padded(p)), dtype=np.float32),
-              np.zeros((padded(p), padded(p)), dtype=np.float32), syrk_work_single())
+    P, Q, Z, Y, work, single = hessian_workspace(n, p, ssyrk)
     flags = np.zeros(3, dtype=np.int64)
     if ssyrk != 0:
         flags[0] = 1
     return DenseSteps(lp, np.zeros(p), np.empty(p), X, M, scale, fi, y, sw, np.empty(n), np.empty(n),
                       np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.zeros(2),
                       np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n),
-                      np.zeros(1, dtype=np.int64), P, Q, np.empty((2 * B, p)),
-                      np.empty((2 * B, p)), syrk_work(), np.zeros((p, p)), np.zeros(D), syrk,
+                      np.zeros(1, dtype=np.int64), P, Q, Z, Y, work, np.zeros((p, p)),
+                      np.zeros(D), syrk,
                       potrf, ridge, True, single, max_cond, flags)
 
 
