@@ -175,3 +175,28 @@ def test_a_users_compiled_function_may_call_a_kernel_before_numba_is_loaded():
     """)
     loaded, compiled, interpreted = out.split()
     assert loaded == "False" and float(compiled) == float(interpreted)
+
+
+def test_a_kernel_found_ready_in_the_disk_cache_can_be_called_from_new_compiled_code():
+    """``newton.compiled.ready`` loads a cached kernel's machine code as numba's own first
+    call would, registering it for compiled callers too: a kernel that ``compiled="auto"``
+    found in numba's on-disk cache (``hessian_workspace``, which ``bare_newton``'s steps
+    look up and ``dense_steps`` calls) is then callable from a function compiled after
+    it -- without the registration numba failed with "No definition for lowering"."""
+    code = """
+        from bayesdrop.solvers.newton.compiled import hessian_workspace
+        hessian_workspace(5, 3, 0)  # compiled, or loaded, and in the cache
+    """
+    _run(code)
+    out = _run("""
+        from numba import njit
+        from bayesdrop.solvers.newton.compiled import hessian_workspace, ready
+        assert ready(hessian_workspace, 5, 3, 0)
+
+        @njit
+        def caller(n, p, ssyrk):
+            return hessian_workspace(n, p, ssyrk)[0].shape[0]
+
+        print(caller(5, 3, 0))
+    """)
+    assert out.strip().splitlines()[-1] == "10"

@@ -504,3 +504,42 @@ def test_newton_cg_takes_one_pass_of_derivatives_per_step(monkeypatch, loss):
     monkeypatch.undo()
     exact = newton.fit(problem, linalg="cholesky", tol=1e-12)
     assert res.objective[-1] == pytest.approx(exact.objective[-1], rel=1e-8)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("noise", ["dropout", "none"])
+def test_the_fused_pass_gives_J_and_the_gradient_of_the_objective(fit_intercept, noise):
+    """The compiled loop's one-pass ``J`` and gradient at a trial point
+    (``compiled._value_gradient``, used where the full step is expected to be taken)
+    against ``Problem.objective`` with its gradient (numpy's products, the losses' own
+    terms) -- hinge, logistic and epsilon-insensitive losses with sample weights, with and
+    without noise and intercept -- and its noise diagonal against ``2 V^T d_s`` from the
+    same derivatives: equal to rounding (1e-12 relative)."""
+    from bayesdrop import EpsilonInsensitiveLoss
+    from bayesdrop.solvers.newton import compiled
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(83, 7))
+    sw = rng.uniform(0.2, 3.0, size=83)
+    labels = np.where(X[:, 0] + rng.normal(size=83) > 0, 1.0, -1.0)
+    for loss, y in ((HingeLoss(0.7), labels), (LogisticLoss(1.3), labels),
+                    (EpsilonInsensitiveLoss(0.9, 0.3), X[:, 1] + rng.normal(size=83))):
+        problem = Problem.create(X, y, loss.weighted(sw), noise if noise == "none"
+                                 else Dropout(0.35), fit_intercept=fit_intercept)
+        kind, (Xc, M), scale = problem.design.row_kernel_arrays()
+        p = problem.design.n_params
+        theta = rng.normal(size=p)
+        n = X.shape[0]
+        m, s, d_m, d_s, g, nd = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
+                                 np.empty(p), np.empty(7))
+        J = compiled._value_gradient(problem.loss.kernel_params, Xc, M, float(scale),
+                                     fit_intercept, problem.y.astype(float), sw, theta, m,
+                                     s, d_m, d_s, g, nd)
+        J_ref, g_ref = problem.objective(theta, True)
+        assert J == pytest.approx(J_ref, rel=1e-12)
+        np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-12 * np.abs(g_ref).max())
+        m_ref, s_ref = problem.design.scores(theta)
+        np.testing.assert_allclose(m, m_ref, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(s, s_ref, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(nd, problem.design.noise_diagonal(2.0 * d_s)[:7],
+                                   rtol=1e-12, atol=1e-14)

@@ -23,7 +23,7 @@ from ... import _jit
 from ..._blas import cholesky_lower, padded, syrk_rows, syrk_work, syrk_work_single
 from ...linalg.kernels import dense_hessian_split
 from ...model._design_kernels import dense_rmatvec_pair, scaled_rows
-from ...model.losses.kernels import mean, objective_from_scores, ridge, term
+from ...model.losses.kernels import mean, objective_from_scores, ridge, term, term_and_value
 from . import loop
 from .steps import diagonal_condition
 
@@ -72,6 +72,51 @@ def _scores(X, M, scale, fi, theta, m, s):
             si += M[i, d] * (wd * wd)
         m[i] = mi + b
         s[i] = si * scale
+
+
+@_jit.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _value_gradient(lp, X, M, scale, fi, y, sw, theta, m, s, d_m, d_s, g, nd):
+    """``J(theta)`` and its gradient in one pass over the rows: each row's scores (as
+    :func:`_scores`), its term and first derivatives (the loss's ``term_and_value``
+    kernel), and its share of ``Xbar^T d_m`` and ``M^T d_s`` while the row is in the
+    cache -- the work of :func:`_objective`, :func:`_derivatives` and :func:`_gradient`
+    with one pass over ``X`` and ``M`` instead of two. Fills the scores ``m, s``, the
+    weighted first derivatives ``d_m, d_s``, the gradient ``g`` and the noise diagonal
+    ``nd = 2 scale M^T d_s`` (as :func:`_gradient`)."""
+    n, D = X.shape
+    b = theta[D] if fi else 0.0
+    acc = np.zeros(D)
+    acn = np.zeros(D)
+    value = ridge(theta, D)
+    intercept = 0.0
+    for i in range(n):
+        mi = 0.0
+        si = 0.0
+        for d in range(D):
+            wd = theta[d]
+            mi += X[i, d] * wd
+            si += M[i, d] * (wd * wd)
+        mi += b
+        si *= scale
+        m[i] = mi
+        s[i] = si
+        out = term_and_value(lp, mi, si, y[i], np.int64(1))
+        w = sw[i]
+        value += w * out[0]
+        a = w * out[1]
+        c = w * out[2]
+        d_m[i] = a
+        d_s[i] = c
+        intercept += a
+        for d in range(D):
+            acc[d] += X[i, d] * a
+            acn[d] += M[i, d] * c
+    if fi:
+        g[D] = intercept
+    for d in range(D):
+        nd[d] = 2.0 * scale * acn[d]
+        g[d] = acc[d] + 2.0 * theta[d] + nd[d] * theta[d]
+    return value
 
 
 @_jit.njit(cache=True, nogil=True)
@@ -353,6 +398,11 @@ class DenseSteps(NamedTuple):
     single: tuple
     max_cond: float
     flags: np.ndarray
+    d_m_c: np.ndarray
+    d_s_c: np.ndarray
+    nd_c: np.ndarray
+    g_c: np.ndarray
+    fused: np.ndarray
 
 
 @_jit.njit(cache=True, nogil=True)
@@ -369,8 +419,9 @@ def dense_steps(lp, X, M, scale, fi, y, sw, syrk, potrf, ridge, ssyrk, max_cond)
                       np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.zeros(2),
                       np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n),
                       np.zeros(1, dtype=np.int64), P, Q, Z, Y, work, np.zeros((p, p)),
-                      np.zeros(D), syrk,
-                      potrf, ridge, True, single, max_cond, flags)
+                      np.zeros(D), syrk, potrf, ridge, True, single, max_cond, flags,
+                      np.empty(n), np.empty(n), np.empty(D), np.empty(p),
+                      np.zeros(1, dtype=np.int64))
 
 
 def _is_dense(ev):
@@ -469,12 +520,18 @@ def _trial(ev, theta, step, t, slot, derivs):
         cand = ev.cand
         for a in range(cand.shape[0]):
             cand[a] = theta[a] + t * step[a]
-        if slot == 0:
+        if slot == 0 and derivs:  # the next gradient, if the step is taken: one pass
+            J = _value_gradient(ev.lp, ev.X, ev.M, ev.scale, ev.fi, ev.y, ev.sw, cand,
+                                ev.m_c, ev.s_c, ev.d_m_c, ev.d_s_c, ev.g_c, ev.nd_c)
+            ev.fused[0] = 1
+        elif slot == 0:
             J = _objective(ev.lp, ev.X, ev.M, ev.scale, ev.fi, ev.y, ev.sw, cand, ev.m_c,
                            ev.s_c)
-        else:
+            ev.fused[0] = 0
+        else:  # a doubling (far from the optimum: no derivatives)
             J = _objective(ev.lp, ev.X, ev.M, ev.scale, ev.fi, ev.y, ev.sw, cand, ev.m_e,
                            ev.s_e)
+            ev.fused[0] = 0
         ev.J_trial[slot] = J
         return J
     return impl
@@ -520,6 +577,18 @@ def _accept(ev, theta, second):
         loop.put(ev.theta, theta)
         loop.put(ev.m, ev.m_c)
         loop.put(ev.s, ev.s_c)
+        if ev.fused[0] == 1:  # the trial's pass gave the gradient (and nd)
+            ev.fused[0] = 0
+            loop.put(ev.nd, ev.nd_c)
+            if second:
+                _derivatives(ev.lp, ev.m, ev.s, ev.y, ev.sw, np.int64(2), ev.d_m, ev.d_s,
+                             ev.d_mm, ev.d_ms, ev.d_ss)
+                ev.order[0] = 2
+            else:
+                loop.put(ev.d_m, ev.d_m_c)
+                loop.put(ev.d_s, ev.d_s_c)
+                ev.order[0] = 1
+            return ev.J_trial[0], ev.g_c.copy()
         order = np.int64(2) if second else np.int64(1)
         _derivatives(ev.lp, ev.m, ev.s, ev.y, ev.sw, order, ev.d_m, ev.d_s, ev.d_mm,
                      ev.d_ms, ev.d_ss)
@@ -629,5 +698,11 @@ def ready(dispatcher, *args):
     cres = cache.load_overload(sig, dispatcher.targetctx)
     if cres is None:
         return False
+    # as numba's Dispatcher.compile does with a cached overload: also registered for the
+    # compiled functions that call this one (else compiling such a caller later fails
+    # with "No definition for lowering")
+    if not cres.objectmode:
+        dispatcher.targetctx.insert_user_function(cres.entry_point, cres.fndesc,
+                                                  [cres.library])
     dispatcher.add_overload(cres)
     return True
