@@ -526,7 +526,7 @@ def test_the_fused_pass_gives_J_and_the_gradient_of_the_objective(fit_intercept,
                     (EpsilonInsensitiveLoss(0.9, 0.3), X[:, 1] + rng.normal(size=83))):
         problem = Problem.create(X, y, loss.weighted(sw), noise if noise == "none"
                                  else Dropout(0.35), fit_intercept=fit_intercept)
-        kind, (Xc, M), scale = problem.design.row_kernel_arrays()
+        _, (Xc, M), scale = problem.design.row_kernel_arrays()
         p = problem.design.n_params
         theta = rng.normal(size=p)
         n = X.shape[0]

@@ -23,7 +23,13 @@ from ... import _jit
 from ..._blas import cholesky_lower, padded, syrk_rows, syrk_work, syrk_work_single
 from ...linalg.kernels import dense_hessian_split
 from ...model._design_kernels import dense_rmatvec_pair, scaled_rows
-from ...model.losses.kernels import mean, objective_from_scores, ridge, term, term_and_value
+from ...model.losses.kernels import (
+    mean,
+    objective_from_scores,
+    ridge,
+    term,
+    term_and_value,
+)
 from . import loop
 from .steps import diagonal_condition
 
