@@ -298,7 +298,6 @@ def _compiled_steps(problem, slope, rows, half, max_iter, target, work, compiled
     from .._blas import dpotrf_address, dsyrk_address, ssyrk_address
     from ..linalg.hessian import single_applies
     from ..model.design import Design
-
     from .newton import _at_hand, _dense_arrays
 
     design = problem.design
@@ -321,15 +320,17 @@ def _compiled_steps(problem, slope, rows, half, max_iter, target, work, compiled
         ws = work[("compiled", ssyrk)] = hessian_workspace(n, p, ssyrk)
     half_n = np.zeros(n)
     half_n[rows] = half
-    args = (X, M, float(arrays[2]), design.fit_intercept, slope, half_n, np.zeros(p), 1,
-            max_iter, BARE_NEWTON_NEAR * target, False, BARE_NEWTON_RIDGE,
-            BARE_NEWTON_RIDGE * float(half.sum()), ARMIJO, MIN_STEP, dsyrk_address(),
-            dpotrf_address(), ssyrk, ws)
-    if compiled is not True and not _at_hand("bare", (None, X, M), [(bare_steps, args)]):
-        return None
+    data = (X, M, float(arrays[2]), design.fit_intercept, slope, half_n)
+    limits = (max_iter, BARE_NEWTON_NEAR * target)
+    rest = (BARE_NEWTON_RIDGE, BARE_NEWTON_RIDGE * float(half.sum()), ARMIJO, MIN_STEP,
+            dsyrk_address(), dpotrf_address(), ssyrk, ws)
 
     def run(phi, k, resume):
-        return bare_steps(*args[:6], phi, k, *args[8:10], resume, *args[11:])
+        return bare_steps(*data, phi, k, *limits, resume, *rest)
+
+    sample = (*data, np.zeros(p), 1, *limits, False, *rest)
+    if compiled is not True and not _at_hand("bare", (None, X, M), [(bare_steps, sample)]):
+        return None
     return run
 
 

@@ -60,6 +60,19 @@ def _objective(lp, X, M, scale, fi, y, sw, theta, m, s):
     return objective_from_scores(lp, y, sw, m, s, ridge(theta, D), none, none, none, none, 0.0)
 
 
+@_jit.njit(cache=True, nogil=True, inline="always")
+def _row_sums(X, M, i, theta, D):
+    """Row ``i``'s ``(x_i . w, M_i . w^2)`` (inlined into its callers, whose ``fastmath``
+    flags apply)."""
+    mi = 0.0
+    si = 0.0
+    for d in range(D):
+        wd = theta[d]
+        mi += X[i, d] * wd
+        si += M[i, d] * (wd * wd)
+    return mi, si
+
+
 @_jit.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def _scores(X, M, scale, fi, theta, m, s):
     """The scores ``m = Xbar theta`` and ``s = scale M w^2``, row by row. Each row's two
@@ -70,12 +83,7 @@ def _scores(X, M, scale, fi, theta, m, s):
     n, D = X.shape
     b = theta[D] if fi else 0.0
     for i in range(n):
-        mi = 0.0
-        si = 0.0
-        for d in range(D):
-            wd = theta[d]
-            mi += X[i, d] * wd
-            si += M[i, d] * (wd * wd)
+        mi, si = _row_sums(X, M, i, theta, D)
         m[i] = mi + b
         s[i] = si * scale
 
@@ -96,12 +104,7 @@ def _value_gradient(lp, X, M, scale, fi, y, sw, theta, m, s, d_m, d_s, g, nd):
     value = ridge(theta, D)
     intercept = 0.0
     for i in range(n):
-        mi = 0.0
-        si = 0.0
-        for d in range(D):
-            wd = theta[d]
-            mi += X[i, d] * wd
-            si += M[i, d] * (wd * wd)
+        mi, si = _row_sums(X, M, i, theta, D)
         mi += b
         si *= scale
         m[i] = mi
