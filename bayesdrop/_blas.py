@@ -8,6 +8,8 @@ function as an ordinary integer argument, so that the compiled code stays cachea
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import _jit
@@ -51,25 +53,29 @@ def padded_rows(n, p, dtype=np.float64):
     return W
 
 
-def dsyrk_address():
-    """Address of the Fortran ``dsyrk`` of ``scipy.linalg.cython_blas`` (an int)."""
+@functools.cache
+def _address(module, name):
+    """The address of ``name`` in scipy's Cython module ``module``, looked up once per
+    process (numba's lookup imports the module's capsule table: about 20 us a call, three
+    calls per compiled dense fit)."""
     from numba.extending import get_cython_function_address
 
-    return get_cython_function_address("scipy.linalg.cython_blas", "dsyrk")
+    return get_cython_function_address(module, name)
+
+
+def dsyrk_address():
+    """Address of the Fortran ``dsyrk`` of ``scipy.linalg.cython_blas`` (an int)."""
+    return _address("scipy.linalg.cython_blas", "dsyrk")
 
 
 def ssyrk_address():
     """Address of the Fortran ``ssyrk`` (float32) of ``scipy.linalg.cython_blas``."""
-    from numba.extending import get_cython_function_address
-
-    return get_cython_function_address("scipy.linalg.cython_blas", "ssyrk")
+    return _address("scipy.linalg.cython_blas", "ssyrk")
 
 
 def dpotrf_address():
     """Address of the Fortran ``dpotrf`` of ``scipy.linalg.cython_lapack`` (an int)."""
-    from numba.extending import get_cython_function_address
-
-    return get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf")
+    return _address("scipy.linalg.cython_lapack", "dpotrf")
 
 
 def _fortran_call(addr, arrays):
