@@ -56,8 +56,13 @@ BARE_NEWTON_ITER = 20
 BARE_NEWTON_RIDGE = 1e-12
 #: :func:`bare_newton` computes the bound once ``||g_w||^2 / 4`` of its gradient (``g_b``
 #: not yet zero) is at most this many times the target (the steps converge
-#: quadratically: a step later at the latest)
-BARE_NEWTON_NEAR = 1e4
+#: quadratically: a step later at the latest), and takes its steps with float64 Hessians
+#: from there. Measured (digits one-vs-rest grid: hinge, q 0.2 / 0.3 / 0.5, C 0.01 /
+#: 0.02 / 0.1 / 1, 120 certificates from the best bare model; 1e4 -> 10): the same 32
+#: certified and the same verdicts, 383 -> 384 steps in all, 57 -> 32 bounds (an
+#: uncertified one tries every shrink: 0.75 ms on digits), the grid 266-288 -> 241-245
+#: ms; digits 8-vs-rest 6.9 -> 5.3 ms
+BARE_NEWTON_NEAR = 10.0
 #: :func:`bare_newton` keeps its Hessian's block arrays with the design's ``X`` (the
 #: user's array, the same object from fit to fit of an estimator: for the next fit on
 #: it) up to this many stored Hessian rows times parameters (``2 min(N, 2048) p``; digits
