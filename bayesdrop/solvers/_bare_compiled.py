@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _jit
 from .._blas import cholesky_lower
-from .newton.compiled import _gradient, _scores, _solve, hessian_rows
+from .newton.compiled import _gradient, _scores, _solve, float64_products, hessian_rows
 
 __all__ = ["NEAR", "RULED_OUT", "STOPPED", "bare_steps"]
 
@@ -100,7 +100,7 @@ def bare_steps(X, M, scale, fi, slope, half, phi0, k_first, max_iter, near_at, r
     nd = np.zeros(D)
     L = np.empty((p, p))
     P, Q, Z, Y, work, single = ws
-    exact = (np.int64(0), single[1], single[2], single[3], single[4])
+    exact = float64_products(single)
     _scores(X, M, scale, fi, phi, m, s)
     h, F = _huber_model(slope, half, m, s, False, d_m, d_s, d_mm, d_ms, d_ss)
     for k in range(k_first, max_iter + 1):

@@ -282,6 +282,14 @@ def hessian_rows(X, M, scale, fi, theta, d_mm, d_ms, d_ss, P, Q, Z, Y, syrk, wor
             L[c, a] = v
 
 
+@_jit.njit(cache=True, nogil=True, inline="always")
+def float64_products(single):
+    """``single`` of :func:`hessian_rows` with its ``ssyrk`` set to 0: the same
+    workspace, the products in float64."""
+    _, P32, Q32, H32, work32 = single
+    return np.int64(0), P32, Q32, H32, work32
+
+
 @_jit.njit(cache=True, nogil=True)
 def hessian_workspace(n, p, ssyrk):
     """The workspace of :func:`hessian_rows` for ``n`` rows and ``p`` parameters:
@@ -501,10 +509,9 @@ def _new_factor(ev):
         if diagonal_condition(ev.L) <= ev.max_cond:
             ev.flags[1] = 1
             return
-    _, P32, Q32, H32, work32 = ev.single
     _factor(ev.X, ev.M, ev.scale, ev.fi, ev.theta, ev.d_mm, ev.d_ms, ev.d_ss, ev.nd,
             ev.ridge, ev.P, ev.Q, ev.Z, ev.Y, ev.syrk, ev.work, ev.potrf, ev.L,
-            (np.int64(0), P32, Q32, H32, work32))
+            float64_products(ev.single))
     ev.flags[1] = 0
     if ev.flags[0] == 1:
         ev.flags[2] = 1 if diagonal_condition(ev.L) > ev.max_cond else 0
