@@ -226,8 +226,8 @@ def test_compiled_syrk_sums_row_blocks_of_the_weighted_gram_matrix():
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_compiled_csr_cg_is_scipys_iteration_on_threads_or_not(fit_intercept, monkeypatch):
-    """A CSR design's primal CG runs compiled (``kernels.csr_pcg`` on Newton's
-    Hessian-vector product with ``d_mm = rho`` and no noise-gradient part): from the same
+    """A CSR design's primal CG runs compiled (``kernels.csr_pcg`` on the weighted
+    normal system, ``d_mm = rho`` and no ``G``): from the same
     start it reaches scipy's ``cg`` on the matrix-free operator (both to the relative
     residual 1e-12 of ``r``: the true residual stays below 1e-10 of it), in about its
     number of iterations; the row chunks on numba's threads or one after the other give
@@ -242,11 +242,11 @@ def test_compiled_csr_cg_is_scipys_iteration_on_threads_or_not(fit_intercept, mo
     x0 = rng.normal(size=design.n_params)
     op, diag = wls.normal_operator(design, rho)
     ref, ref_its, ok = jacobi_cg(op, diag, r, x0, 1e-12)
-    from bayesdrop.linalg import hessian
+    from bayesdrop import _threads
 
     out = {}
-    for threads in (True, False):  # (the operator's set-up decides)
-        monkeypatch.setattr(hessian, "numba_threads", lambda t=threads: t)
+    for threads in (True, False):  # (the solve's set-up decides)
+        monkeypatch.setattr(_threads, "numba_threads", lambda t=threads: t)
         out[threads] = wls._csr_cg_solve(design, rho, r, x0, 1e-12, None)
     (theta, info), (other, _) = out[True], out[False]
     assert np.array_equal(theta, other)
@@ -259,6 +259,47 @@ def test_compiled_csr_cg_is_scipys_iteration_on_threads_or_not(fit_intercept, mo
     # the solves of wls.solve / wls.sample on this design are these
     assert np.array_equal(wls.solve(design, rho, t, linalg="cg", cg_tol=1e-12)[0],
                           wls._csr_cg_solve(design, rho, r, None, 1e-12, None)[0])
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_weighted_normal_product_reads_x_alone_with_newtons_sums(fit_intercept):
+    """``csr_hvp`` with ``d_ms = d_ss = None`` (the weighted normal system, ``X``'s entries
+    alone) gives the bits of Newton's product with ``G``'s zero entries interleaved
+    (``csr_hessian_entries`` at ``w = 0``, ``d_ms = d_ss = 0``), on threads or not, and
+    ``base z + Xbar^T (rho * (Xbar z))`` to rounding (scipy's products); its diagonal
+    ``csr_normal_diagonal`` is that pass's diagonal bit for bit and
+    ``base + Xbar^T rho Xbar``'s diagonal (``Design.gram_diagonal``) to rounding."""
+    from bayesdrop.linalg import kernels
+
+    X = sparse_counts(n=2000, d=60, density=0.5, seed=7)  # two row chunks
+    design = Design(X, Dropout(0.3), fit_intercept)
+    rng = np.random.default_rng(8)
+    rho, z = 10.0 ** rng.uniform(-2, 3, size=2000), rng.normal(size=design.n_params)
+    D, n_p = design.n_features, design.n_params
+    indptr, indices, data = X.indptr, X.indices.astype(np.uint32), X.data.astype(float)
+    base = 2.0 + design.noise_diagonal(rho)[:D]
+    zeros = np.zeros(2000)
+    xg, diag = kernels.csr_hessian_entries(indptr, indices, data, data, 0.0, fit_intercept,
+                                           np.zeros(D), rho, zeros, zeros, base - 2.0,
+                                           np.empty(2 * data.size), np.empty(n_p))
+    chunks = kernels.row_chunks(indptr)
+    assert chunks.size == 3
+    newton = kernels.csr_hvp(indptr, indices, xg, fit_intercept, rho, zeros, zeros, base, z,
+                             np.empty(n_p), chunks, np.empty((1, D)), True)
+    for threads in (True, False, None):
+        out = kernels.csr_hvp(indptr, indices, data, fit_intercept, rho, None, None, base, z,
+                              np.empty(n_p), chunks, np.empty((1, D)), threads)
+        assert np.array_equal(out, newton)
+    Xb = sp.hstack([X, np.ones((2000, 1))]).tocsr() if fit_intercept else X
+    ref = Xb.T @ (rho * (Xb @ z))
+    ref[:D] += base * z[:D]
+    np.testing.assert_allclose(out, ref, rtol=1e-11, atol=1e-12 * np.abs(ref).max())
+    normal = kernels.csr_normal_diagonal(indptr, indices, data, fit_intercept, rho, base,
+                                         np.empty(n_p))
+    assert np.array_equal(normal, diag)
+    gram = design.gram_diagonal(rho)
+    gram[:D] += base
+    np.testing.assert_allclose(normal, gram, rtol=1e-12)
 
 
 def test_compiled_csr_cg_checks_the_shapes_it_indexes():

@@ -14,8 +14,9 @@ stored entries, with no temporary ``N x D`` array and no scipy call per product:
 * :func:`csr_gradient_entries` -- where CG needs no diagonal (a wide design), the
   entries of ``G`` written by the gradient's pass instead of a pass of their own;
   :func:`csr_gradient_pass` the same pass in row chunks (compiled Newton-CG);
-* :func:`csr_pcg` -- CG on ``H p = -g`` with :func:`csr_hvp`'s products (also the
-  primal system of :mod:`bayesdrop.linalg.wls` on CSR designs).
+* :func:`csr_pcg` -- CG on ``H p = -g`` with :func:`csr_hvp`'s products; also, with
+  ``d_ms = d_ss = None`` and :func:`csr_normal_diagonal`'s preconditioner, the weighted
+  normal system of :mod:`bayesdrop.linalg.wls` on CSR designs (``X``'s entries alone).
 
 Each loop runs its rows in order, or in the fixed row chunks of :func:`row_chunks` (from
 :data:`CHUNKED_MIN_ENTRIES` stored entries), each summed into its own copy of the output
@@ -35,9 +36,8 @@ from .. import _jit
 from ..model._design_kernels import _scaled_row
 
 __all__ = ["CHUNKED_MIN_ENTRIES", "HVP_CHUNKS", "csr_gradient_entries", "csr_gradient_pass",
-           "csr_hessian_entries",
-           "csr_hvp", "csr_pcg", "dense_hdiag", "dense_hessian_split", "dense_hvp",
-           "row_chunks", "threads_arg"]
+           "csr_hessian_entries", "csr_hvp", "csr_normal_diagonal", "csr_pcg", "dense_hdiag",
+           "dense_hessian_split", "dense_hvp", "row_chunks", "threads_arg"]
 
 
 @_jit.njit(cache=True, nogil=True)
@@ -82,6 +82,37 @@ def csr_hessian_entries(indptr, indices, xdata, mdata, scale, fit_intercept, w, 
     if with_diag and fit_intercept:
         diag[D] = total
     return xg, diag
+
+
+@_jit.njit(cache=True, nogil=True)
+def csr_normal_diagonal(indptr, indices, data, fit_intercept, rho, base, diag):
+    """The diagonal of the weighted normal matrix ``A = diag(base) + Xbar^T diag(rho)
+    Xbar`` (``base`` of length ``D``, zero for the intercept) in one pass over the stored
+    entries: ``A_jj = base_j + sum_n rho_n x_nj^2``, ``A_bb = sum_n rho_n`` -- the sums
+    of :func:`csr_hessian_entries`'s diagonal with ``d_mm = rho`` and ``G = 0``, bit for
+    bit (the Jacobi preconditioner of :func:`csr_pcg` on that system).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> X = sp.csr_matrix(np.array([[1.0, 0.0], [2.0, 3.0]]))
+    >>> csr_normal_diagonal(X.indptr, X.indices, X.data, True, np.array([0.5, 1.0]),
+    ...                     np.full(2, 2.0), np.empty(3)).tolist()
+    [6.5, 11.0, 1.5]
+    """
+    D = base.shape[0]
+    for d in range(D):
+        diag[d] = base[d]
+    total = 0.0
+    for i in range(indptr.shape[0] - 1):
+        a = rho[i]
+        for k in range(indptr[i], indptr[i + 1]):
+            x = data[k]
+            diag[indices[k]] += x * (a * x)
+        total += a
+    if fit_intercept:
+        diag[D] = total
+    return diag
 
 
 @_jit.njit(cache=True, nogil=True)
@@ -180,11 +211,34 @@ def csr_gradient_pass(indptr, indices, xdata, mdata, scale, w, a, rho, g, nd, xg
 
 
 @_jit.njit(cache=True, nogil=True, inline="always")
+def _sum4(idx, data, lo, hi, v, init):
+    """``init + sum_k data_k v[idx_k]`` over the entries ``lo <= k < hi`` in four
+    interleaved partial sums (entries ``k`` modulo 4), which quarters the chain of
+    dependent additions. ``data=None``: every value is 1 (binary features), compiled
+    without loading or multiplying the values."""
+    a = init
+    b = 0.0
+    c = 0.0
+    e = 0.0
+    k = lo
+    while k + 3 < hi:
+        a += (1.0 if data is None else data[k]) * v[idx[k]]
+        b += (1.0 if data is None else data[k + 1]) * v[idx[k + 1]]
+        c += (1.0 if data is None else data[k + 2]) * v[idx[k + 2]]
+        e += (1.0 if data is None else data[k + 3]) * v[idx[k + 3]]
+        k += 4
+    while k < hi:
+        a += (1.0 if data is None else data[k]) * v[idx[k]]
+        k += 1
+    return (a + b) + (c + e)
+
+
+@_jit.njit(cache=True, nogil=True, inline="always")
 def _two_dots(idx, xg, lo, hi, z):
     """``(sum_k x_k z[idx_k], sum_k g_k z[idx_k])`` over ``lo <= k < hi`` (``xg``
     interleaved, :func:`csr_hessian_entries`), each in four interleaved partial sums
     (entries ``k`` modulo 4): a quarter of the chain of dependent additions (as
-    :func:`bayesdrop.samplers._gibbs_sparse._sum4`)."""
+    :func:`_sum4`; the ``x`` sum is ``_sum4``'s from ``init = 0``, bit for bit)."""
     x0 = 0.0
     x1 = 0.0
     x2 = 0.0
@@ -267,6 +321,12 @@ def _hvp_rows(indptr, indices, xg, zb, d_mm, d_ms, d_ss, z, lo, hi, out):
     total_b = 0.0
     for i in range(lo, hi):
         klo, khi = indptr[i], indptr[i + 1]
+        if d_ms is None:  # the weighted normal system: xg holds X's entries alone
+            a = d_mm[i] * (_sum4(indices, xg, klo, khi, z, 0.0) + zb)
+            for k in range(klo, khi):
+                out[indices[k]] += xg[k] * a
+            total_b += a
+            continue
         xz, gz = _two_dots(indices, xg, klo, khi, z)
         xz += zb
         a = d_mm[i] * xz + d_ms[i] * gz
@@ -311,6 +371,12 @@ def csr_hvp(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, z, out, 
 
     ``base = 2 + 2 V^T d_s`` (length ``D``). Per row ``n``: ``xz = xbar_n . z``,
     ``gz = g_n . z``; then ``out += xbar_n (d_mm xz + d_ms gz) + g_n (d_ms xz + d_ss gz)``.
+
+    ``d_ms = d_ss = None``: the weighted normal system of :mod:`bayesdrop.linalg.wls`,
+    ``out = base z + Xbar^T (d_mm * (Xbar z))`` (``G = 0``), with ``xg`` the entries of
+    ``X`` alone (``X.data``, no interleaved copy; compiled without the ``G`` stream) --
+    the same sums as with ``G``'s zero entries interleaved, one stream of values instead
+    of two (random 6000 x 2500 CSR, 6e4 entries: 166 -> 126 us per product on 2 threads).
 
     The rows run in the chunks ``chunks`` (:func:`row_chunks`), each but the first summed
     into a row of ``bufs`` (shape ``(K - 1, D)``), the copies then added to ``out`` in
@@ -373,7 +439,8 @@ def _cg_update(p, r, z, d, Hd, inv_precond, alpha):
 def csr_pcg(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, inv_precond, g, rtol,
             maxiter, chunks, threads):
     """Preconditioned CG on ``H p = -g`` (``H`` applied by :func:`csr_hvp`, preconditioner
-    ``diag(inv_precond)``) until ``||H p + g|| <= rtol ||g||`` or ``maxiter`` products.
+    ``diag(inv_precond)``) until ``||H p + g|| <= rtol ||g||`` or ``maxiter`` products
+    (``d_ms = d_ss = None``: the weighted normal system, see :func:`csr_hvp`).
 
     The same iteration as the Python loop of :func:`bayesdrop.solvers.newton.steps.direction_cg`
     without Python between the products, and without BLAS (numba's ``np.dot`` would call

@@ -213,17 +213,16 @@ def _csr_cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
     (:func:`bayesdrop.linalg.kernels.csr_pcg`), or None where it does not apply (another
     design, kernels running interpreted).
 
-    ``A z = 2 I' z + (V^T rho) z + Xbar^T (rho * (Xbar z))`` is Newton's Hessian at
-    ``w = 0`` with ``d_mm = rho``, no noise-gradient part (``d_ms = d_ss = 0``) and the
-    noise diagonal ``V^T rho``: its compiled CSR operator
-    (:func:`bayesdrop.linalg.hessian.hessian_operator`; entries and diagonal from one
-    pass, products and the CG loop by :func:`bayesdrop.linalg.kernels.csr_hvp` and
-    :func:`~bayesdrop.linalg.kernels.csr_pcg`), built on ``X`` alone (the noise enters
-    through the diagonal only, so any diagonal noise model). From ``x0`` the solve is
-    ``A delta = r - A x0`` with the relative residual ``cg_tol ||r|| / ||r - A x0||``: the
-    criterion of scipy's ``cg`` from ``x0``. The row chunks run on numba's threads where
-    :func:`bayesdrop._threads.numba_threads` allows: the same sums either way, so the
-    same draws with any thread count.
+    ``A z = 2 I' z + (V^T rho) z + Xbar^T (rho * (Xbar z))``: the products of
+    :func:`bayesdrop.linalg.kernels.csr_hvp` on the weighted normal system
+    (``d_mm = rho``, no ``G``: ``d_ms = d_ss = None``), reading ``X``'s stored entries
+    alone, with the base ``2 + V^T rho`` (the noise enters through the diagonal only, so
+    any diagonal noise model) and the preconditioner ``diag(A)`` of
+    :func:`~bayesdrop.linalg.kernels.csr_normal_diagonal` -- nothing per call but that
+    one pass. From ``x0`` the solve is ``A delta = r - A x0`` with the relative residual
+    ``cg_tol ||r|| / ||r - A x0||``: the criterion of scipy's ``cg`` from ``x0``. The row
+    chunks run on numba's threads where :func:`bayesdrop._threads.numba_threads` allows:
+    the same sums either way, so the same draws with any thread count.
     """
     from .. import _jit
 
@@ -231,8 +230,9 @@ def _csr_cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
     if (not design.sparse or X.format != "csr" or _jit.interpreting()
             or not _own_products(design)):
         return None
+    from .._threads import numba_threads
     from ..model.design import unsigned_indices
-    from .hessian import Curvature, _compiled_operator
+    from . import kernels
 
     D, n_p, n = design.n_features, design.n_params, design.n_samples
     rho = np.ascontiguousarray(rho, dtype=np.float64)
@@ -241,26 +241,34 @@ def _csr_cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
                                ("x0", x0, (n_p,))):
         if value is not None and np.shape(value) != shape:
             raise ValueError(f"{name} has shape {np.shape(value)}, expected {shape}")
+    indptr, indices = X.indptr, unsigned_indices(X.indices)
     data = np.ascontiguousarray(X.data, dtype=np.float64)
-    zeros = np.zeros(n)
-    noise = np.ascontiguousarray(design.noise_diagonal(rho)[:D], dtype=np.float64)
-    curv = Curvature(np.zeros(D), zeros, zeros, rho, zeros, zeros, noise)
-    # X as its own "M" with scale 0: the entries of G = 2 V diag(w) are zero at w = 0
-    A = _compiled_operator(design, curv, ("csr", (X.indptr, unsigned_indices(X.indices),
-                                                  data, data), 0.0), True)
+    fi = design.fit_intercept
+    base = 2.0 + np.ascontiguousarray(design.noise_diagonal(rho)[:D], dtype=np.float64)
+    diag = kernels.csr_normal_diagonal(indptr, indices, data, fi, rho, base, np.empty(n_p))
+    chunks = kernels.row_chunks(indptr)
+    threads = kernels.threads_arg(chunks, numba_threads())
+
+    def apply(z):
+        return kernels.csr_hvp(indptr, indices, data, fi, rho, None, None, base, z,
+                               np.empty(n_p), chunks, np.empty((chunks.size - 2, D)),
+                               threads)
+
     maxiter = 10 * n_p if cg_maxiter is None else int(cg_maxiter)
     r = np.ascontiguousarray(r, dtype=np.float64)
     start = np.zeros(n_p) if x0 is None else np.array(x0, dtype=np.float64)
-    residual = r - A(start) if start.any() else r
+    residual = r - apply(start) if start.any() else r
     target = cg_tol * np.linalg.norm(r)
     size = np.linalg.norm(residual)
     if size <= target:
         return start, {"linalg": "cg", "cg_iterations": 0, "cg_converged": True}
-    step, iterations = A.solve(-residual, 1.0 / A.diagonal, target / size, maxiter)
+    step, iterations = kernels.csr_pcg(indptr, indices, data, fi, rho, None, None, base,
+                                       1.0 / diag, -residual, float(target / size),
+                                       maxiter, chunks, threads)
     theta = start + step
     converged = iterations < maxiter  # CG stopped at the tolerance (or at dHd <= 0)
     if not converged:  # the last product may have reached it: the true residual says
-        converged = np.linalg.norm(r - A(theta)) <= target
+        converged = np.linalg.norm(r - apply(theta)) <= target
     return theta, {"linalg": "cg", "cg_iterations": int(iterations),
                    "cg_converged": bool(converged)}
 

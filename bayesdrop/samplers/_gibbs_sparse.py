@@ -56,6 +56,7 @@ import math
 import numpy as np
 
 from .. import _jit
+from ..linalg.kernels import _sum4
 from ..model.design import V_CONSTANT, V_LIKE_X
 from ..model.losses.kernels import draws_loop
 from ._gibbs_dense import _store_augmentation
@@ -194,29 +195,6 @@ def _rmatvec(indptr, indices, xdata, a, out):
         if ai != 0.0:
             for k in range(indptr[i], indptr[i + 1]):
                 out[indices[k]] += xdata[k] * ai
-
-
-@_jit.njit(cache=True, nogil=True, inline="always")
-def _sum4(idx, data, lo, hi, v, init):
-    """``init + sum_k data_k v[idx_k]`` over the entries ``lo <= k < hi`` in four
-    interleaved partial sums (entries ``k`` modulo 4), which quarters the chain of
-    dependent additions. ``data=None``: every value is 1 (binary features), compiled
-    without loading or multiplying the values."""
-    a = init
-    b = 0.0
-    c = 0.0
-    e = 0.0
-    k = lo
-    while k + 3 < hi:
-        a += (1.0 if data is None else data[k]) * v[idx[k]]
-        b += (1.0 if data is None else data[k + 1]) * v[idx[k + 1]]
-        c += (1.0 if data is None else data[k + 2]) * v[idx[k + 2]]
-        e += (1.0 if data is None else data[k + 3]) * v[idx[k + 3]]
-        k += 4
-    while k < hi:
-        a += (1.0 if data is None else data[k]) * v[idx[k]]
-        k += 1
-    return (a + b) + (c + e)
 
 
 @_jit.njit(cache=True, nogil=True, inline="always")
