@@ -100,6 +100,40 @@ def test_polya_gamma_moments(h, z):
     assert abs(c3.mean() - k3) <= 4 * c3.std() / np.sqrt(PG_DRAWS)
 
 
+@pytest.mark.parametrize("f", [1.0, 1.3, 2.7, 50.0, 2e4])
+def test_series_gamma_draw_has_the_gamma_law(f):
+    """``gamma_mt`` (Marsaglia and Tsang with the shape's constants from the caller, the
+    series head's ``Gamma(f)`` draws for ``f >= 1``): mean, variance and third central
+    moment within 4 standard errors of ``Gamma(f)``'s exact ``f``, ``f``, ``2 f`` (the
+    variance's from the exact fourth cumulant ``6 f``), and a KS test against scipy's
+    CDF."""
+    import math
+
+    from scipy import stats
+
+    from bayesdrop import _jit
+    from bayesdrop.model.augmentation import gamma_mt
+
+    @_jit.njit
+    def draws(rng, n, f):
+        b = f - 1.0 / 3.0
+        c = 1.0 / math.sqrt(9.0 * b)
+        out = np.empty(n)
+        for i in range(n):
+            out[i] = gamma_mt(rng, b, c)
+        return out
+
+    n = PG_DRAWS
+    x = draws(np.random.default_rng(7), n, f)
+    assert np.all(x > 0)
+    assert abs(x.mean() - f) <= 4 * np.sqrt(f / n)
+    d = x - f
+    assert abs(np.mean(d**2) - f) <= 4 * np.sqrt((6 * f + 2 * f**2) / n)
+    c3 = d**3
+    assert abs(c3.mean() - 2 * f) <= 4 * c3.std() / np.sqrt(n)
+    assert stats.kstest(x, stats.gamma(f).cdf).pvalue > 1e-3
+
+
 def test_series_draw_cumulants_are_within_the_documented_error():
     """The law of the series draw (exact head, shifted-gamma remainder) has cumulants 1-2
     within 1e-12, 3 within 1e-7 and 4-5 within 1e-6 relative of PG(1, z)'s, for |z| from

@@ -38,7 +38,12 @@ two paths, and the cost of a draw is bounded whatever ``h`` (0.1-0.35 us):
 
 * ``h >= 1`` (after rounding ``h`` within ``1e-12`` of an integer): the whole of
   ``PG(h, z)`` by :func:`pg_series`, 0.12-0.32 us a draw for every ``h`` -- as cheap as
-  one Devroye ``PG(1, z)`` draw, and cheaper than ``PG(1, z) + PG(h - 1, z)``.
+  one Devroye ``PG(1, z)`` draw, and cheaper than ``PG(1, z) + PG(h - 1, z)``. Its
+  head's ``K`` draws of ``Gamma(h)``, ``h > 1``, share one shape: :func:`gamma_mt`
+  draws them by Marsaglia and Tsang's method with the shape's constants computed once
+  (16-18 ns a draw against 40 ns for numba's ``standard_gamma``; on an AMD EPYC, ``h = 2``
+  to ``2 x 10^4``: 180-250 ns a draw at ``z = 0``, 470-630 ns near ``|z| = 20``, against
+  220-310 and 650-960 ns with ``standard_gamma``).
 
 :func:`pg_series` draws from the series representation
 ``PG(h, z) = sum_k c_k g_k``, ``c_k = 1 / (2 pi^2 ((k - 1/2)^2 + a^2))``,
@@ -240,6 +245,29 @@ def _series_plan(f, zi):
     return n_terms, a2, max(s1 - kappa * theta, 0.0), theta, kappa
 
 
+@_jit.njit(cache=True, nogil=True, inline="always")
+def gamma_mt(rng, b, c):
+    """One ``Gamma(f)`` draw, ``f >= 1``, by Marsaglia and Tsang's method (2000) with
+    ``b = f - 1/3`` and ``c = 1 / sqrt(9 b)`` computed by the caller: ``x ~ N(0, 1)``,
+    ``v = (1 + c x)^3`` (``1 + c x > 0``), ``u ~ U(0, 1)``; accept ``b v`` if
+    ``u < 1 - 0.0331 x^4`` (the squeeze) or ``log u < x^2 / 2 + b (1 - v + log v)``.
+    Exact: the algorithm of numpy's ``standard_gamma`` for ``f > 1``, with the square
+    root and division hoisted out of a series' draws of one shape (16-18 ns a draw
+    against numba's ``standard_gamma``'s 40 ns)."""
+    while True:
+        x = rng.standard_normal()
+        v = 1.0 + c * x
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        u = rng.random()
+        x2 = x * x
+        if u < 1.0 - 0.0331 * x2 * x2:
+            return b * v
+        if math.log(u) < 0.5 * x2 + b * (1.0 - v + math.log(v)):
+            return b * v
+
+
 @_jit.njit(cache=True, nogil=True)
 def pg_series(f, z, rng):
     """One ``PG(f, z)`` draw for any shape ``f > 0`` from the series representation, in
@@ -261,9 +289,17 @@ def pg_series(f, z, rng):
     n_terms, a2, delta, theta, kappa = _series_plan(f, zi)
     two_pi2 = 2.0 * math.pi * math.pi
     head = 0.0
-    for k in range(1, n_terms + 1):
-        kk = k - 0.5
-        head += rng.standard_gamma(f) / (two_pi2 * (kk * kk + a2))
+    if f > 1.0:  # the head's K draws share their shape: its constants once (at f = 1
+        # numba's standard_gamma draws an exponential, cheaper still)
+        b = f - 1.0 / 3.0
+        c = 1.0 / math.sqrt(9.0 * b)
+        for k in range(1, n_terms + 1):
+            kk = k - 0.5
+            head += gamma_mt(rng, b, c) / (two_pi2 * (kk * kk + a2))
+    else:
+        for k in range(1, n_terms + 1):
+            kk = k - 0.5
+            head += rng.standard_gamma(f) / (two_pi2 * (kk * kk + a2))
     if kappa > 0.0:
         head += delta + theta * rng.standard_gamma(kappa)
     return head
