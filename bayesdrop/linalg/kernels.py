@@ -376,7 +376,8 @@ def csr_hvp(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, z, out, 
     ``out = base z + Xbar^T (d_mm * (Xbar z))`` (``G = 0``), with ``xg`` the entries of
     ``X`` alone (``X.data``, no interleaved copy; compiled without the ``G`` stream) --
     the same sums as with ``G``'s zero entries interleaved, one stream of values instead
-    of two (random 6000 x 2500 CSR, 6e4 entries: 166 -> 126 us per product on 2 threads).
+    of two (random 6000 x 2500 CSR, 6e4 entries, AMD EPYC, best of 15: 114 -> 92 us per
+    product on 2 threads, 313 -> 278 us on one).
 
     The rows run in the chunks ``chunks`` (:func:`row_chunks`), each but the first summed
     into a row of ``bufs`` (shape ``(K - 1, D)``), the copies then added to ``out`` in
