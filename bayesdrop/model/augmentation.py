@@ -43,7 +43,7 @@ two paths, and the cost of a draw is bounded whatever ``h`` (0.1-0.35 us):
   draws them by Marsaglia and Tsang's method with the shape's constants computed once
   (16-18 ns a draw against 40 ns for numba's ``standard_gamma``; on an AMD EPYC, ``h = 2``
   to ``2 x 10^4``: 180-250 ns a draw at ``z = 0``, 470-630 ns near ``|z| = 20``, against
-  220-310 and 650-960 ns with ``standard_gamma``).
+  220-310 and 650-990 ns with ``standard_gamma``).
 
 :func:`pg_series` draws from the series representation
 ``PG(h, z) = sum_k c_k g_k``, ``c_k = 1 / (2 pi^2 ((k - 1/2)^2 + a^2))``,
