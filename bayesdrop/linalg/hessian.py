@@ -30,8 +30,8 @@ from .._threads import numba_threads
 from . import kernels
 from ..model.objective import penalised
 
-__all__ = ["Curvature", "curvature", "gradient", "hessian_matrix", "hessian_operator",
-           "hessian_vector_product", "hessian_diagonal"]
+__all__ = ["Curvature", "curvature", "gradient", "hessian_diagonal", "hessian_matrix",
+           "hessian_operator", "hessian_vector_product", "single_operator"]
 
 
 class Curvature(NamedTuple):
@@ -371,6 +371,71 @@ def hessian_operator(design, curv, diagonal=False):
     if compiled is not None:
         return _compiled_operator(design, curv, compiled, diagonal)
     return lambda z: _generic_hvp(design, curv, z)
+
+
+def single_operator(design, curv):
+    """The function ``z -> H z`` for a dense design with row kernels, its four products
+    with the data in float32 (BLAS ``sgemv`` on :meth:`~bayesdrop.model.design.Design.single_arrays`)::
+
+        a = d_mm (Xbar z) + d_ms (G z),   b = d_ms (Xbar z) + d_ss (G z),
+        H z = (2 I' + diag(noise_diag)) z + Xbar^T a + G^T b,   G = 2 scale M diag(w)
+
+    -- ``a``, ``b`` and the sums over them in float64. Each product carries a relative
+    error of order ``N 2^-24`` in its entries' magnitudes (Higham 2002, section 3.1): for
+    directions only -- the preconditioned CG of a Newton step
+    (:func:`bayesdrop.solvers.newton.steps.direction_refined`), whose gradient, ``J`` and
+    line search stay float64. About four times faster than the compiled float64 pass
+    (Fashion-MNIST 4000 x 784, 2 threads: about 1 against 4.8 ms).
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, Dropout
+    >>> rng = np.random.default_rng(3)
+    >>> X = rng.normal(size=(300, 5)); y = np.sign(X[:, 0] + rng.normal(size=300))
+    >>> problem = Problem.create(X, y, HingeLoss(1.0), Dropout(0.3))
+    >>> curv = curvature(problem, rng.normal(size=6))[2]
+    >>> z = rng.normal(size=6)
+    >>> err = np.abs(single_operator(problem.design, curv)(z)
+    ...              - hessian_operator(problem.design, curv)(z))
+
+    The error is within the float32 bound of every summation order, ``(N + D + 2) 2^-24``
+    (for the rounded inputs and the two chained products, four times that) times the
+    same products of the absolute values:
+
+    >>> absolute = Problem.create(np.abs(X), y, HingeLoss(1.0), Dropout(0.3)).design
+    >>> acurv = curv._replace(**{k: np.abs(getattr(curv, k))
+    ...                          for k in ("w", "d_mm", "d_ms", "d_ss", "noise_diag")})
+    >>> bound = 4 * (300 + 5 + 2) * 2.0**-24 * hessian_operator(absolute, acurv)(np.abs(z))
+    >>> bool(np.all(err <= bound))
+    True
+    """
+    _check_design(design)
+    X, M = design.single_arrays()
+    scale = design.row_kernel_arrays()[2]
+    D = design.n_features
+    fi = design.fit_intercept
+    two_s = 2.0 * scale
+    w = curv.w
+    base = 2.0 + curv.noise_diag
+    # (a, b) = (c_xx xz + c_xg mz, c_xg xz + c_gg mz) with mz = M (w z), G z = two_s mz
+    c_xg = two_s * curv.d_ms
+    c_gg = two_s * two_s * curv.d_ss
+
+    def apply(z):
+        z = np.asarray(z, dtype=np.float64)
+        zw = z[:D]
+        xz = (X @ zw.astype(np.float32)).astype(np.float64)
+        if fi:
+            xz += z[D]
+        mz = M @ (w * zw).astype(np.float32)
+        a = curv.d_mm * xz + c_xg * mz
+        b = c_xg * xz + c_gg * mz
+        out = np.empty(design.n_params)
+        out[:D] = base * zw + X.T @ a.astype(np.float32) + w * (M.T @ b.astype(np.float32))
+        if fi:
+            out[D] = a.sum()
+        return out
+    return apply
 
 
 def _generic_hvp(design, curv, z):

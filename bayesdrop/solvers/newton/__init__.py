@@ -25,8 +25,11 @@ one pass over the data instead of a Hessian (``O(N D)`` instead of ``O(N D^2)``)
 converges superlinearly, and is kept only while it shrinks the decrement at least
 tenfold per step, otherwise ``H`` is recomputed. On a large dense design, where a Hessian
 costs several passes, the factor is kept after any full step
-(:data:`QN_REUSE_DECREMENT`), and the first factor of a fit from zeros comes from a row
-subsample (:data:`START_GRAM_ROWS`). The dense Hessian is assembled from
+(:data:`QN_REUSE_DECREMENT`), the first factor of a fit from zeros comes from a row
+subsample (:data:`START_GRAM_ROWS`), and with many features (:data:`REFINE_MIN_FEATURES`)
+a fresh direction is first **refined from the kept factor** -- conjugate gradients on the
+current ``H``'s products, preconditioned by the kept factor, to nearly the exact step --
+and a new factor is computed only when that takes too many products. The dense Hessian is assembled from
 each example's 2 x 2 curvature in ``(m, s)`` split into signed squares, two BLAS ``syrk``
 products (:func:`bayesdrop.linalg.kernels.dense_hessian_split`).
 
@@ -94,6 +97,10 @@ from .constants import (  # noqa: F401
     RAY_LOG_RANGE,
     RAY_LOG_TOL,
     RAY_MIN_PARAMS,
+    REFINE_MAXITER,
+    REFINE_MIN_FEATURES,
+    REFINE_REFRESH,
+    REFINE_RTOL,
     REUSE_DECREMENT,
     RIDGE,
     ROW_SHORT_STEPS,
@@ -186,7 +193,8 @@ def start_row_step(design):
 
 def _factor_options():
     return steps.FactorOptions(RIDGE, SINGLE_MAX_COND, START_GRAM_ROWS,
-                               START_GRAM_ROWS_PER_PARAM)
+                               START_GRAM_ROWS_PER_PARAM, REFINE_MIN_FEATURES, REFINE_RTOL,
+                               REFINE_MAXITER, REFINE_REFRESH)
 
 
 def _options(tol, max_iter, reuse, expand=True, bare_J=None, check_start=False):
