@@ -15,33 +15,22 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import make_classification
 
-from bayesdrop import (
-    Dropout,
-    EpsilonInsensitiveLoss,
-    HingeLoss,
-    LogisticLoss,
-    NoNoise,
-    Problem,
-)
+from bayesdrop import Dropout, NoNoise, Problem
 from bayesdrop.linalg import hessian
 from bayesdrop.solvers import newton
 from bayesdrop.solvers.newton import steps
+
+from .test_newton_single import _problem as single_problem
 
 N, D = 1000, 520  # N D > 2e5 and D > 256: the Python loop; D >= REFINE_MIN_FEATURES
 
 
 def _problem(loss="logistic", C=1.0, noise=None, intercept=True, weights=None, n=N, d=D,
              sparse=False):
-    X, y = make_classification(n, d, n_informative=20, random_state=0)
-    X = sp.csr_matrix(X) if sparse else X
-    noise = Dropout(0.3) if noise is None else noise
-    if loss == "epsilon":
-        target = make_classification(n, d, n_informative=20, random_state=0)[0] @ \
-            np.random.default_rng(2).normal(size=d) + np.random.default_rng(3).normal(size=n)
-        return Problem.create(X, target, EpsilonInsensitiveLoss(C, 0.1), noise, intercept,
-                              weights)
-    L = HingeLoss(C) if loss == "hinge" else LogisticLoss(C)
-    return Problem.create(X, 2.0 * y - 1.0, L, noise, intercept, weights)
+    """:func:`tests.test_newton_single._problem`'s data at this file's size."""
+    X = sp.csr_matrix(make_classification(n, d, n_informative=10, random_state=0)[0]) \
+        if sparse else None
+    return single_problem(loss, C, noise, intercept, weights, X=X, n=n, d=d)
 
 
 @pytest.fixture
