@@ -254,7 +254,9 @@ RAY_MIN_PARAMS = 100
 #: :data:`REFINE_RTOL` -- nearly the exact step, so the loop's decrement, contraction and
 #: stopping tests read it as one -- in at most :data:`REFINE_MAXITER` products; beyond,
 #: a new factor. A fresh direction that took more than :data:`REFINE_REFRESH` products
-#: makes the next one compute a new factor (the kept one has drifted). Where the loop
+#: makes the next one compute a new factor (the kept one has drifted). The products
+#: read float32 copies of ``X`` and ``M`` (``Design.single_arrays``: half the memory of
+#: the design's own arrays, kept while the design lives, i.e. for the fit). Where the loop
 #: needs fresh directions often, each costs a few products instead of an ``O(N D^2)``
 #: Hessian: Fashion-MNIST 4000 x 784, 10 classes, hinge ``q = 0.5``, ``C = 0.1``: 35
 #: Hessians -> 15 and 420-440 products, the fit 4.1-4.4 -> 2.9-3.3 s (2 cores, AMD EPYC).
