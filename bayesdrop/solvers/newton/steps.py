@@ -205,10 +205,10 @@ def direction_refined(hvp, precondition, g, rtol, maxiter):
 
 def inverse_factor(factor):
     """``r -> (L L^T)^{-1} r`` for a ``cho_factor`` result ``factor`` (``(L, lower)``), by
-    two matrix-vector products with ``W = L^{-1}`` in float32 (LAPACK ``strtri``, about
-    3 ms at ``D = 784``; then 0.06 ms an application against 0.5-0.6 ms for the two
-    triangular solves of ``cho_solve``, on scipy's one-thread BLAS pool): ``W^T W`` is
-    positive definite for any rounding, all a preconditioner needs."""
+    two matrix-vector products with ``W = L^{-1}`` in float32 (the triangle's copy and
+    LAPACK ``strtri``, 5-6 ms at ``D = 784``; then 0.06 ms an application against 0.5-0.6
+    ms for the two triangular solves of ``cho_solve`` on scipy's one-thread BLAS pool):
+    ``W^T W`` is positive definite for any rounding, all a preconditioner needs."""
     L, lower = factor
     L = np.tril(L) if lower else np.triu(L).T
     W, info = sla.lapack.strtri(L.astype(np.float32), lower=1)
