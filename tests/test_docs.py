@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.heavy  # few long tests: scheduled first (conftest.py)
+
 pytest.importorskip("sphinx")
 pytest.importorskip("numpydoc")
 pytest.importorskip("myst_nb")

@@ -31,6 +31,8 @@ from bayesdrop.solvers import irls, newton
 
 from .conftest import assert_conformance, conformance_data, lbfgs_reference
 
+pytestmark = pytest.mark.heavy  # few long tests: scheduled first (conftest.py)
+
 
 class SquaredHingeParams(NamedTuple):
     C: float

@@ -7,6 +7,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+pytestmark = pytest.mark.heavy  # few long tests: scheduled first (conftest.py)
+
 
 def _python(code, cache, **env):
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
