@@ -21,7 +21,7 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     """The order in which xdist's ``--dist loadfile`` hands out the test files (with
-    ``--no-loadscope-reorder``, ``pyproject.toml``): files with a test marked ``heavy``
+    ``--no-loadscope-reorder``, ``pyproject.toml``; pytest-xdist 3.8 or later): files with a test marked ``heavy``
     first, then by number of tests, most first (xdist's own order). xdist's order alone
     put the three compile-coverage tests of ``tests/test_warmup.py`` (about 200 s on one
     worker) last, while the other worker had nothing left to run."""
