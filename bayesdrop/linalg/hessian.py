@@ -384,8 +384,9 @@ def single_operator(design, curv):
     error of order ``N 2^-24`` in its entries' magnitudes (Higham 2002, section 3.1): for
     directions only -- the preconditioned CG of a Newton step
     (:func:`bayesdrop.solvers.newton.steps.direction_refined`), whose gradient, ``J`` and
-    line search stay float64. About four times faster than the compiled float64 pass
-    (Fashion-MNIST 4000 x 784, 2 threads: about 1 against 4.8 ms).
+    line search stay float64. Faster than the compiled float64 pass where the data
+    exceed the cache (Fashion-MNIST 4000 x 784, 2 threads: 1.4-2.6 ms within a fit against
+    4.8 ms; memory-bound, four reads of 12.5 MB).
 
     Examples
     --------
