@@ -5,15 +5,20 @@ Run:  python benchmarks/plain_fit.py [--quick]
       (Fashion-MNIST rows need ``apt-get install dataset-fashion-mnist``)
 
 How each side is timed (same process, wall clock, one BLAS thread setting for both: numpy's
-at its default, 2 threads on this machine; each side after 2 s of rest, ``SETTLE_S``):
+at its default, 2 threads on this machine): 2 s of rest (``SETTLE_S``), then ``R`` rounds,
+each fitting ours and every peer once in turn, 0.3 s apart (``GAP_S``: no fit competes
+with the spinning threads of the one before) (:func:`best_times`; on a machine whose speed
+drifts from minute to minute, no side is timed only in a slow minute); each side's time is
+its best round. ``R`` is 15 for fits of tens of milliseconds, where one round's
+disturbance is as large as the difference measured.
 
 * **ours** -- the estimator's ``fit`` (validation, one-vs-rest and all) at its defaults
   (``tol=1e-8``, ``solver="auto"``) with the stated ``C`` and ``noise_level``, after
-  ``python -m bayesdrop compile``'s kernels and one warm-up fit; best of ``R`` fits.
+  ``python -m bayesdrop compile``'s kernels and one warm-up fit.
   ``relJ`` = the largest over the one-vs-rest problems of ``(J - J*) / J*``, ``J*`` from
   Newton at ``tol=1e-13`` (issue goal: <= 1e-8); ``solver`` the optimiser ``auto`` chose.
 * **peer** -- each scikit-learn estimator named in the row at its defaults (plain
-  model, no noise), best of ``R`` fits; the faster is the peer. ``LinearSVC``'s
+  model, no noise); the faster is the peer. ``LinearSVC``'s
   coordinate descent visits the examples in a random order (``random_state=None``, its
   default), so its time varies between runs (Fashion-MNIST: 1.57-1.94 s); ``R = 3``
   there. ``LogisticRegression`` with ``lbfgs`` (its default), ``newton-cg``,
@@ -58,6 +63,11 @@ from bayesdrop.studies.datasets import load_fashion_mnist, load_newsgroups
 #: fit took 17.6 ms right after scikit-learn's lbfgs or liblinear fit on 16 corrupted
 #: copies and 10.1-10.5 ms two seconds later -- whichever side came first
 SETTLE_S = 2.0
+#: rest before every timed fit of :func:`best_times`: BLAS and OpenMP threads spin for a
+#: while after a parallel region, and the fit right after one competes with them
+#: (measured: newsgroups ``LogisticRegression(liblinear)`` 82-106 ms right after an
+#: ``lbfgs`` fit, 42-54 ms 0.3 s later or after another ``liblinear`` fit)
+GAP_S = 0.3
 
 #: the ``LogisticRegression`` solvers timed as peers (the fastest counts)
 LR_SOLVERS = ("lbfgs", "newton-cg", "newton-cholesky", "liblinear")
@@ -77,14 +87,26 @@ def lr_peers(X):
 
 
 def best_time(make, X, y, repeat):
-    time.sleep(SETTLE_S)
-    best, est = np.inf, None
-    for _ in range(repeat):
-        est = make()
-        t = time.perf_counter()
-        est.fit(X, y)
-        best = min(best, time.perf_counter() - t)
+    """Best of ``repeat`` fits of ``make()`` after :data:`SETTLE_S` seconds of rest."""
+    (best,), (est,) = best_times([(make, X, y)], repeat)
     return best, est
+
+
+def best_times(jobs, repeat):
+    """Best of ``repeat`` fits of each ``(make, X, y)`` of ``jobs``, in ``repeat`` rounds
+    that fit each once in turn (after :data:`SETTLE_S` seconds of rest, and
+    :data:`GAP_S` before every fit): a machine whose speed drifts from minute to minute
+    slows every side alike, not the side timed last."""
+    time.sleep(SETTLE_S)
+    best, ests = [np.inf] * len(jobs), [None] * len(jobs)
+    for _ in range(repeat):
+        for i, (make, X, y) in enumerate(jobs):
+            time.sleep(GAP_S)
+            ests[i] = make()
+            t = time.perf_counter()
+            ests[i].fit(X, y)
+            best[i] = min(best[i], time.perf_counter() - t)
+    return best, ests
 
 
 def rel_J(est, X, y):
@@ -123,11 +145,11 @@ def cases(quick):
         (f"synthetic {Xs.shape[0]}x50 LR q=.3", Xs, ys,
          lambda: DropoutLogisticRegression(1.0, noise_level=0.3), lr_peers(Xs), 5),
         ("digits 1797x64 10 classes SVC q=.2 C=.1", Xd, yd,
-         lambda: DropoutSVC(0.1, noise_level=0.2), svc, 3),
+         lambda: DropoutSVC(0.1, noise_level=0.2), svc, 15),
         ("newsgroups 1427x22178 LR q=.5", Xn, yn,
-         lambda: DropoutLogisticRegression(1.0, noise_level=0.5), lr_peers(Xn), 3),
+         lambda: DropoutLogisticRegression(1.0, noise_level=0.5), lr_peers(Xn), 15),
         ("newsgroups 1427x22178 SVC q=.5", Xn, yn,
-         lambda: DropoutSVC(1.0, noise_level=0.5), svc, 3),
+         lambda: DropoutSVC(1.0, noise_level=0.5), svc, 15),
     ]
     try:
         Xf, yf, _, _ = load_fashion_mnist()
@@ -155,7 +177,7 @@ def degenerate_cases():
     svc_c = lambda: DropoutSVC(1.0, noise_level=0.3)  # noqa: E731
     lr_c = lambda: DropoutLogisticRegression(0.5, noise_level=0.3)  # noqa: E731
     return [
-        ("newsgroups SVC q=.5 + 5 empty documents", (Xn, yn), (empty_n, y_empty), svc_n, 3),
+        ("newsgroups SVC q=.5 + 5 empty documents", (Xn, yn), (empty_n, y_empty), svc_n, 15),
         ("breast cancer SVC q=.3 + 5 zero rows", (Xc, yc), (Xc_zero, yc_zero), svc_c, 20),
         ("breast cancer LR q=.3 + 5 zero rows", (Xc, yc), (Xc_zero, yc_zero), lr_c, 20),
         ("breast cancer SVC q=.3 + 50 duplicated rows", (Xc, yc), (Xc_dup, yc_dup), svc_c, 20),
@@ -176,11 +198,12 @@ def main():
     print("\n".join(lines), flush=True)
     for name, X, y, ours, peers, R in cases(args.quick):
         ours().fit(X, y)  # warm-up
-        t_ours, est = best_time(ours, X, y, R)
+        times, ests = best_times([(make, X, y) for make in [ours] + [m for _, m in peers]], R)
+        t_ours, est = times[0], ests[0]
         solver = ",".join(sorted(set(np.atleast_1d(est.solver_).tolist()))) \
             if hasattr(est, "solver_") else "?"
         relj = rel_J(est, X, y)
-        timed = [(peer_name, best_time(make, X, y, R)[0]) for peer_name, make in peers]
+        timed = [(peer_name, t) for (peer_name, _), t in zip(peers, times[1:])]
         best = min((t, n) for n, t in timed)
         every = ", ".join(f"{n} {t:.4f} ({t_ours / t:.2f})" for n, t in sorted(timed))
         lines.append(f"| {name} | {t_ours:.4f} | {solver} | {relj:.0e} | {best[1]} | "
@@ -191,8 +214,7 @@ def main():
     print("\n".join(lines[-3:]), flush=True)
     for name, (X0, y0), (X1, y1), make, R in degenerate_cases():
         make().fit(X1, y1)
-        t0, e0 = best_time(make, X0, y0, R)
-        t1, e1 = best_time(make, X1, y1, R)
+        (t0, t1), (e0, e1) = best_times([(make, X0, y0), (make, X1, y1)], R)
         s0 = ",".join(sorted(set(np.atleast_1d(e0.solver_).tolist())))
         s1 = ",".join(sorted(set(np.atleast_1d(e1.solver_).tolist())))
         lines.append(f"| {name} | {t0:.4f} | {s0} | {t1:.4f} | {s1} | **{t1 / t0:.2f}** |")
