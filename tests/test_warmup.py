@@ -12,13 +12,6 @@ import pytest
 pytestmark = pytest.mark.heavy  # few long tests: scheduled first (conftest.py)
 
 
-#: LLVM's optimisation level of the compile-coverage tests' processes: which kernels and
-#: signatures a call compiles or loads does not depend on it (numba types and dispatches
-#: before LLVM runs; the cache's index holds no optimisation level), and at 0 their
-#: compilation into an empty cache takes about 68 s instead of 92 s (AMD EPYC, 2 cores)
-COVERAGE_OPT = {"NUMBA_OPT": "0"}
-
-
 def _python(code, cache, **env):
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                          text=True, env={**os.environ, "NUMBA_CACHE_DIR": cache, **env})
@@ -50,7 +43,7 @@ def test_compile_covers_the_fit_and_posterior_of_wide_sparse_data(tmp_path):
     (``warmup.LARGE_SPARSE``, which this problem's one row chunk would not use anyway),
     about 20 s of compilation."""
     cache = str(tmp_path)
-    one = {"NUMBA_NUM_THREADS": "1", **COVERAGE_OPT}
+    one = {"NUMBA_NUM_THREADS": "1"}
     _python("""
         import os
         from bayesdrop.warmup import warm
@@ -87,7 +80,7 @@ def test_compile_covers_dense_fits_of_the_size_of_digits(tmp_path):
         import os
         from bayesdrop.warmup import warm
         warm(["DropoutSVC"], ["dense"], sample=False, file=open(os.devnull, "w"))
-    """, cache, **COVERAGE_OPT)
+    """, cache)
     out = _python("""
         import sys, warnings
         import numpy as np
@@ -97,7 +90,7 @@ def test_compile_covers_dense_fits_of_the_size_of_digits(tmp_path):
         X = rng.random((1800, 64))
         y = np.argmax(X[:, :10] + 0.3 * rng.normal(size=(1800, 10)), axis=1)
         bayesdrop.DropoutSVC(C=0.1, noise_level=0.2).fit(X, y)
-    """ + _MISSES, cache, **COVERAGE_OPT)
+    """ + _MISSES, cache)
     misses, hits = map(int, out.split())
     assert hits > 0 and misses == 0, (misses, hits)
 
