@@ -72,6 +72,15 @@ _BMRM_CAPACITY = 64
 #: fewest cutting planes BMRM may keep before it compresses its bundle (at least
 #: ``4 (D + 2)``, see ``InvariantSVC._bmrm``)
 _BMRM_BUNDLE = 64
+#: up to this many parameters (``D + 1``) BMRM's bundle QP is solved exactly by the
+#: active-set method of :func:`_simplex_qp_active` (an exact solution has at most
+#: ``D + 2`` planes with ``beta > 0``: its restricted systems stay about this small);
+#: above, by FISTA (:func:`_simplex_qp`). Measured (``n_changes = 3``, default ``tol``,
+#: whole fits, FISTA -> active set): breast cancer (31 parameters) at ``C = 0.1, 1, 100``
+#: 7.4 -> 0.19, 1.8 -> 0.49, 11.8 -> 9.7 s; digits 3-vs-8 (65) at ``C = 0.1, 1`` 2.0 ->
+#: 0.29, 8.6 -> 3.2 s; with 136 sparse random columns more (201) 1.0 -> 0.30, 8.7 ->
+#: 3.6 s; the same ``J`` within ``tol``
+_QP_ACTIVE_MAX_PARAMS = 256
 
 
 @_jit.njit(cache=True)
@@ -266,7 +275,8 @@ class InvariantSVC(OneVsRestClassifier):
     ``1 / (lambda t)`` needs ``O(C n / epochs)`` accuracy and stalled far from the optimum
     at ``C = 1`` in our tests, so this class uses the bundle method BMRM (Teo et al.
     2010) with the same worst-case oracle: each iteration adds the cutting plane of the
-    exact risk at the current point and solves the small dual QP on the simplex. It stops
+    exact risk at the current point and solves the small dual QP on the simplex (exactly,
+    by an active-set method, up to 256 parameters; by FISTA above). It stops
     when the duality gap is below ``tol`` times the objective, so the result is certified.
     ``solver="bcfw"`` runs block-coordinate Frank-Wolfe on the dual instead, with the same
     oracle and the same certificate. The oracle is one jitted pass over the rows (in
@@ -515,9 +525,9 @@ class InvariantSVC(OneVsRestClassifier):
             H[k - 1, :k] = planes[:k] @ planes[k - 1]
             H[:k, k - 1] = H[k - 1, :k]
             # the QP only has to be accurate to a small part of the stopping gap
-            beta = _simplex_qp(np.ascontiguousarray(H[:k, :k]), offsets[:k],
-                               np.append(beta, 0.0),
-                               abs_tol=0.05 * tol * best_obj)
+            qp = _simplex_qp_active if D + 1 <= _QP_ACTIVE_MAX_PARAMS else _simplex_qp
+            beta = qp(np.ascontiguousarray(H[:k, :k]), offsets[:k], np.append(beta, 0.0),
+                      abs_tol=0.05 * tol * best_obj)
             theta = -(planes[:k].T @ beta)
             lower_bound = max(lower_bound, float(-0.5 * theta @ theta + offsets[:k] @ beta))
             if best_obj - lower_bound <= tol * abs(best_obj):
@@ -562,6 +572,102 @@ def _project_simplex(v):
         if u[k] - t > 0:
             theta = t
     return np.maximum(v - theta, 0.0)
+
+
+def _simplex_qp_active(H, c, beta0, max_iter=None, tol=1e-10, abs_tol=0.0):
+    """``argmax_{beta in simplex} -1/2 beta' H beta + c' beta`` by an active-set method
+    (Wolfe's minimum-norm-point algorithm, 1976, with the linear term): exact up to
+    rounding, whatever the conditioning of ``H``.
+
+    With ``f(beta) = 1/2 beta' H beta - c' beta`` and its gradient ``g = H beta - c``:
+    a *major* step adds the vertex ``j = argmin g_j`` to the active set ``S``, unless the
+    Frank-Wolfe gap ``g' beta - g_j`` (an upper bound on the suboptimality) is below
+    ``max(tol (1 + |value|), abs_tol)`` or the gradient's rounding ``4 eps (max_i H_ii +
+    max_i |c_i|)``, or the last major step did not lower ``f`` (rounding); *minor* steps then minimise ``f`` over the
+    affine hull ``{z on S: sum z = 1}`` (the KKT system ``[[H_SS, 1], [1', 0]]``, solved
+    by its eigendecomposition), and where the minimiser ``z`` leaves the simplex move
+    from ``beta`` towards it to the first ``beta_i = 0`` and drop ``i`` from ``S``. Where
+    ``f`` is unbounded below on the hull (a direction ``d`` with ``sum d = 0`` and
+    ``H_SS d = 0`` along which ``c' d != 0``: planes affinely dependent, with different
+    offsets) the step goes along ``d`` to the boundary instead. Every step lowers ``f``
+    or keeps it and shrinks ``S``, so no active set repeats.
+
+    Each restricted system has ``|S| + 1`` rows, and some minimiser has at most
+    ``rank H + 2 <= D + 3`` planes with ``beta > 0`` (Caratheodory), hence its use for few
+    parameters (:data:`_QP_ACTIVE_MAX_PARAMS`). FISTA (:func:`_simplex_qp`) needed its
+    cap of 5000 iterations per QP and still left BMRM's lower bound short where ``H`` is
+    ill-conditioned: on 7 examples with one feature of scale 1e3 at ``C = 1e4`` (the fuzz
+    suite's case) BMRM stopped after 1000 iterations (12 s) at a relative gap of 0.17
+    with ``J = 41781.5``; with this method it certifies ``J = 40000.70`` in 5 iterations
+    (3 ms).
+
+    Examples
+    --------
+    >>> A = np.array([[1e3, 1.0], [-1e3, 1.0], [0.0, -2.0]])  # planes of unequal scale
+    >>> H, c = A @ A.T, np.array([0.0, 1.0, 0.5])
+    >>> beta = _simplex_qp_active(H, c, np.full(3, 1 / 3), tol=0.0)
+    >>> g = H @ beta - c  # optimal: no vertex with a lower gradient than beta's
+    >>> bool(np.isclose(beta.sum(), 1.0) and g @ beta - g.min() <= 1e-12 * H.max())
+    True
+    """
+    k = c.shape[0]
+    if max_iter is None:
+        max_iter = 10 * k + 100
+    beta = np.maximum(np.asarray(beta0, dtype=float), 0.0)
+    total = beta.sum()
+    beta = beta / total if total > 0 else np.full(k, 1.0 / k)
+    active = list(np.flatnonzero(beta > 0.0))
+    scale = max(float(np.max(np.abs(np.diag(H)))), 1e-300)
+    # the gradient's rounding: a gap below it is no gap
+    eps = np.finfo(float).eps
+    floor = 4.0 * eps * (scale + float(np.max(np.abs(c))))
+    last = np.inf
+    for _ in range(max_iter):
+        g = H @ beta - c
+        j = int(np.argmin(g))
+        value = float(c @ beta - 0.5 * beta @ (H @ beta))
+        if (g @ beta - g[j] <= max(tol * (1.0 + abs(value)), abs_tol, floor)
+                or -value >= last):  # no progress: rounding
+            break
+        last = -value
+        if j not in active:
+            active.append(j)
+        for _ in range(len(active) + 1):  # minor steps: S shrinks at each one
+            S = np.asarray(active)
+            m = S.size
+            K = np.zeros((m + 1, m + 1))
+            K[:m, :m] = H[np.ix_(S, S)]
+            K[:m, m] = K[m, :m] = scale  # the constraint's row, scaled like H
+            rhs = np.append(c[S], scale)
+            lam, U = np.linalg.eigh(K)
+            # null directions: eigenvalues within the decomposition's rounding
+            null = np.abs(lam) <= 8 * (m + 1) * eps * max(float(np.max(np.abs(lam))), 1e-300)
+            drift = U[:m, null].T @ c[S]  # c' d along the null directions (d, 0)
+            if np.any(np.abs(drift) > 1e-12 * (np.abs(c[S]).max() + 1e-300)):
+                i = int(np.argmax(np.abs(drift)))
+                d = U[:m, null][:, i] * np.sign(drift[i])  # f falls along d without end
+                z = None
+            else:
+                inv = np.where(null, 0.0, 1.0 / np.where(null, 1.0, lam))
+                z = (U * inv) @ (U.T @ rhs)
+                z = z[:m]
+                if np.all(z > 0.0):
+                    beta[:] = 0.0
+                    beta[S] = z / z.sum()  # on the simplex up to rounding already
+                    break
+                d = z - beta[S]
+            shrink = d < 0.0
+            if not np.any(shrink):  # pragma: no cover - a descent direction leaving no bound
+                break
+            ratios = beta[S][shrink] / -d[shrink]
+            t = float(np.min(ratios))
+            if z is not None:
+                t = min(t, 1.0)
+            beta[S] = np.maximum(beta[S] + t * d, 0.0)
+            beta[S[shrink][int(np.argmin(ratios))]] = 0.0
+            beta /= beta.sum()
+            active = [a for a in active if beta[a] > 0.0]
+    return beta
 
 
 @_jit.njit(cache=True)
