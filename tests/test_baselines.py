@@ -600,3 +600,20 @@ def test_explicit_weights_pass_to_every_copy(binary):
                                                                               sample_weight=w)
     b = ExplicitCorruptionClassifier(LogisticRegression(tol=1e-10), **kw).fit(X[dup], y[dup])
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-5)
+
+
+def test_bmrm_with_fistas_qp_reaches_the_same_certified_optimum(binary, monkeypatch):
+    """Above :data:`_QP_ACTIVE_MAX_PARAMS` parameters BMRM's bundle QP is FISTA's
+    (:func:`_simplex_qp`): forced here on a small problem, the fit is certified within
+    ``tol`` and its ``J`` within ``tol`` of the active-set QP's fit, each below the
+    other's upper end."""
+    import bayesdrop.baselines.invariant as baselines
+
+    X, y = binary
+    kw = dict(C=0.3, n_changes=2, tol=1e-6, solver="bmrm")
+    exact = InvariantSVC(**kw).fit(X, y)
+    monkeypatch.setattr(baselines, "_QP_ACTIVE_MAX_PARAMS", 0)
+    fista = InvariantSVC(**kw).fit(X, y)
+    for a, b in ((exact, fista), (fista, exact)):
+        assert a.converged_[0]
+        assert a.objective_[0] - a.duality_gap_[0] <= b.objective_[0] * (1 + 1e-12)
