@@ -610,7 +610,7 @@ def test_bmrm_with_fistas_qp_reaches_the_same_certified_optimum(binary, monkeypa
     import bayesdrop.baselines.invariant as baselines
 
     X, y = binary
-    kw = dict(C=0.3, n_changes=2, tol=1e-6, solver="bmrm")
+    kw = {"C": 0.3, "n_changes": 2, "tol": 1e-6, "solver": "bmrm"}
     exact = InvariantSVC(**kw).fit(X, y)
     monkeypatch.setattr(baselines, "_QP_ACTIVE_MAX_PARAMS", 0)
     fista = InvariantSVC(**kw).fit(X, y)
