@@ -73,8 +73,8 @@ _BMRM_CAPACITY = 64
 #: ``4 (D + 2)``, see ``InvariantSVC._bmrm``)
 _BMRM_BUNDLE = 64
 #: up to this many parameters (``D + 1``) BMRM's bundle QP is solved exactly by the
-#: active-set method of :func:`_simplex_qp_active` (an exact solution has at most
-#: ``D + 2`` planes with ``beta > 0``: its restricted systems stay about this small);
+#: active-set method of :func:`_simplex_qp_active` (some exact solution has at most
+#: ``D + 3`` planes with ``beta > 0``: its restricted systems stay about this small);
 #: above, by FISTA (:func:`_simplex_qp`). Measured (``n_changes = 3``, default ``tol``,
 #: whole fits, FISTA -> active set): breast cancer (31 parameters) at ``C = 0.1, 1, 100``
 #: 7.4 -> 0.19, 1.8 -> 0.49, 11.8 -> 9.7 s; digits 3-vs-8 (65) at ``C = 0.1, 1`` 2.0 ->
@@ -585,9 +585,9 @@ def _simplex_qp_active(H, c, beta0, max_iter=None, tol=1e-10, abs_tol=0.0):
     a *major* step adds the vertex ``j = argmin g_j`` to the active set ``S``, unless the
     Frank-Wolfe gap ``g' beta - g_j`` (an upper bound on the suboptimality) is below
     ``max(tol (1 + |value|), abs_tol)`` or the gradient's rounding ``4 eps (max_i H_ii +
-    max_i |c_i|)``, or the last major step did not lower ``f`` (rounding); *minor* steps then minimise ``f`` over the
-    affine hull ``{z on S: sum z = 1}`` (the KKT system ``[[H_SS, 1], [1', 0]]``, solved
-    by its eigendecomposition), and where the minimiser ``z`` leaves the simplex move
+    max_i |c_i|)``, or the last major step did not lower ``f`` (rounding); *minor* steps
+    then minimise ``f`` over the affine hull ``{z on S: sum z = 1}`` (the KKT system
+    ``[[H_SS, 1], [1', 0]]``, solved by its eigendecomposition), and where the minimiser ``z`` leaves the simplex move
     from ``beta`` towards it to the first ``beta_i = 0`` and drop ``i`` from ``S``. Where
     ``f`` is unbounded below on the hull (a direction ``d`` with ``sum d = 0`` and
     ``H_SS d = 0`` along which ``c' d != 0``: planes affinely dependent, with different
