@@ -12,8 +12,9 @@ for the classifiers, as both sides choose it), default scoring, ``refit=True``.
   .fit(X, y)``, the same call a user makes today, with the same base-estimator defaults
   (``tol=1e-8``, ``solver="auto"``).
 * Both after ``python -m bayesdrop compile``'s kernels and one warm-up search in this
-  process; wall clock, best of ``R``; numpy's BLAS at its default (2 threads here) on both
-  sides. ``n_jobs=1`` on both sides, then ``n_jobs=2`` on both (ours: folds in joblib processes;
+  process; wall clock, each side's best of ``R`` rounds that run ours and the peer in
+  turn, 0.3 s apart (:func:`plain_fit.best_times`); numpy's BLAS at its default (2
+  threads here) on both sides. ``n_jobs=1`` on both sides, then ``n_jobs=2`` on both (ours: folds in joblib processes;
   ``GridSearchCV``: joblib's loky processes, their start-up paid in the warm-up search).
 * ``same`` -- the two chose the same ``(noise_level, C)``; ``max |d score|`` -- the
   largest difference of the mean held-out scores over the grid.
@@ -43,7 +44,7 @@ from bayesdrop.estimators.cv import DEFAULT_NOISE_LEVELS
 from bayesdrop.studies.datasets import load_newsgroups
 
 sys.path.insert(0, str(Path(__file__).parent))
-from plain_fit import best_time  # noqa: E402  (the same timing as the plain-fit rows)
+from plain_fit import best_times  # noqa: E402  (the same timing as the plain-fit rows)
 
 
 def problems(quick):
@@ -87,8 +88,7 @@ def main():
                                         cv=5, n_jobs=n_jobs)
                 ours().fit(X, y)  # warm-up: kernels loaded, loky workers started
                 peer().fit(X, y)
-                t_ours, a = best_time(ours, X, y, repeat)
-                t_peer, b = best_time(peer, X, y, repeat)
+                (t_ours, t_peer), (a, b) = best_times([(ours, X, y), (peer, X, y)], repeat)
                 same = (a.C_, a.noise_level_) == (b.best_params_["C"],
                                                    b.best_params_["noise_level"])
                 diff = np.max(np.abs(a.cv_results_["mean_test_score"]
