@@ -625,9 +625,10 @@ def _simplex_qp_active(H, c, beta0, max_iter=None, tol=1e-10, abs_tol=0.0):
     floor = 4.0 * eps * (scale + float(np.max(np.abs(c))))
     last = np.inf
     for _ in range(max_iter):
-        g = H @ beta - c
+        hb = H @ beta
+        g = hb - c
         j = int(np.argmin(g))
-        value = float(c @ beta - 0.5 * beta @ (H @ beta))
+        value = float(c @ beta - 0.5 * beta @ hb)
         if (g @ beta - g[j] <= max(tol * (1.0 + abs(value)), abs_tol, floor)
                 or -value >= last):  # no progress: rounding
             break
