@@ -155,18 +155,21 @@ def walk(X, fit_intercept, pos, slopes, on, kink, piece, theta0, t0, max_events,
         elif size > 0:
             if not _solve2(K, B, size):
                 return SINGULAR, events, theta
-            big = 1.0
-            res = 0.0
+            # each equation's residual against the magnitude of its terms (a solve of
+            # a system with large entries -- unscaled features -- leaves residuals of a
+            # few rounding units of those, far above 1e-9 of the right-hand side)
             for r in range(size):
-                big = max(big, abs(B0[r, 0]), abs(B0[r, 1]))
                 r0 = -B0[r, 0]
                 r1 = -B0[r, 1]
+                m0 = max(abs(B0[r, 0]), 1.0)
+                m1 = max(abs(B0[r, 1]), 1.0)
                 for r2 in range(size):
                     r0 += K0[r, r2] * B[r2, 0]
                     r1 += K0[r, r2] * B[r2, 1]
-                res = max(res, abs(r0), abs(r1))
-            if res > 1e-9 * big:
-                return SINGULAR, events, theta
+                    m0 += abs(K0[r, r2] * B[r2, 0])
+                    m1 += abs(K0[r, r2] * B[r2, 1])
+                if abs(r0) > 1e-9 * m0 or abs(r1) > 1e-9 * m1:
+                    return SINGULAR, events, theta
         # theta(t) = (w0 + t w1, b0 + t b1), u(t) = u0 + t u1 (u0, u1 in B[:k])
         for d in range(D):
             w0[d] = 0.0

@@ -35,7 +35,7 @@ import numpy as np
 from .. import _jit
 from .._threads import with_single_blas_pool
 from ..model.losses import HingeLoss
-from .polish import certify
+from .polish import certify, exact_result
 
 __all__ = ["MAX_DUAL_SAMPLES", "SMO_TOL", "applicable", "fit"]
 
@@ -45,6 +45,10 @@ MAX_DUAL_SAMPLES = 5000
 
 #: Smallest maximal KKT violation ``m(a) - M(a)`` SMO is run to.
 SMO_TOL = 1e-9
+
+#: Where SMO stalls, the solution path starts at ``C`` times this
+#: (:func:`_along_the_path`): small enough that SMO certifies there in few steps.
+PATH_T0 = 1e-4
 
 #: KKT violations after which the polish is tried, SMO continuing from its point between
 #: them. From the free support vectors of a rough SMO point the polish usually certifies
@@ -332,9 +336,33 @@ def _intercept(a, G, y, C):
     return float(0.5 * (hi + lo))
 
 
+def _along_the_path(problem, history, it, start):
+    """The exact optimum of ``problem`` by its solution path (:func:`.homotopy.follow`)
+    from ``C`` times :data:`PATH_T0`, whose dual SMO certifies in few steps (its box is
+    tiny), or None (the path does not apply, the small problem is not certified, the walk
+    stops or its end is not certified). Unscaled breast cancer (341 examples, 31
+    parameters; areas in the thousands), ``C = 10^4``: SMO stalls and the smoothing solver
+    hands over to IRLS, unconverged after 2.4 s at ``J`` 5e-4 above the optimum that 297
+    events (of 1e-4 -> 1 -> 10^4) reach in milliseconds."""
+    from . import homotopy
+
+    if not homotopy.applicable(problem):
+        return None
+    small = problem._replace(loss=problem.loss.with_C(problem.loss.C * PATH_T0))
+    first = fit(small, warn=False, path=False)
+    if not first.converged or "irls" in first.solver:  # certified: dual, dual+smoothing
+        return None
+    res = homotopy.follow(problem, first.theta, PATH_T0)
+    if res is None:
+        return None
+    return exact_result(problem, res.theta, history + [res.objective[-1]],
+                        it + first.n_iter + res.n_iter, start, "dual+homotopy",
+                        1 + res.n_solves)
+
+
 @with_single_blas_pool
 def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO_TOL,
-        smo_max_iter=None):
+        smo_max_iter=None, path=True):
     """Minimise the zero-noise hinge ``J`` by SMO on the dual plus the exact polish.
 
     Parameters
@@ -351,12 +379,15 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO
         Smallest maximal KKT violation SMO is run to.
     smo_max_iter : int, optional
         Default ``max(10^5, 100 N)``.
+    path : bool, default=True
+        Where SMO stalls, first try the exact solution path from a small ``C``
+        (:func:`_along_the_path`), then the smoothing solver.
 
     Returns
     -------
     SolverResult
-        ``solver`` is ``"dual"`` (certified by the polish), ``"dual+smoothing"`` or
-        ``"dual+irls"``.
+        ``solver`` is ``"dual"`` (certified by the polish), ``"dual+homotopy"`` (certified
+        at the end of the path), ``"dual+smoothing"`` or ``"dual+irls"``.
 
     Examples
     --------
@@ -417,7 +448,12 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True, smo_tol=SMO
             return certified
         if handover and (steps >= budget or last):
             # SMO stalls (ill-conditioned data, e.g. redundant features) or its last
-            # stage did not certify: the smoothing solver continues from its point
+            # stage did not certify: the solution path from a small C, else the smoothing
+            # solver from SMO's point
+            if path:
+                walked = _along_the_path(problem, history, it, start)
+                if walked is not None:
+                    return walked
             res = smoothing.fit(problem, theta, tol=tol, max_iter=max_iter, warn=warn)
             return res.after(history, it, 0, start, "dual+" + res.solver)
         if last:

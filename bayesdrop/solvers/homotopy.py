@@ -28,9 +28,13 @@ reaches an end of its interval (the example leaves ``E`` for the piece on that s
 event by event -- each event a ``(k + 1)``-system (``k = |E| <= n_params``), ``O(k D)``
 for the kink rows and one product with ``X`` (the scores' slope in ``t``; the scores
 themselves move along each segment) -- and its end point is kept only where the KKT
-conditions hold there, checked afresh from the scores (:func:`kkt_certificate`: every
-example on its piece or kink, every multiplier in its interval, ``2 w + Xbar_w^T a = 0``
-and ``sum_n a_n = 0``). With no example on a kink (balanced slopes: ``J`` flat in ``b``) the
+conditions hold there, checked afresh from the scores
+(:func:`~bayesdrop.solvers.irls.kkt_certificate`: every example on its piece or kink,
+every multiplier in its interval, ``2 w + Xbar_w^T a = 0`` and ``sum_n a_n = 0``); where
+the rounding summed over the events left the end point off its kinks (unscaled features:
+scores drifting 46 times their slack over 131 events), the exact point of the final
+assignment is solved afresh (:func:`~bayesdrop.solvers.irls.active_set_polish`) and
+certified instead. With no example on a kink (balanced slopes: ``J`` flat in ``b``) the
 walk keeps ``b`` where it is; any point of that stretch is optimal.
 
 Between two grid points of a cross-validation path (``C`` a factor 7.7 apart) the
@@ -50,11 +54,10 @@ import time
 import numpy as np
 
 from ._homotopy_compiled import OK, walk
-from .irls import kink_assignment, off_piece, outside_interval
+from .irls import active_set_polish, kink_assignment, kink_tolerance, kkt_certificate
 from .polish import exact_result
 
-__all__ = ["EVENT_WORK", "KKT_RTOL", "MAX_EVENTS", "MAX_PARAMS", "applicable", "follow",
-           "kkt_certificate"]
+__all__ = ["EVENT_WORK", "MAX_EVENTS", "MAX_PARAMS", "applicable", "follow"]
 
 #: Most parameters for which the path is followed (each event forms ``X_E X_E^T``,
 #: ``O(k^2 D)`` with ``k`` up to ``n_params``).
@@ -70,11 +73,6 @@ MAX_EVENTS = 2000
 #: solver's 0.29 s; hinge 1649 events, 0.48 s against 0.09 s. Breast cancer (455 x 31)
 #: keeps up to 1400 events, diabetes (353 x 11) the full 2000.
 EVENT_WORK = 2e7
-
-#: Relative slack of :func:`kkt_certificate`: the scores within ``KKT_RTOL max(|p|, 1)``
-#: of their piece or kink, the multipliers within ``KKT_RTOL max(|s|, 1)`` of their
-#: interval, the stationarity residuals within ``KKT_RTOL`` of the sums they cancel.
-KKT_RTOL = 1e-9
 
 
 def applicable(problem):
@@ -118,9 +116,9 @@ def follow(problem, theta0, t0, max_events=None):
     Returns
     -------
     SolverResult or None
-        Certified by :func:`kkt_certificate` (``solver="homotopy"``, ``n_iter`` the events
-        walked); None where the walk cannot go on (see the module docstring) or the end
-        point is not certified.
+        Certified by :func:`~bayesdrop.solvers.irls.kkt_certificate`
+        (``solver="homotopy"``, ``n_iter`` the events walked); None where the walk cannot
+        go on (see the module docstring) or the end point is not certified.
 
     Examples
     --------
@@ -151,59 +149,21 @@ def follow(problem, theta0, t0, max_events=None):
     theta0 = np.ascontiguousarray(theta0, dtype=np.float64)
     # the examples on a kink (E, with its index) and the piece of the others
     kink, dist, piece = kink_assignment(design.matvec(theta0), pos)
-    on = dist <= 1e-9 * max(float(np.max(np.abs(pos))), 1.0)
+    on = dist <= kink_tolerance(design, theta0, pos)
     kink, piece = kink.astype(np.int64), piece.astype(np.int64)
     a = np.empty(design.n_samples)
     status, events, theta = walk(np.ascontiguousarray(design.X), design.fit_intercept, pos,
                                  slopes, on, kink, piece, theta0, float(t0), int(max_events),
                                  a)
-    if status != OK or not kkt_certificate(problem, theta, on, kink, piece, a,
-                                           pieces=(pos, slopes)):
+    if status != OK:
         return None
+    if not kkt_certificate(problem, theta, on, kink, piece, a, pieces=(pos, slopes)):
+        # the walk's rounding, summed over its events, may leave the end point off its
+        # kinks: the exact point of the final assignment (the polish's equilibrated,
+        # refined solve) where it is certified
+        theta, _ = active_set_polish(problem, theta, on, (kink, piece))
+        if theta is None:
+            return None
     # the history starts at theta0 (the previous optimum) on this problem
     return exact_result(problem, theta, [problem.objective(theta0), problem.objective(theta)],
                         events, start, "homotopy", events + 1)
-
-
-def kkt_certificate(problem, theta, on, kink, piece, a, rtol=KKT_RTOL, pieces=None):
-    """Whether ``theta`` minimises the zero-noise piecewise-linear ``J`` of ``problem``,
-    by its KKT conditions with the derivatives ``a`` of the terms.
-
-    ``J`` is convex, so ``theta`` is optimal exactly when some ``a_n`` in the
-    subdifferential of each term at its score ``m_n`` gives ``2 w + Xbar_w^T a = 0`` and,
-    with an intercept, ``sum_n a_n = 0``. Checked from the scores ``m = Xbar theta``
-    computed afresh: an example off its kinks (``on_n`` False) lies on piece ``piece_n``
-    (between kinks ``piece_n - 1`` and ``piece_n``) and ``a_n`` is that piece's slope; an
-    example on kink ``kink_n`` sits at it, with ``a_n`` between the slopes on either
-    side. Each within the slack ``rtol`` (see :data:`KKT_RTOL`). ``pieces``: the loss's
-    ``kinks(y)`` if the caller has them.
-
-    Examples
-    --------
-    >>> from bayesdrop import Problem, HingeLoss
-    >>> X = np.array([[1.0], [-1.0]]); y = np.array([1.0, -1.0])
-    >>> problem = Problem.create(X, y, HingeLoss(1.0), "none", fit_intercept=False)
-    >>> on = np.array([True, True]); kink = np.zeros(2, dtype=int); piece = kink
-    >>> kkt_certificate(problem, np.array([1.0]), on, kink, piece, np.array([-1.0, 1.0]))
-    True
-    >>> kkt_certificate(problem, np.array([0.5]), on, kink, piece, np.array([-0.5, 0.5]))
-    False
-    """
-    design, loss, y = problem
-    pos, slopes = loss.kinks(y) if pieces is None else pieces
-    m = design.matvec(theta)
-    tol_m = rtol * max(float(np.max(np.abs(pos))), 1.0)
-    tol_a = rtol * max(float(np.max(np.abs(slopes))), 1.0)
-    off, at = np.flatnonzero(~on), np.flatnonzero(on)
-    below, above = off_piece(m, pos, piece, off, tol_m)
-    left, right = outside_interval(a[at], slopes, at, kink, tol_a)
-    if (np.any(below | above) or np.any(left | right)
-            or np.any(np.abs(a[off] - slopes[off, piece[off]]) > tol_a)
-            or np.any(np.abs(m[at] - pos[at, kink[at]]) > tol_m)):
-        return False
-    D = design.n_features
-    grad = design.rmatvec(a)
-    scale = design.rmatvec(np.abs(a))
-    if np.any(np.abs(2.0 * theta[:D] + grad[:D]) > rtol * np.maximum(scale[:D], 1.0)):
-        return False
-    return not design.fit_intercept or abs(grad[D]) <= rtol * max(float(scale[D]), 1.0)

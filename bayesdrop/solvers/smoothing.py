@@ -335,7 +335,7 @@ def fit(problem, theta0=None, *, tol=1e-8, max_iter=1000, warn=True):
         # those near one, start the polish
         theta = np.array(theta0, dtype=float)
         dist = np.min(np.abs(design.matvec(theta)[:, None] - pos), axis=1)
-        tight = dist <= 1e-9 * max(float(np.max(np.abs(pos))), 1.0)
+        tight = dist <= irls.kink_tolerance(design, theta, pos)
         for on_kink in (tight, None):
             certified = certify(problem, theta, [problem.objective(theta)], 0, start,
                                  on_kink)
