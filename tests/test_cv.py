@@ -96,6 +96,25 @@ def test_scoring_sample_weight_and_multiclass_match_gridsearchcv():
     assert ours.coef_.shape == (3, 4)
 
 
+def test_groups_reach_a_group_wise_splitter_as_in_gridsearchcv():
+    """``fit(..., groups=g)`` with ``GroupKFold``: the folds and so the scores and choice
+    of ``GridSearchCV.fit(..., groups=g)``; no examples of a group on both sides of a
+    fold; a ``GroupKFold`` without groups, or groups of the wrong shape, are errors naming
+    the argument."""
+    from sklearn.model_selection import GroupKFold
+
+    X, y = _binary()
+    g = np.arange(y.size) % 7
+    grid = GridSearchCV(DropoutSVC(), {"C": CS, "noise_level": LEVELS},
+                        cv=GroupKFold(3)).fit(X, y, groups=g)
+    ours = DropoutSVCCV(Cs=CS, noise_levels=LEVELS, cv=GroupKFold(3)).fit(X, y, groups=g)
+    _compare(ours, grid, exact=True)
+    with pytest.raises(ValueError, match="cv: .*groups"):
+        DropoutSVCCV(Cs=CS, noise_levels=LEVELS, cv=GroupKFold(3)).fit(X, y)
+    with pytest.raises(ValueError, match=r"groups must have shape \(160,\)"):
+        DropoutSVCCV(Cs=CS, noise_levels=LEVELS, cv=GroupKFold(3)).fit(X, y, groups=g[:5])
+
+
 def test_same_result_for_any_n_jobs_and_grid_order():
     """The folds in worker processes give the same scores; a grid given in another order gives the
     same scores at the same points (the path walks it sorted)."""

@@ -165,7 +165,7 @@ class _PathCV:
         self._solver, self._linalg = self._solvers()
         return make_noise(self.noise, self.noise_level_)
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, groups=None):
         """Score every ``(noise_level, C)`` on every fold; then (``refit=True``) fit the
         best on all of ``(X, y)``.
 
@@ -182,6 +182,9 @@ class _PathCV:
             Passed (the training rows' part) to every fit and (the held-out rows' part)
             to the score, as ``GridSearchCV`` passes it (a scorer without a
             ``sample_weight`` argument scores unweighted).
+        groups : array-like of shape (n_samples,), optional
+            Group labels of the examples for a group-wise ``cv`` (``GroupKFold`` and the
+            like), passed to its ``split`` as ``GridSearchCV.fit`` passes ``groups``.
 
         Returns
         -------
@@ -203,8 +206,14 @@ class _PathCV:
         if sp.issparse(X):
             X = X.tocsr()  # rows indexable (a COO matrix is not)
         weights = check_sample_weight(sample_weight, X.shape[0])
+        if groups is not None:
+            groups = np.asarray(groups)
+            if groups.ndim != 1 or groups.shape[0] != X.shape[0]:
+                raise ValueError(f"groups must have shape ({X.shape[0]},), got "
+                                 f"{groups.shape}")
         try:  # scikit-learn's messages, prefixed with the argument they are about
-            splits = list(check_cv(self.cv, y, classifier=is_classifier(self)).split(X, y))
+            splits = list(check_cv(self.cv, y, classifier=is_classifier(self))
+                          .split(X, y, groups))
         except (TypeError, ValueError) as exc:
             kind = TypeError if isinstance(exc, TypeError) else ValueError
             raise kind(f"cv: {exc}") from exc
