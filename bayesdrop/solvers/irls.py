@@ -262,14 +262,14 @@ def _equality_qp(design, on_kink, target, slope, pos):
     1^T beta`` computed afresh, are above :data:`REFINE_ABOVE` of their slack, the KKT
     system itself is solved instead on a small dense design
     (:func:`_equality_qp_augmented`), else the solve refined up to :data:`QP_REFINE`
-    times from those residuals: unscaled breast cancer
-    (hinge, zero noise, ``C = 10^4``, 21 examples on the margin) left them at up to 46
-    times :func:`kink_tolerance` without and at 1e-7 of it with (and ``J`` 0.9 lower).
+    times from those residuals: unscaled breast cancer (hinge, zero noise, ``C = 10^4``,
+    21 examples on the margin) left them at up to 46 times :func:`kink_tolerance`
+    without and at 1e-7 of it with (and ``J`` 0.9 lower).
 
-    ``pos``: the kinks of every example (the slack's scale). Returns ``theta``, ``beta`` and
-    whether the equations hold (the scores of the kink
-    rows within :func:`kink_tolerance` of their targets, the intercept's equation within
-    ``1e-9`` of its scale): a singular system with an inconsistent right-hand side (more
+    ``pos``: the kinks of every example (the slack's scale). Returns ``theta``, ``beta``
+    and whether the equations hold (the scores of the kink rows within
+    :func:`kink_tolerance` of their targets, the intercept's equation within ``1e-9`` of
+    its scale): a singular system with an inconsistent right-hand side (more
     examples on kinks than the rank of ``[X_E, 1]``, e.g. linearly dependent features)
     has no solution, and its least-squares point violates ``m_n = target_n``.
     """
