@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from .._threads import with_single_blas_pool
@@ -131,7 +132,7 @@ KINK_RTOL = 1e-9
 def kink_tolerance(design, theta, pos, rtol=KINK_RTOL, rows=None):
     """Each example's slack for its score against its kinks at ``theta``:
     ``rtol max(max |p|, 1, sum_j |x_nj w_j| + |b|)`` (only the examples ``rows``, if
-    given; ``pos`` the kinks of all of them).
+    given -- their indices or their block of ``X``; ``pos`` the kinks of all of them).
 
     A score ``m_n = x_n . w + b`` is computed to a few rounding units of the magnitude of
     its terms, ``sum_j |x_nj w_j| + |b|``, and the solvers' updates of it drift by some
@@ -150,7 +151,12 @@ def kink_tolerance(design, theta, pos, rtol=KINK_RTOL, rows=None):
     [1.5, 0.75]
     """
     w, b = design.split(theta)
-    X = design.X if rows is None else design.row_block(rows)
+    if rows is None:
+        X = design.X
+    elif sp.issparse(rows) or (isinstance(rows, np.ndarray) and rows.ndim == 2):
+        X = rows  # the rows' block itself
+    else:
+        X = design.row_block(rows)
     size = np.asarray(abs(X) @ np.abs(w), dtype=np.float64).ravel() + abs(b)
     return rtol * np.maximum(size, max(float(np.max(np.abs(pos), initial=0.0)), 1.0))
 
@@ -293,10 +299,11 @@ def _equality_qp(design, on_kink, target, slope, pos):
     d = np.ones(k + fi)
     diag = np.diag(G)
     d[:k] = np.where(diag > 0.0, 1.0 / np.sqrt(np.where(diag > 0.0, diag, 1.0)), 1.0)
-    Ks = d[:, None] * K * d[None, :]
+    K *= d[:, None]  # in place: k may be in the thousands (newsgroups' margin)
+    K *= d[None, :]
 
     def solve(r):
-        return d * _solve_or_lstsq(Ks, d * r) if k + fi else np.zeros(0)
+        return d * _solve_or_lstsq(K, d * r) if k + fi else np.zeros(0)
 
     def point(sol):
         beta, b = sol[:k], (sol[k] if fi else 0.0)
@@ -310,7 +317,7 @@ def _equality_qp(design, on_kink, target, slope, pos):
         return r
 
     def within(r, theta, beta):  # each equation's residual over its slack, the largest
-        share = float(np.max(np.abs(r[:k]) / kink_tolerance(design, theta, pos, rows=idx),
+        share = float(np.max(np.abs(r[:k]) / kink_tolerance(design, theta, pos, rows=XE),
                              initial=0.0))
         if fi:
             scale = max(float(np.sum(np.abs(beta))), abs(float(g[-1])), 1.0)
@@ -363,7 +370,7 @@ def _equality_qp_augmented(design, idx, XE, g, target, pos):
     r = target[idx] - XbE @ theta  # the kink equations afresh
     stationary = 2.0 * design.penalty_mask() * theta - XbE.T @ beta - g
     scale = np.maximum(np.abs(XbE.T) @ np.abs(beta) + np.abs(g), 1.0)
-    consistent = bool(np.all(np.abs(r) <= kink_tolerance(design, theta, pos, rows=idx))
+    consistent = bool(np.all(np.abs(r) <= kink_tolerance(design, theta, pos, rows=XE))
                       and np.all(np.abs(stationary) <= KINK_RTOL * scale))
     return theta, beta, consistent
 
