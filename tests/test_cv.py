@@ -98,9 +98,8 @@ def test_scoring_sample_weight_and_multiclass_match_gridsearchcv():
 
 def test_groups_reach_a_group_wise_splitter_as_in_gridsearchcv():
     """``fit(..., groups=g)`` with ``GroupKFold``: the folds and so the scores and choice
-    of ``GridSearchCV.fit(..., groups=g)``; no examples of a group on both sides of a
-    fold; a ``GroupKFold`` without groups, or groups of the wrong shape, are errors naming
-    the argument."""
+    of ``GridSearchCV.fit(..., groups=g)``; a ``GroupKFold`` without groups, or groups of
+    the wrong shape, are errors naming the argument."""
     from sklearn.model_selection import GroupKFold
 
     X, y = _binary()
