@@ -34,7 +34,6 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg as sla
-import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from .._threads import with_single_blas_pool
@@ -129,10 +128,10 @@ def kink_assignment(m, pos):
 KINK_RTOL = 1e-9
 
 
-def kink_tolerance(design, theta, pos, rtol=KINK_RTOL, rows=None):
+def kink_tolerance(design, theta, pos, rtol=KINK_RTOL, block=None):
     """Each example's slack for its score against its kinks at ``theta``:
-    ``rtol max(max |p|, 1, sum_j |x_nj w_j| + |b|)`` (only the examples ``rows``, if
-    given -- their indices or their block of ``X``; ``pos`` the kinks of all of them).
+    ``rtol max(max |p|, 1, sum_j |x_nj w_j| + |b|)`` (only the examples whose rows of
+    ``X`` are ``block``, if given; ``pos`` the kinks of all of them).
 
     A score ``m_n = x_n . w + b`` is computed to a few rounding units of the magnitude of
     its terms, ``sum_j |x_nj w_j| + |b|``, and the solvers' updates of it drift by some
@@ -151,12 +150,7 @@ def kink_tolerance(design, theta, pos, rtol=KINK_RTOL, rows=None):
     [1.5, 0.75]
     """
     w, b = design.split(theta)
-    if rows is None:
-        X = design.X
-    elif sp.issparse(rows) or (isinstance(rows, np.ndarray) and rows.ndim == 2):
-        X = rows  # the rows' block itself
-    else:
-        X = design.row_block(rows)
+    X = design.X if block is None else block
     size = np.asarray(abs(X) @ np.abs(w), dtype=np.float64).ravel() + abs(b)
     return rtol * np.maximum(size, max(float(np.max(np.abs(pos), initial=0.0)), 1.0))
 
@@ -317,7 +311,7 @@ def _equality_qp(design, on_kink, target, slope, pos):
         return r
 
     def within(r, theta, beta):  # each equation's residual over its slack, the largest
-        share = float(np.max(np.abs(r[:k]) / kink_tolerance(design, theta, pos, rows=XE),
+        share = float(np.max(np.abs(r[:k]) / kink_tolerance(design, theta, pos, block=XE),
                              initial=0.0))
         if fi:
             scale = max(float(np.sum(np.abs(beta))), abs(float(g[-1])), 1.0)
@@ -370,7 +364,7 @@ def _equality_qp_augmented(design, idx, XE, g, target, pos):
     r = target[idx] - XbE @ theta  # the kink equations afresh
     stationary = 2.0 * design.penalty_mask() * theta - XbE.T @ beta - g
     scale = np.maximum(np.abs(XbE.T) @ np.abs(beta) + np.abs(g), 1.0)
-    consistent = bool(np.all(np.abs(r) <= kink_tolerance(design, theta, pos, rows=XE))
+    consistent = bool(np.all(np.abs(r) <= kink_tolerance(design, theta, pos, block=XE))
                       and np.all(np.abs(stationary) <= KINK_RTOL * scale))
     return theta, beta, consistent
 
