@@ -13,7 +13,7 @@ from ..._validation import MAX_ABS, check_C, check_scalar
 from ..augmentation import _ig_one
 from . import kernels
 from .base import Loss
-from .kernels import ROOT_FLOOR, root_terms
+from .kernels import ROOT_FLOOR, root_terms, root_value
 
 __all__ = ["EpsilonInsensitiveLoss", "EpsilonInsensitiveParams"]
 
@@ -29,6 +29,9 @@ class EpsilonInsensitiveParams(NamedTuple):
 def eps_term(p, m, s, y, derivs):
     """``C (sqrt(e+) + sqrt(e-) - 2 eps)`` and its derivatives."""
     r = y - m
+    if derivs == 0:
+        return (root_value(r - p.epsilon, s, p.C) + root_value(r + p.epsilon, s, p.C)
+                + 2.0 * p.C * max(abs(r) - p.epsilon, 0.0), 0.0, 0.0, 0.0, 0.0, 0.0)
     vp, dmp, dsp, dmmp, dmsp, dssp = root_terms(r - p.epsilon, s, p.C)
     vm, dmm_, dsm, dmmm, dmsm, dssm = root_terms(r + p.epsilon, s, p.C)
     value = vp + vm + 2.0 * p.C * max(abs(r) - p.epsilon, 0.0)

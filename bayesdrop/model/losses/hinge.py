@@ -12,7 +12,7 @@ from ..._validation import MAX_ABS, check_C, check_scalar
 from ..augmentation import _ig_one
 from . import kernels
 from .base import Loss
-from .kernels import ROOT_FLOOR, root_terms
+from .kernels import ROOT_FLOOR, root_terms, root_value
 
 __all__ = ["HingeLoss", "HingeParams"]
 
@@ -28,6 +28,8 @@ class HingeParams(NamedTuple):
 def hinge_term(p, m, s, y, derivs):
     """``C (zeta + sqrt(zeta^2 + s))``, ``zeta = l - y m``, and its derivatives."""
     zeta = p.margin - y * m
+    if derivs == 0:
+        return root_value(zeta, s, p.C) + 2.0 * p.C * max(zeta, 0.0), 0.0, 0.0, 0.0, 0.0, 0.0
     v, dm, ds, dmm, dms, dss = root_terms(zeta, s, p.C)
     value = v + 2.0 * p.C * max(zeta, 0.0)
     # d zeta / dm = -y: the chain rule on the root part, plus -C y from the linear part

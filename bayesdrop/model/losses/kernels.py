@@ -45,7 +45,7 @@ import numpy as np
 from ... import _jit
 
 __all__ = ["ROOT_FLOOR", "LossKernels", "register", "kernels_of", "has_kernels", "require", "term",
-           "term_and_value", "mean", "draw", "system", "root_terms", "terms_loop",
+           "term_and_value", "mean", "draw", "system", "root_terms", "root_value", "terms_loop",
            "terms_curvature", "means_loop", "draws_loop", "system_loop", "ridge",
            "objective_from_scores"]
 
@@ -245,6 +245,16 @@ def _draw_rows_overload(p, m, s, y, sw, rng, tables, a1, a2, rho, t):
         for i in range(m.shape[0]):
             a1[i], a2[i], rho[i], t[i] = fn(p, p.C * sw[i], m[i], s[i], y[i], rng, tables, i)
     return impl
+
+
+@_jit.njit(cache=True, nogil=True, inline="always")
+def root_value(a, s, C):
+    """The value of :func:`root_terms` alone, ``C (sqrt(a^2 + s) - |a|)`` (the same
+    operations; 0 at ``s = 0`` without them): a loss's ``term`` at ``derivs = 0``."""
+    if s == 0.0:
+        return 0.0
+    denom = math.sqrt(a * a + s) + abs(a)
+    return C * (s / denom) if denom > 0.0 else 0.0
 
 
 @_jit.njit(cache=True, nogil=True)
