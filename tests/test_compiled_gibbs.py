@@ -490,9 +490,12 @@ def test_last_state_continues_the_chains_exactly(compiled, cores):
                theta_hat=theta_hat, progressbar=False)
 
 
-@pytest.mark.parametrize("noise,expected", [(Dropout(0.4), "laplace"),
-                                            ("none", "refreshed")])
-def test_mh_schedule_is_the_documented_choice_and_carried_by_last_state(noise, expected):
+@pytest.mark.parametrize("data,noise,C,expected,slice_on", [
+    ("one feature", Dropout(0.4), 0.7, "laplace", False),
+    ("one feature", "none", 0.7, "refreshed", False),
+    ("breast cancer", "none", 100.0, "refreshed", True)])
+def test_mh_schedule_is_the_documented_choice_and_carried_by_last_state(
+        data, noise, C, expected, slice_on, monkeypatch):
     """``mh="auto"`` with ``tune=200``: sweeps 0-99 run the Laplace proposal once per
     sweep, 100-159 are recorded, 160-199 run the proposal refreshed from the recorded
     mean and covariance (shrunk towards the diagonal by ``p / (T + p)``), and the kept
@@ -501,46 +504,75 @@ def test_mh_schedule_is_the_documented_choice_and_carried_by_last_state(noise, e
     the refreshed and the chosen moves), which draw the same values: the kept draws are
     equal. 60 + 40 draws through ``last_state`` equal one run of 100. With dropout the
     Laplace proposal is kept here; at zero noise (no Laplace approximation: ``J`` is
-    not twice differentiable) the refreshed one is the only one."""
-    from bayesdrop.samplers import LastState, compiled, schedule
+    not twice differentiable) the refreshed one is the only one, and the slice moves of
+    ``slice_directions`` join the sweeps from sweep 160 on where ``slice_pays`` says so
+    from the recorded sweeps' autocorrelation: not on one feature at ``C = 0.7``, but on
+    breast cancer (standardised, 31 parameters) at ``C = 100``, where the Gibbs sweeps
+    creep."""
+    from bayesdrop.samplers import LastState, compiled, driver, schedule
 
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=60) + 2.0
-    y = np.where(x - 2.0 + 0.8 * rng.normal(size=60) > 0, 1.0, -1.0)
-    problem = Problem.create(x[:, None], y, HingeLoss(0.7), noise)
+    if data == "one feature":
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=60) + 2.0
+        y = np.where(x - 2.0 + 0.8 * rng.normal(size=60) > 0, 1.0, -1.0)
+        X = x[:, None]
+    else:
+        from sklearn.datasets import load_breast_cancer
+        from sklearn.preprocessing import StandardScaler
+
+        X, y = load_breast_cancer(return_X_y=True)
+        X, y = StandardScaler().fit_transform(X), 2.0 * y - 1.0
+    problem = Problem.create(X, y, HingeLoss(C), noise)
     theta_hat = fit_problem(problem).theta
     kw = dict(chains=1, theta_hat=theta_hat, progressbar=False, cores=1)
     auto = sample(problem, draws=100, tune=200, random_state=4, **kw)
-    burn = sample(problem, draws=100, tune=0, random_state=4, mh=1, **kw)
-    recorded = sample(problem, draws=160, tune=0, random_state=4, mh=1, **kw)
+    with monkeypatch.context() as patch:  # sweeps 0-159: no slice moves
+        patch.setattr(driver, "slice_directions", lambda *args: None)
+        burn = sample(problem, draws=100, tune=0, random_state=4, mh=1, **kw)
+        recorded = sample(problem, draws=160, tune=0, random_state=4, mh=1, **kw)
     np.testing.assert_array_equal(recorded.theta[0, :100], burn.theta[0])
     laplace_moves = recorded.last_state.moves[0]
     accept_recorded = (np.nan_to_num(recorded.mh_accept[0]) * 160
                        - np.nan_to_num(burn.mh_accept[0]) * 100) / 60
     trace = recorded.theta[0, 100:]
     xc = trace - trace.mean(axis=0)
-    rho = max((xc[1:, j] @ xc[:-1, j]) / (xc[:, j] @ xc[:, j]) for j in range(2))
-    p, T = 2, 60
+    p, T = trace.shape[1], 60
+    rho = max((xc[1:, j] @ xc[:-1, j]) / (xc[:, j] @ xc[:, j]) for j in range(p))
     cov = np.cov(trace.T) * (1 - p / (T + p))
     cov[np.diag_indices(p)] += p / (T + p) * np.diag(np.cov(trace.T))
     Lq = np.linalg.cholesky(np.linalg.inv(cov))
     setup = compiled_setup(problem)
+    gibbs_rho = rho / (1 - accept_recorded) ** laplace_moves.mh
+    directions = schedule.slice_directions(problem, setup, theta_hat)
+    assert (directions is not None) == (noise == "none")
+    if directions is not None and not schedule.slice_pays(
+            gibbs_rho, schedule.move_costs(setup)[0],
+            schedule.slice_cost(setup, directions[0].shape[1]), draws=T):
+        directions = None
+    assert (directions is not None) == slice_on
+    laplace_moves = laplace_moves._replace(slice=directions)
     proposal = (trace.mean(axis=0), Lq)
-    refreshed_moves = compiled.Moves(1, proposal, compiled.intercept_line(setup, proposal))
+    got = auto.last_state.moves[0]
+    if p > 2:  # the kernel's proposal, equal to the one built here up to rounding (below),
+        # which 31 parameters amplify through the 140 sweeps that follow
+        proposal = got.proposal
+    refreshed_moves = compiled.Moves(1, proposal, compiled.intercept_line(setup, proposal),
+                                     slice=directions)
     at = recorded.last_state
     refreshed = sample(problem, draws=40, tune=0, init=LastState(
         at.theta, at.rng_states, moves=(refreshed_moves,)), **kw)
     accept_refreshed = refreshed.mh_accept[0]
-    gibbs_rho = rho / (1 - accept_recorded) ** laplace_moves.mh
     chosen, accept = ((refreshed_moves, accept_refreshed)
                       if accept_refreshed >= accept_recorded
                       else (laplace_moves, accept_recorded))
     assert chosen is (refreshed_moves if expected == "refreshed" else laplace_moves)
     gibbs, k = schedule.schedule(accept, gibbs_rho, *schedule.move_costs(setup))
-    got = auto.last_state.moves[0]
     assert got.mh == k and got.gibbs == gibbs and auto.mh_moves.tolist() == [k]
-    np.testing.assert_allclose(got.proposal[0], chosen.proposal[0], rtol=1e-12)
-    np.testing.assert_allclose(got.proposal[1], chosen.proposal[1], rtol=1e-9)
+    assert (got.slice is not None) == slice_on
+    np.testing.assert_allclose(got.proposal[0], trace.mean(axis=0) if expected ==
+                               "refreshed" else chosen.proposal[0], rtol=1e-12)
+    np.testing.assert_allclose(got.proposal[1], Lq if expected == "refreshed"
+                               else chosen.proposal[1], rtol=1e-9)
     at = refreshed.last_state
     kept = sample(problem, draws=100, tune=0, init=LastState(
         at.theta, at.rng_states, moves=(got,)), **kw)

@@ -171,6 +171,79 @@ def _line_move(lp, M, vkind, scale, D, y, sw, theta, m, s, line, u, c, a, rng,
     return f1, True
 
 
+#: most steps of a slice move's stepping out (Neal 2003's ``m``), split at random between
+#: the two ends of the interval: the cost of a line is bounded whatever its width
+SLICE_STEPS = 32
+#: most shrinkage steps of a slice move: an interval shrunk this often (2^-200 of its
+#: width at the least) has met a slice narrower than the rounding of ``J`` -- the line
+#: move then stays where it is
+SLICE_SHRINKS = 200
+
+
+@_jit.njit(cache=True, nogil=True)
+def _slice_moves(lp, D, y, sw, theta, m, s, V, U, widths, rng, stats, u, zeros):
+    """Slice sampling of ``exp(-J)`` along each column ``v`` of ``V`` in turn (Neal 2003,
+    section 4: stepping out by ``widths[k]``, at most :data:`SLICE_STEPS` steps, then
+    shrinkage), for a design without noise (``s = 0``; ``U = Xbar V``, so that the scores
+    on the line are ``m + delta u``).
+
+    Each line move draws ``delta`` from ``exp(-J(theta + delta v))`` restricted to a slice
+    ``{delta : J(theta + delta v) < J(theta) + e}``, ``e ~ Exp(1)``: it leaves the
+    conditional law of ``theta`` on the line -- hence ``exp(-J)`` -- invariant, for any
+    fixed direction and width (Neal's stepping out and shrinkage are reversible). The
+    directions and widths are fixed for the chain (:func:`slice_directions`). ``theta``
+    and ``m`` are updated in place (``m`` incrementally: the caller recomputes the scores
+    from ``theta`` afterwards); ``stats`` counts ``(evaluations of J, line moves)``."""
+    n = m.shape[0]
+    pen = np.zeros(3)
+    none = m[:0]
+    for k in range(V.shape[1]):
+        for i in range(n):
+            u[i] = U[i, k]
+        pen[0] = 0.0
+        pen[1] = 0.0
+        pen[2] = 0.0
+        for d in range(D):
+            pen[0] += theta[d] * theta[d]
+            pen[1] += theta[d] * V[d, k]
+            pen[2] += V[d, k] * V[d, k]
+        level = _line_value(lp, y, sw, m, s, u, zeros, zeros, pen, 0.0, none) - math.log1p(
+            -rng.random())
+        w = widths[k]
+        left = -w * rng.random()
+        right = left + w
+        steps_left = int(SLICE_STEPS * rng.random())  # floor: the product is >= 0
+        steps_right = SLICE_STEPS - 1 - steps_left
+        evals = 0
+        while steps_left > 0 and _line_value(lp, y, sw, m, s, u, zeros, zeros, pen, left,
+                                             none) < level:
+            left -= w
+            steps_left -= 1
+            evals += 1
+        while steps_right > 0 and _line_value(lp, y, sw, m, s, u, zeros, zeros, pen, right,
+                                              none) < level:
+            right += w
+            steps_right -= 1
+            evals += 1
+        delta = 0.0
+        for _ in range(SLICE_SHRINKS):
+            trial = left + (right - left) * rng.random()
+            evals += 1
+            if _line_value(lp, y, sw, m, s, u, zeros, zeros, pen, trial, none) < level:
+                delta = trial
+                break
+            if trial < 0.0:
+                left = trial
+            else:
+                right = trial
+        for a in range(theta.shape[0]):
+            theta[a] += delta * V[a, k]
+        for i in range(n):
+            m[i] += delta * u[i]
+        stats[0] += evals
+        stats[1] += 1.0
+
+
 @_jit.njit(cache=True, nogil=True)
 def _independence_proposal(lp, Xb, M, vkind, scale, D, y, sw, mu, Lq, nu, rng, v, z, prop,
                            m2, s2, prop_terms):
@@ -197,7 +270,8 @@ def _independence_proposal(lp, Xb, M, vkind, scale, D, y, sw, mu, Lq, nu, rng, v
 def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
                first_sweep, tune, thin, overrelax, rng, theta_out, lp_out, aug_sum, aug_out,
                first_kept, mh, gibbs, mu, Lq, nu, mh_stats, pgt, terms_out, line, line_v,
-               line_u, line_c, line_stats, syrk, potrf):
+               line_u, line_c, line_stats, slice_V, slice_U, slice_w, slice_stats, syrk,
+               potrf):
     """Advance one chain by ``n_sweeps`` sweeps (in place); returns the number kept.
 
     ``pgt`` are the loss's draw tables
@@ -231,6 +305,11 @@ def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
     With ``line``, the Gaussian step is followed (before the MH move) by
     :func:`_line_move` along ``line_v[:-2]`` (``line_u = Xbar v``, ``line_c = V
     v_w^2``), which ``line_stats`` counts.
+
+    Where ``slice_V`` has columns (a design without noise), :func:`_slice_moves` follows
+    the line move: slice sampling of ``exp(-J)`` along each column (``slice_U = Xbar
+    slice_V``, widths ``slice_w``; ``slice_stats`` counts evaluations of ``J`` and line
+    moves), then the scores are recomputed from ``theta``.
     """
     n = Xb.shape[0]
     p = Xb.shape[1]
@@ -251,6 +330,8 @@ def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
     m2 = np.empty(n)
     s2 = np.empty(n)
     line_a = np.empty(n)
+    slice_u = np.empty(n)
+    slice_zeros = np.zeros(n)
     rhs = np.empty(p)
     nd = np.empty(D)
     syrk_args = syrk_work()
@@ -324,6 +405,11 @@ def run_sweeps(lp, Xb, M, vkind, scale, D, y, sw, theta, m, s, n_sweeps,
                 _scores(Xb, M, vkind, scale, D, theta, m, s)
             lt = -J_line
             known = True
+        if slice_V.shape[1] > 0 and gibbs:
+            _slice_moves(lp, D, y, sw, theta, m, s, slice_V, slice_U, slice_w, rng,
+                         slice_stats, slice_u, slice_zeros)
+            _scores(Xb, M, vkind, scale, D, theta, m, s)
+            known = False
         for _ in range(mh):
             if not known:
                 lt = _log_target(lp, D, y, sw, theta, m, s, cur_terms)

@@ -24,6 +24,8 @@ from .schedule import (
     SCHEDULE_MIN_SWEEPS,
     move_costs,
     schedule,
+    slice_cost,
+    slice_pays,
 )
 
 __all__ = ["BLOCK_SECONDS", "CompiledKernel", "Moves", "compiled_setup", "intercept_line",
@@ -245,12 +247,16 @@ class Moves(NamedTuple):
     gibbs : bool
         Whether each iteration starts with the Gibbs sweep (and the line move); False:
         the ``mh`` independence moves alone (:func:`schedule`).
+    slice : tuple or None
+        ``(V, U, widths)`` of the slice moves that follow the Gibbs sweep
+        (:func:`~bayesdrop.samplers.schedule.slice_directions`), or None.
     """
 
     mh: int
     proposal: tuple | None
     line: tuple | None
     gibbs: bool = True
+    slice: tuple | None = None
 
 
 class _CompiledState:
@@ -282,6 +288,13 @@ class CompiledKernel:
       :data:`SCHEDULE_MIN_SWEEPS` recorded sweeps keeps the Laplace proposal once per
       sweep (none if it accepted less than :data:`MH_MIN_ACCEPT`);
     * otherwise none, with the Laplace line move if the setup has one.
+
+    The slice moves of a design without noise (``setup["slice"]``,
+    :func:`~bayesdrop.samplers.schedule.slice_directions`) follow every Gibbs sweep
+    where ``moves`` carry them or ``mh_moves`` is given; under a schedule the burn-in and
+    recorded sweeps run without them, and :func:`~bayesdrop.samplers.schedule.slice_pays`
+    decides from the recorded sweeps whether the rest of tuning and the kept sweeps run
+    them (a tuning too short to schedule, or none, runs them).
 
     Every choice is made from the tuning sweeps only, so the kept sweeps come from one
     fixed exact kernel."""
@@ -324,6 +337,7 @@ class CompiledKernel:
         st.terms_out = np.empty((draws if self.store_log_likelihood else 0, n))
         st.mh_stats = np.zeros(2)
         st.line_stats = np.zeros(2)
+        st.slice_stats = np.zeros(2)
         laplace = setup.get("proposal")
         st.schedule = (not self.csr and self.moves is None and self.mh_moves is None
                        and setup.get("schedule", False))
@@ -331,9 +345,10 @@ class CompiledKernel:
             moves = self.moves
         elif self.mh_moves is not None:
             moves = Moves(int(self.mh_moves) if laplace is not None else 0, laplace,
-                          setup.get("line"))
-        else:
-            moves = Moves(1 if laplace is not None else 0, laplace, setup.get("line"))
+                          setup.get("line"), slice=setup.get("slice"))
+        else:  # a schedule decides on the slice moves from its recorded Gibbs sweeps
+            moves = Moves(1 if laplace is not None else 0, laplace, setup.get("line"),
+                          slice=None if st.schedule else setup.get("slice"))
         self._use(st, moves)
         st.lag = _Moments(p) if st.schedule else None
         st.phase_stats = {}
@@ -351,6 +366,8 @@ class CompiledKernel:
         st.line_on = moves.line is not None
         st.line = moves.line if st.line_on else (np.zeros(st.p + 2), np.zeros(st.n),
                                                  np.zeros(st.n))
+        st.slice = moves.slice if moves.slice is not None else (
+            np.zeros((st.p, 0)), np.zeros((st.n, 0)), np.zeros(0))
 
     def first_block(self):
         # about _BLOCK_WORK entries of work (a sparse sweep makes some 100 passes over
@@ -371,6 +388,10 @@ class CompiledKernel:
         return (b, c) if c - b >= SCHEDULE_MIN_SWEEPS else (tune, tune)
 
     def run(self, st, rng, n_sweeps, first_sweep, tune, thin, kept):
+        if st.schedule and tune == 0 and first_sweep == 0 and st.moves.slice is None:
+            # no tuning to decide on the slice moves: they run where they exist (as
+            # after a tuning too short to schedule, end_tuning)
+            self._use(st, st.moves._replace(slice=self.setup.get("slice")))
         if not st.schedule or first_sweep >= tune:
             return self._sweeps(st, rng, n_sweeps, first_sweep, tune, thin, kept)
         # a tuning block (the chain loop never lets one cross into the kept sweeps), cut
@@ -396,11 +417,32 @@ class CompiledKernel:
                 self._sweeps(st, rng, a1 - a0, a0, tune, thin, kept)
         return 0
 
+    @staticmethod
+    def _gibbs_rho(st, accept_recorded, mh):
+        """The Gibbs sweep's own largest lag-1 autocorrelation: the recorded one without
+        the share of the recorded proposal, ``mh`` per sweep (each accepted one renews
+        the state)."""
+        if accept_recorded >= 1.0:
+            return 0.999
+        return st.lag.max_rho() / (1.0 - accept_recorded) ** mh
+
     def _refresh(self, st):
-        """Switch to the proposal refreshed from the recorded draws (mean, covariance
-        shrunk towards its diagonal by ``p / (T + p)`` and scaled by
-        ``PROPOSAL_INFLATE^2``) and its intercept line; keep the current one if that
-        covariance is not positive definite."""
+        """Decide on the slice moves (:func:`~bayesdrop.samplers.schedule.slice_pays`
+        from the recorded Gibbs sweeps' autocorrelation and the cost model) and switch to
+        the proposal refreshed from the recorded draws (mean, covariance shrunk towards
+        its diagonal by ``p / (T + p)`` and scaled by ``PROPOSAL_INFLATE^2``) and its
+        intercept line; keep the current proposal if that covariance is not positive
+        definite."""
+        chosen = self.setup.get("slice")
+        if chosen is not None:
+            stats = st.mh_stats - st.phase_stats["record"]
+            rho = self._gibbs_rho(st, stats[0] / stats[1] if stats[1] else 0.0,
+                                  st.moves.mh)
+            sweep, _ = move_costs(self.setup)
+            if not slice_pays(rho, sweep, slice_cost(self.setup, chosen[0].shape[1]),
+                              draws=st.lag.count):
+                chosen = None
+        self._use(st, st.moves._replace(slice=chosen))
         st.recorded, st.refreshed = st.moves, None
         mu, cov = st.lag.mean_cov()
         T, p = st.lag.count, st.p
@@ -417,7 +459,8 @@ class CompiledKernel:
         if not np.all(np.isfinite(Lq)):
             return
         proposal = (mu, np.ascontiguousarray(Lq))
-        self._use(st, Moves(1, proposal, intercept_line(self.setup, proposal)))
+        self._use(st, Moves(1, proposal, intercept_line(self.setup, proposal),
+                            slice=chosen))
         st.refreshed = st.moves
 
     def _sweeps(self, st, rng, n_sweeps, first_sweep, tune, thin, kept, theta_out=None):
@@ -460,8 +503,8 @@ class CompiledKernel:
                           st.m, st.s, n_sweeps, first_sweep, tune, thin, self.overrelax, rng,
                           *outs, kept, st.mh, st.gibbs, st.mu, st.Lq, MH_DF, st.mh_stats,
                           setup["pg_tables"], terms_out, st.line_on and st.gibbs, line_v,
-                          line_u, line_c, st.line_stats, dsyrk_address(),
-                          dpotrf_address())
+                          line_u, line_c, st.line_stats, *st.slice, st.slice_stats,
+                          dsyrk_address(), dpotrf_address())
 
     def end_tuning(self, st):
         # the kernel of the kept sweeps is fixed here, from the tuning sweeps only
@@ -472,15 +515,13 @@ class CompiledKernel:
         def rate(stats):
             return stats[0] / stats[1] if stats[1] else 0.0
 
-        if "refreshed" not in st.phase_stats:  # too short to schedule: Laplace, 1 or 0
+        if "refreshed" not in st.phase_stats:  # too short to schedule: Laplace, 1 or 0;
+            # the slice moves where they exist (nothing recorded to decide on)
             k = 1 if st.mh and rate(st.mh_stats) >= MH_MIN_ACCEPT else 0
-            self._use(st, st.moves._replace(mh=k))
+            self._use(st, st.moves._replace(mh=k, slice=self.setup.get("slice")))
             return
         accept_recorded = rate(st.phase_stats["refreshed"] - st.phase_stats["record"])
-        # the Gibbs sweep's own lag-1 autocorrelation: the recorded one without the
-        # share of the recorded proposal (each accepted one renews the state)
-        rho = (st.lag.max_rho() / (1.0 - accept_recorded) ** st.recorded.mh
-               if accept_recorded < 1.0 else 0.999)
+        rho = self._gibbs_rho(st, accept_recorded, st.recorded.mh)
         moves, accept = st.recorded, accept_recorded if st.recorded.mh else 0.0
         if st.refreshed is not None:
             accept_refreshed = rate(st.mh_stats - st.phase_stats["refreshed"])

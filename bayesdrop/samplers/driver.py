@@ -35,7 +35,7 @@ from .compiled import CompiledKernel, compiled_setup, intercept_line
 from .gibbs import OVERRELAX
 from .result import LastState, SamplerResult, assemble, generators_from_states
 from .runners import python_kernel, run_processes, run_threads
-from .schedule import laplace_proposal
+from .schedule import laplace_proposal, slice_directions
 from .start import initial_points
 
 __all__ = ["LastState", "SamplerResult", "sample"]
@@ -148,7 +148,13 @@ or LastState
         proposal in use also gives the compiled sweep's intercept move
         (:func:`intercept_line`: a fresh intercept from its marginal, the weights
         shifted along its regression line; exact MH, whatever ``mh``), whose acceptance
-        rate is ``SamplerResult.intercept_accept``.
+        rate is ``SamplerResult.intercept_accept``. A dense design without noise and a
+        loss with kinks (hinge, epsilon-insensitive; no Laplace approximation) may add
+        slice moves after each sweep, along the directions of
+        :func:`bayesdrop.samplers.schedule.slice_directions` (from ``theta_hat``):
+        ``"auto"`` keeps them where the recorded tuning sweeps' autocorrelation and the
+        cost model say they pay (:func:`~bayesdrop.samplers.schedule.slice_pays`), an
+        integer or ``False`` always; ``last_state`` carries the choice.
     on_running : callable, optional
         Called once, with no arguments, when a chain of compiled sweeps has run its
         first block: the sweeps are compiled and the chains now run without the GIL, so
@@ -276,6 +282,7 @@ or LastState
         if mh is not False:
             setup["proposal"] = laplace
         setup["line"] = intercept_line(setup, laplace)
+        setup["slice"] = slice_directions(problem, setup, theta_hat)
         setup["schedule"] = mh == "auto"
     total = chains * (tune + draws * thin)
     wall_start = time.perf_counter()
