@@ -98,6 +98,22 @@ def extra_problems():
     ]
 
 
+def large_c_problems():
+    """Zero-noise problems at large ``C`` (``--large-C``): piecewise-quadratic ``J``, no
+    Laplace approximation, where the slice moves of the compiled sweep may join it."""
+    Xc, yc = load_breast_cancer(return_X_y=True)
+    Xc, yc = StandardScaler().fit_transform(Xc), 2.0 * yc - 1.0
+    Xr, yr = load_diabetes(return_X_y=True)
+    Xr = StandardScaler().fit_transform(Xr)
+    yr = (yr - yr.mean()) / yr.std()
+    return [
+        ("cancer hinge q=0 C=10", Xc, yc, HingeLoss(10.0), NoNoise()),
+        ("cancer hinge q=0 C=100", Xc, yc, HingeLoss(100.0), NoNoise()),
+        ("diabetes eps-insensitive q=0 C=100", Xr, yr, EpsilonInsensitiveLoss(100.0, 0.1),
+         NoNoise()),
+    ]
+
+
 def min_ess(theta):
     """Minimum bulk and tail ESS over the parameters of (chain, draw, p) draws."""
     bulk = min(ess(theta[..., k], "bulk") for k in range(theta.shape[-1]))
@@ -198,6 +214,9 @@ def main():
                         help="the problems outside the main table only (epsilon-"
                              "insensitive regression, an AR(1) design); results to "
                              "results/sampler_extra.txt")
+    parser.add_argument("--large-C", action="store_true",
+                        help="zero-noise hinge and epsilon-insensitive problems at C = 10 "
+                             "and 100 only; results to results/sampler_large_C.txt")
     parser.add_argument("--chains", type=int, default=4,
                         help="chains on each side (default 4; 1 writes *_1chain.txt)")
     parser.add_argument("--mass", choices=("both", "diagonal", "dense"), default="both",
@@ -234,6 +253,8 @@ def main():
         todo = todo[5:]
     if args.extra:
         todo = extra_problems()
+    if args.large_C:
+        todo = large_c_problems()
     masses = {"both": (False, True), "diagonal": (False,), "dense": (True,)}[args.mass]
     for name, X, y, loss, noise in todo:
         problem = Problem.create(X, y, loss, noise, True)
@@ -248,6 +269,9 @@ def main():
                      random_state=1, **kw)
         ours_s = time.perf_counter() - t
         bulk, tail = min_ess(res.theta)
+        if args.large_C:  # how many chains' kept sweeps ran the slice moves
+            used = sum(m is not None and m.slice is not None for m in res.last_state.moves)
+            name = f"{name} (slice moves in {used} of {CHAINS} chains)"
         cells = [name, f"{1e3 * sweep:.3f}", f"{1e3 * floor:.3f}", f"{sweep / floor:.2f}",
                  f"{ours_s:.2f}", f"{bulk:.0f}/{tail:.0f}", f"{min(bulk, tail) / ours_s:.0f}"]
         if have_nuts:
@@ -268,7 +292,8 @@ def main():
     lines += ["", f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}"]
     if not args.quick:
         stem = ("sampler_small" if args.small_only else "sampler_synthetic"
-                if args.synthetic_only else "sampler_extra" if args.extra else "sampler")
+                if args.synthetic_only else "sampler_extra" if args.extra
+                else "sampler_large_C" if args.large_C else "sampler")
         out = Path(__file__).parent / "results" / (
             stem + ("" if args.mass == "both" else "_" + args.mass)
             + ("" if CHAINS == 4 else f"_{CHAINS}chain") + ".txt")

@@ -14,9 +14,9 @@ import numpy as np
 from ..model.design import V_LIKE_X
 
 __all__ = ["MH_ALONE_MIN_ACCEPT", "MH_DF", "MH_MAX_MOVES", "MH_MIN_ACCEPT", "PROPOSAL_INFLATE",
-           "SCHEDULE_MIN_SWEEPS", "SLICE_ESS_PER_SWEEP", "SLICE_EVALS", "SLICE_KINK_RTOL", "SLICE_MAX_ENTRIES",
-           "SLICE_WIDTH", "laplace_proposal", "mh_moves_per_sweep", "move_costs", "schedule",
-           "slice_cost", "slice_directions", "slice_pays"]
+           "SCHEDULE_MIN_SWEEPS", "SLICE_ESS_PER_SWEEP", "SLICE_EVALS", "SLICE_KINK_RTOL",
+           "SLICE_MAX_ENTRIES", "SLICE_WIDTH", "laplace_proposal", "mh_moves_per_sweep",
+           "move_costs", "schedule", "slice_cost", "slice_directions", "slice_pays"]
 
 #: degrees of freedom of the t proposal of the independence MH move
 MH_DF = 30.0
