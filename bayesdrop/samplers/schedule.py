@@ -159,14 +159,14 @@ SLICE_ESS_PER_SWEEP = 0.2
 #: C = 1, 5.4 at C = 100 on breast cancer's hinge)
 SLICE_EVALS = 4.0
 #: nanoseconds per example of an evaluation of ``J`` on a line beyond the loss's term
-#: (the shifted scores, the call of the term kernel; about 6 ns in all for the hinge on a
-#: 2-core x86-64 machine)
-_SLICE_NS = 4.0
+#: (the shifted scores, the call of the term kernel; 2.4-3.4 ns in all for the hinge on
+#: a 2-core x86-64 machine, 1.4-2.0 us per evaluation on breast cancer)
+_SLICE_NS = 1.5
 
 
 def slice_cost(setup, directions):
     """The modelled cost, in nanoseconds, of one round of slice moves along
-    ``directions`` lines: ``k (SLICE_EVALS n (c_term + 4) + 2 n l)`` with the
+    ``directions`` lines: ``k (SLICE_EVALS n (c_term + 1.5) + 2 n l)`` with the
     notation of :func:`move_costs` (a model, not a measurement, as there)."""
     n = setup["Xb"].shape[0]
     term_ns = setup["costs"][1]
