@@ -260,7 +260,11 @@ class _DropoutLinearModel(LinearModel):
         Each binary (one-vs-rest) problem is sampled by :func:`bayesdrop.samplers.sample`:
         augmentation variables and ``theta`` drawn in turn from the same weighted
         least-squares system that IRLS solves. The chains are independent processes by
-        default; the same ``random_state`` gives the same draws either way.
+        default; the same ``random_state`` gives the same draws either way. On dense data
+        the compiled sweep adds exact Metropolis-Hastings moves (from the Laplace
+        approximation where ``J`` is smooth) and, for the hinge and epsilon-insensitive
+        losses without noise, slice moves where tuning shows the sweep alone creeping
+        (large ``C``; see :func:`bayesdrop.samplers.sample`'s ``mh``).
 
         **The estimator is not changed** (only :meth:`fit` sets fitted attributes): the
         mode of ``J`` on ``(X, y)`` -- where the chains start -- is found by the
