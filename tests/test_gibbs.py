@@ -86,7 +86,14 @@ def _check_quadrature(problem, fit_intercept, **kw):
     theta_hat = irls.fit(problem, None).theta
     res = sample(problem, draws=2500, tune=200, chains=2, theta_hat=theta_hat,
                  random_state=123, progressbar=False, cores=1, **kw)
-    # quadrature of exp(-J) on a grid around the mode wide enough for the tails
+    _match_quadrature(problem, theta_hat, res.theta, fit_intercept)
+    return res
+
+
+def _match_quadrature(problem, theta_hat, theta, fit_intercept):
+    """Means and sds of draws ``theta`` (chain, draw, parameter) within 4 MCSE of
+    quadrature of exp(-J) on a grid around the mode wide enough for the tails; returns
+    the grid's weights."""
     w0 = theta_hat[0]
     ws = np.linspace(w0 - 4, w0 + 4, 1601)
     if fit_intercept:
@@ -100,11 +107,11 @@ def _check_quadrature(problem, fit_intercept, **kw):
     for k, coord in enumerate([W, B][: 1 + fit_intercept]):
         mean = np.sum(p * coord)
         sd = np.sqrt(np.sum(p * (coord - mean) ** 2))
-        draws = res.theta[..., k]
+        draws = theta[..., k]
         se_mean, se_sd = _mcse(draws)
         assert abs(draws.mean() - mean) <= 4 * se_mean, (k, draws.mean(), mean, se_mean)
         assert abs(draws.std() - sd) <= 4 * se_sd, (k, draws.std(), sd, se_sd)
-    return res
+    return p
 
 
 def _batched_J(problem, thetas, V):
@@ -367,17 +374,8 @@ def test_slice_moves_alone_sample_exp_minus_J(loss):
             m = setup["Xb"] @ theta
             draws[c, k] = theta
         assert stats[1] == draws.shape[1] * V.shape[1]  # every direction, every iteration
-    W, B = np.meshgrid(np.linspace(theta_hat[0] - 3, theta_hat[0] + 3, 1201),
-                       np.linspace(theta_hat[1] - 3, theta_hat[1] + 3, 1201), indexing="ij")
-    logp = -_grid_J(problem, W, B)
-    p = np.exp(logp - logsumexp(logp))
-    assert p[[0, -1], :].max() < 1e-12 and p[:, [0, -1]].max() < 1e-12
-    for k, coord in enumerate([W, B]):
-        mean = np.sum(p * coord)
-        sd = np.sqrt(np.sum(p * (coord - mean) ** 2))
-        se_mean, se_sd = _mcse(draws[..., k])
-        assert abs(draws[..., k].mean() - mean) <= 4 * se_mean, (k, draws[..., k].mean(), mean)
-        assert abs(draws[..., k].std() - sd) <= 4 * se_sd, (k, draws[..., k].std(), sd)
+    p = _match_quadrature(problem, theta_hat, draws, True)
+    assert p[[0, -1], :].max() < 1e-12  # the grid holds the mass in w too
 
 
 def test_zero_noise_hinge_mixes_at_large_C():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.design import V_LIKE_X
+from ..model.design import V_LIKE_X, V_ZERO
 
 __all__ = ["MH_ALONE_MIN_ACCEPT", "MH_DF", "MH_MAX_MOVES", "MH_MIN_ACCEPT", "PROPOSAL_INFLATE",
            "SCHEDULE_MIN_SWEEPS", "SLICE_ESS_PER_SWEEP", "SLICE_EVALS", "SLICE_KINK_RTOL",
@@ -117,7 +117,7 @@ def slice_directions(problem, setup, theta_hat):
     from ..solvers.irls import kink_tolerance
 
     if (theta_hat is None or setup is None or setup["kind"] != "dense"
-            or setup["vkind"] != 0 or not problem.design.variance.is_zero):
+            or setup["vkind"] != V_ZERO):  # a design with noise
         return None
     kinks = problem.loss.kinks(problem.y)
     if kinks is None:
