@@ -13,6 +13,10 @@ import warnings
 
 import numpy as np
 
+from .samplers.ess import ESS_PER_CHAIN_MIN
+from .samplers.ess import ess_split as _ess_split
+from .samplers.ess import split_chains as _split
+
 __all__ = ["az", "prefetch", "to_inference_data", "summary_stats", "ess", "mcse", "rhat",
            "from_netcdf", "rank_diagnostics"]
 
@@ -270,12 +274,6 @@ class ConvergenceWarning(UserWarning):
 
 
 #: thresholds of :func:`convergence_warning` (Vehtari et al. 2021, ArviZ's guidelines)
-def _split(x):
-    """Split every chain in halves: (P, chains, draws) -> (P, 2 chains, draws // 2)."""
-    half = x.shape[2] // 2
-    return np.concatenate([x[:, :, :half], x[:, :, x.shape[2] - half:]], axis=1)
-
-
 def _average_ranks(flat):
     """Ranks 1..n of every row, ties given their average rank (``scipy.stats.rankdata``'s
     ``"average"``; an unstable sort suffices: tied values share one rank)."""
@@ -309,54 +307,6 @@ def _rhat_split(z):
     within = np.mean(np.var(z, axis=2, ddof=1), axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):  # constant draws: NaN, as ArviZ
         return np.sqrt((between / within + n - 1) / n)
-
-
-def _ess_split(x):
-    """Effective sample size of already split chains, per parameter: autocovariances by
-    FFT, Geyer's initial positive and initial monotone sequences (as ArviZ's ``_ess``)."""
-    from scipy import fft
-
-    n_par, m, n = x.shape
-    flat = x.reshape(n_par, -1)
-    const = (np.max(flat, axis=1) - np.min(flat, axis=1)) < np.finfo(float).resolution
-    centred = x - x.mean(axis=2, keepdims=True)
-    size = fft.next_fast_len(2 * n)
-    spec = fft.rfft(centred, n=size, axis=2, workers=-1)
-    acov = fft.irfft(spec * np.conjugate(spec), n=size, axis=2, workers=-1)[:, :, :n] / n
-    mean_acov = np.mean(acov, axis=1)  # (P, n)
-    mean_var = mean_acov[:, 0] * n / (n - 1.0)
-    var_plus = mean_var * (n - 1.0) / n
-    if m > 1:
-        var_plus = var_plus + np.var(x.mean(axis=2), axis=1, ddof=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rho = 1.0 - (mean_var[:, None] - mean_acov) / var_plus[:, None]  # (P, n)
-    rho[:, 0] = 1.0
-    # pairs Q_k = rho_{2k} + rho_{2k+1}; the positive sequence stops at the first pair
-    # k >= 1 with Q_k <= 0, or at the last pair ArviZ's loop reaches (2k - 1 < n - 3)
-    k_max = max((n - 1) // 2 - 1, 0)
-    n_pairs = k_max + 1
-    even = rho[:, 0:2 * n_pairs:2]
-    odd = np.zeros_like(even)
-    odd_part = rho[:, 1:2 * n_pairs:2]
-    odd[:, :odd_part.shape[1]] = odd_part
-    pair = even + odd
-    stops = pair[:, 1:] <= 0.0
-    if stops.shape[1] == 0:
-        first = np.zeros(n_par, dtype=np.int64)
-    else:
-        first = np.where(stops.any(axis=1), np.argmax(stops, axis=1) + 1, k_max)
-    k_last = np.where(pair[:, 0] > 0.0, np.minimum(first, k_max), 0)
-    rows = np.arange(n_par)
-    last_even = np.where(k_last > 0, even[rows, k_last], 1.0)
-    tail_term = np.where((pair[rows, k_last] >= 0.0) | (last_even > 0.0), last_even, 0.0)
-    # Geyer's initial monotone sequence over the complete pairs 0 .. k_last - 1
-    monotone = np.minimum.accumulate(pair, axis=1)
-    within = np.arange(n_pairs)[None, :] < k_last[:, None]
-    tau = -1.0 + 2.0 * np.sum(np.where(within, monotone, 0.0), axis=1) + tail_term
-    total = m * n
-    tau = np.maximum(tau, 1.0 / np.log10(total))
-    ess = np.where(np.isnan(rho).any(axis=1), np.nan, total / tau)
-    return np.where(const, float(total), ess)
 
 
 def rank_diagnostics(values):
@@ -408,7 +358,6 @@ def rank_diagnostics(values):
 
 
 RHAT_MAX = 1.01
-ESS_PER_CHAIN_MIN = 100
 #: parameters above which the check is skipped (its cost grows with their number)
 CONVERGENCE_MAX_PARAMS = 5000
 

@@ -339,6 +339,19 @@ def test_rank_diagnostics_equal_arviz(name):
         assert tail[k] == pytest.approx(float(az.ess(x[:, :, k], method="tail")), rel=1e-10)
 
 
+@pytest.mark.parametrize("name", list(_diagnostic_cases()))
+def test_one_chains_ess_of_the_mean_equals_arviz(name):
+    """The tuning schedule's ESS of one chain's trace (``samplers.ess.ess_mean``, every
+    column at once) equals ``az.ess(method="mean")`` column by column (relative 1e-10)."""
+    from bayesdrop.samplers.ess import ess_mean
+
+    trace = _diagnostic_cases()[name][0]
+    got = ess_mean(trace)
+    for k in range(trace.shape[1]):
+        assert got[k] == pytest.approx(float(az.ess(trace[None, :, k], method="mean")),
+                                       rel=1e-10)
+
+
 def test_rank_diagnostics_validate():
     from bayesdrop._arviz import rank_diagnostics
 

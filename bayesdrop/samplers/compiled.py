@@ -16,6 +16,7 @@ from .._threads import numba_threads, one_blas_thread
 from ..linalg import wls
 from ..model.design import V_CONSTANT, V_LIKE_X
 from ..model.objective import penalised, terms_many
+from .ess import ess_mean
 from .result import ChainRecord
 from .schedule import (
     MH_DF,
@@ -293,8 +294,9 @@ class CompiledKernel:
     :func:`~bayesdrop.samplers.schedule.slice_directions`) follow every Gibbs sweep
     where ``moves`` carry them or ``mh_moves`` is given; under a schedule the burn-in and
     recorded sweeps run without them, and :func:`~bayesdrop.samplers.schedule.slice_pays`
-    decides from the recorded sweeps whether the rest of tuning and the kept sweeps run
-    them (a tuning too short to schedule, or none, runs them).
+    decides from the recorded sweeps (their lag-1 autocorrelation and effective sample
+    size) and the number of kept sweeps whether the rest of tuning and the kept sweeps
+    run them (a tuning too short to schedule, or none, runs them).
 
     Every choice is made from the tuning sweeps only, so the kept sweeps come from one
     fixed exact kernel."""
@@ -330,6 +332,7 @@ class CompiledKernel:
             _scores(setup["Xb"], setup["M"], setup["vkind"], setup["scale"], setup["D"],
                     st.theta, st.m, st.s)
         st.n, st.p = n, p
+        st.draws = draws
         st.theta_out = np.empty((draws, p))
         st.lp_out = np.empty(draws)
         st.aug_sum = np.zeros((setup["n_aug"], n))
@@ -350,7 +353,8 @@ class CompiledKernel:
             moves = Moves(1 if laplace is not None else 0, laplace, setup.get("line"),
                           slice=None if st.schedule else setup.get("slice"))
         self._use(st, moves)
-        st.lag = _Moments(p) if st.schedule else None
+        st.lag = (_Moments(p, keep=setup.get("slice") is not None) if st.schedule
+                  else None)
         st.phase_stats = {}
         return st
 
@@ -388,6 +392,7 @@ class CompiledKernel:
         return (b, c) if c - b >= SCHEDULE_MIN_SWEEPS else (tune, tune)
 
     def run(self, st, rng, n_sweeps, first_sweep, tune, thin, kept):
+        st.thin = thin  # the kept sweeps' number, draws * thin, for the slice decision
         if st.schedule and tune == 0 and first_sweep == 0 and st.moves.slice is None:
             # no tuning to decide on the slice moves: they run where they exist (as
             # after a tuning too short to schedule, end_tuning)
@@ -428,7 +433,8 @@ class CompiledKernel:
 
     def _refresh(self, st):
         """Decide on the slice moves (:func:`~bayesdrop.samplers.schedule.slice_pays`
-        from the recorded Gibbs sweeps' autocorrelation and the cost model) and switch to
+        from the recorded Gibbs sweeps' autocorrelation and effective sample size, the
+        kept sweeps' number and the cost model) and switch to
         the proposal refreshed from the recorded draws (mean, covariance shrunk towards
         its diagonal by ``p / (T + p)`` and scaled by ``PROPOSAL_INFLATE^2``) and its
         intercept line; keep the current proposal if that covariance is not positive
@@ -440,7 +446,8 @@ class CompiledKernel:
                                   st.moves.mh)
             sweep, _ = move_costs(self.setup)
             if not slice_pays(rho, sweep, slice_cost(self.setup, chosen[0].shape[1]),
-                              draws=st.lag.count):
+                              draws=st.lag.count, ess_per_sweep=st.lag.ess_per_draw(),
+                              sweeps=st.draws * st.thin):
                 chosen = None
         self._use(st, st.moves._replace(slice=chosen))
         st.recorded, st.refreshed = st.moves, None
@@ -557,15 +564,18 @@ class _Moments:
 
     CHUNK = 128
 
-    def __init__(self, p):
+    def __init__(self, p, keep=False):
         self.count = 0
         self.shift = self.last = None
         self.s1, self.s2, self.s12 = np.zeros(p), np.zeros(p), np.zeros(p)
         self.sxx = np.zeros((p, p))
         self.buffer = np.empty((self.CHUNK, p))
         self.filled = 0
+        self.kept = [] if keep else None
 
     def add(self, trace):
+        if self.kept is not None:
+            self.kept.append(np.array(trace, dtype=np.float64))
         for row in trace:
             self.buffer[self.filled] = row
             self.filled += 1
@@ -600,6 +610,22 @@ class _Moments:
         den = self.s2 - T * mean * mean
         rho = np.where(den > 0.0, num / np.where(den > 0.0, den, 1.0), 1.0)
         return float(rho.max())
+
+    def ess_per_draw(self):
+        """The least effective sample size per draw over the parameters of the kept
+        trace (``keep=True``; None otherwise), as ``az.ess(method="mean")`` of the one
+        chain (:func:`bayesdrop.samplers.ess.ess_mean`: split in halves, Geyer's initial
+        monotone sequence); a parameter that never moved counts as stuck, 0."""
+        if not self.kept:
+            return None
+        x = np.concatenate(self.kept)
+        T = x.shape[0]
+        if T < 4:
+            return None
+        moved = np.ptp(x, axis=0) > 0.0
+        if not moved.all():
+            return 0.0
+        return float(np.min(ess_mean(x))) / T
 
     def mean_cov(self):
         """The mean and the (unbiased) covariance of the draws."""

@@ -152,9 +152,11 @@ or LastState
         loss with kinks (hinge, epsilon-insensitive; no Laplace approximation) may add
         slice moves after each sweep, along the directions of
         :func:`bayesdrop.samplers.schedule.slice_directions` (from ``theta_hat``):
-        ``"auto"`` keeps them where the recorded tuning sweeps' autocorrelation and the
-        cost model say they pay (:func:`~bayesdrop.samplers.schedule.slice_pays`), an
-        integer or ``False`` always; ``last_state`` carries the choice.
+        ``"auto"`` keeps them where the recorded tuning sweeps' autocorrelation and
+        effective sample size and the cost model say they pay, or where the sweeps
+        alone would miss the convergence check's 100 effective draws per chain
+        (:func:`~bayesdrop.samplers.schedule.slice_pays`), an integer or ``False``
+        always; ``last_state`` carries the choice.
     on_running : callable, optional
         Called once, with no arguments, when a chain of compiled sweeps has run its
         first block: the sweeps are compiled and the chains now run without the GIL, so

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.design import V_LIKE_X, V_ZERO
+from .ess import ESS_PER_CHAIN_MIN
 
 __all__ = ["MH_ALONE_MIN_ACCEPT", "MH_DF", "MH_MAX_MOVES", "MH_MIN_ACCEPT", "PROPOSAL_INFLATE",
            "SCHEDULE_MIN_SWEEPS", "SLICE_ESS_PER_SWEEP", "SLICE_EVALS", "SLICE_KINK_RTOL",
@@ -151,10 +152,12 @@ def slice_directions(problem, setup, theta_hat):
 
 
 #: effective draws per sweep that the cost model assumes of a chain with the slice moves
-#: (the least of each parameter's, measured: 0.21 / 0.37 / 0.55 on breast cancer's hinge
-#: at C = 10 / 100 / 1, 0.64-0.95 on diabetes' epsilon-insensitive loss at C = 0.1-100,
-#: zero noise)
-SLICE_ESS_PER_SWEEP = 0.2
+#: (the least of each parameter's; measured at zero noise, 2 chains x 1000 draws: 0.26 /
+#: 0.38 / 0.55 / 0.80 on breast cancer's hinge at C = 10 / 100 / 1 / 0.1, 0.30 and 0.33
+#: on digits' 0- and 8-vs-rest hinge at C = 1, 0.27 on a synthetic epsilon-insensitive
+#: regression at C = 1000, 0.52-0.73 on diabetes' at C = 1-100: the problems near the
+#: break-even point have 0.26-0.38)
+SLICE_ESS_PER_SWEEP = 0.3
 #: evaluations of ``J`` per line move that the cost model assumes (measured: 3.0 at
 #: C = 1, 5.4 at C = 100 on breast cancer's hinge)
 SLICE_EVALS = 4.0
@@ -173,16 +176,29 @@ def slice_cost(setup, directions):
     return float(directions * (SLICE_EVALS * n * (term_ns + _SLICE_NS) + 2 * n * _LOOP_NS))
 
 
-def slice_pays(rho, sweep_cost, slice_cost, draws=None):
-    """Whether a chain with the slice moves makes more modelled effective draws per unit
-    of modelled cost than the Gibbs sweep alone, whose largest lag-1 autocorrelation is
-    ``rho`` (an AR(1) chain's ``(1 - rho) / (1 + rho)`` effective draws per sweep):
-    ``SLICE_ESS_PER_SWEEP / (sweep + slice) > (1 - rho) / ((1 + rho) sweep)``.
+def slice_pays(rho, sweep_cost, slice_cost, draws=None, ess_per_sweep=None, sweeps=None):
+    """Whether a chain should run the slice moves: where they make more modelled
+    effective draws per unit of modelled cost than the Gibbs sweep alone,
+    ``SLICE_ESS_PER_SWEEP / (sweep + slice) > e / sweep``, or where over the chain's
+    ``sweeps`` kept sweeps the sweep alone is projected to miss the convergence check's
+    floor of ``ESS_PER_CHAIN_MIN`` (:func:`bayesdrop._arviz.convergence_warning`: 100)
+    effective draws and the slice moves to reach it, ``e sweeps < 100 <=
+    SLICE_ESS_PER_SWEEP sweeps`` -- draws whose diagnostics pass are worth up to
+    ``1 + slice / sweep`` times the time. ``e`` is the Gibbs sweep's effective draws per
+    sweep, the least of two estimates from its recorded sweeps, both of which overstate
+    a slow chain's:
 
-    ``rho`` estimated from ``draws`` draws is first corrected for the estimator's
-    downward bias, ``E rho_hat - rho = -(1 + 3 rho) / T`` (Kendall 1954, AR(1)): a
-    chain that creeps through 60 recorded sweeps shows ``rho_hat`` of about 0.92
-    whatever its true autocorrelation near 1.
+    * the AR(1) chain's ``(1 - rho) / (1 + rho)`` of its largest lag-1 autocorrelation
+      ``rho``; ``rho`` estimated from ``draws`` draws is first corrected for the
+      estimator's downward bias, ``E rho_hat - rho = -(1 + 3 rho) / T`` (Kendall 1954,
+      AR(1)): a chain that creeps through 60 recorded sweeps shows ``rho_hat`` of about
+      0.92 whatever its true autocorrelation near 1;
+    * ``ess_per_sweep``, the least effective sample size per recorded sweep over the
+      parameters (Geyer's initial monotone sequence, :meth:`_Moments.ess_per_draw
+      <bayesdrop.samplers.compiled._Moments.ess_per_draw>`): it sees a slow component
+      behind fast ones, which a lag-1 autocorrelation does not (digits, hinge at zero
+      noise, ``C = 1``: lag-1 autocorrelations 0.75-0.87, i.e. 0.07-0.14 effective draws
+      per sweep, while the slowest coefficient has 0.02).
 
     Examples
     --------
@@ -190,13 +206,21 @@ def slice_pays(rho, sweep_cost, slice_cost, draws=None):
     (False, True)
     >>> slice_pays(0.92, 1.0, 8.0), slice_pays(0.92, 1.0, 8.0, draws=60)
     (False, True)
+    >>> slice_pays(0.8, 1.0, 2.0), slice_pays(0.8, 1.0, 2.0, ess_per_sweep=0.02)
+    (False, True)
+    >>> slice_pays(0.8, 1.0, 4.0, sweeps=1000), slice_pays(0.8, 1.0, 4.0, sweeps=500)
+    (False, True)
     """
     rho = float(rho)
     if draws is not None:
         rho += (1.0 + 3.0 * rho) / max(int(draws), 1)
     rho = min(max(rho, 0.0), 1.0)
-    return SLICE_ESS_PER_SWEEP * sweep_cost > (1.0 - rho) / (1.0 + rho) * (
-        sweep_cost + slice_cost)
+    e = _ar1_draws(rho)
+    if ess_per_sweep is not None and np.isfinite(ess_per_sweep):
+        e = min(e, float(ess_per_sweep))
+    if sweeps is not None and e * sweeps < ESS_PER_CHAIN_MIN <= SLICE_ESS_PER_SWEEP * sweeps:
+        return True
+    return SLICE_ESS_PER_SWEEP * sweep_cost > e * (sweep_cost + slice_cost)
 
 
 def move_costs(setup):
