@@ -16,7 +16,7 @@ from .._threads import numba_threads, one_blas_thread
 from ..linalg import wls
 from ..model.design import V_CONSTANT, V_LIKE_X
 from ..model.objective import penalised, terms_many
-from .ess import ess_mean
+from .ess import ess_chain
 from .result import ChainRecord
 from .schedule import (
     MH_DF,
@@ -353,7 +353,7 @@ class CompiledKernel:
             moves = Moves(1 if laplace is not None else 0, laplace, setup.get("line"),
                           slice=None if st.schedule else setup.get("slice"))
         self._use(st, moves)
-        st.lag = (_Moments(p, keep=setup.get("slice") is not None) if st.schedule
+        st.lag = (_Moments(p, keep_trace=setup.get("slice") is not None) if st.schedule
                   else None)
         st.phase_stats = {}
         return st
@@ -392,7 +392,7 @@ class CompiledKernel:
         return (b, c) if c - b >= SCHEDULE_MIN_SWEEPS else (tune, tune)
 
     def run(self, st, rng, n_sweeps, first_sweep, tune, thin, kept):
-        st.thin = thin  # the kept sweeps' number, draws * thin, for the slice decision
+        st.thin = thin  # the kept draws' spacing, for the slice decision
         if st.schedule and tune == 0 and first_sweep == 0 and st.moves.slice is None:
             # no tuning to decide on the slice moves: they run where they exist (as
             # after a tuning too short to schedule, end_tuning)
@@ -446,8 +446,9 @@ class CompiledKernel:
                                   st.moves.mh)
             sweep, _ = move_costs(self.setup)
             if not slice_pays(rho, sweep, slice_cost(self.setup, chosen[0].shape[1]),
-                              draws=st.lag.count, ess_per_sweep=st.lag.ess_per_draw(),
-                              sweeps=st.draws * st.thin):
+                              recorded=st.lag.count,
+                              ess_per_sweep=st.lag.ess_per_draw(), kept=st.draws,
+                              thin=st.thin):
                 chosen = None
         self._use(st, st.moves._replace(slice=chosen))
         st.recorded, st.refreshed = st.moves, None
@@ -564,18 +565,18 @@ class _Moments:
 
     CHUNK = 128
 
-    def __init__(self, p, keep=False):
+    def __init__(self, p, keep_trace=False):
         self.count = 0
         self.shift = self.last = None
         self.s1, self.s2, self.s12 = np.zeros(p), np.zeros(p), np.zeros(p)
         self.sxx = np.zeros((p, p))
         self.buffer = np.empty((self.CHUNK, p))
         self.filled = 0
-        self.kept = [] if keep else None
+        self.trace = [] if keep_trace else None
 
     def add(self, trace):
-        if self.kept is not None:
-            self.kept.append(np.array(trace, dtype=np.float64))
+        if self.trace is not None:
+            self.trace.append(np.array(trace, dtype=np.float64))
         for row in trace:
             self.buffer[self.filled] = row
             self.filled += 1
@@ -612,20 +613,20 @@ class _Moments:
         return float(rho.max())
 
     def ess_per_draw(self):
-        """The least effective sample size per draw over the parameters of the kept
-        trace (``keep=True``; None otherwise), as ``az.ess(method="mean")`` of the one
-        chain (:func:`bayesdrop.samplers.ess.ess_mean`: split in halves, Geyer's initial
-        monotone sequence); a parameter that never moved counts as stuck, 0."""
-        if not self.kept:
+        """The least effective sample size per draw over the parameters of the trace
+        (``keep_trace=True``; None otherwise): Geyer's initial monotone sequence over
+        the unsplit trace (:func:`bayesdrop.samplers.ess.ess_chain`); a parameter that
+        never moved counts as stuck, 0."""
+        if not self.trace:
             return None
-        x = np.concatenate(self.kept)
+        x = np.concatenate(self.trace)
         T = x.shape[0]
         if T < 4:
             return None
         moved = np.ptp(x, axis=0) > 0.0
         if not moved.all():
             return 0.0
-        return float(np.min(ess_mean(x))) / T
+        return float(np.min(ess_chain(x))) / T
 
     def mean_cov(self):
         """The mean and the (unbiased) covariance of the draws."""

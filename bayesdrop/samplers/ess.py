@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ESS_PER_CHAIN_MIN", "ess_mean", "ess_split", "split_chains"]
+__all__ = ["ESS_PER_CHAIN_MIN", "ess_chain", "ess_split", "split_chains"]
 
 #: the convergence check's least bulk and tail ESS per chain
 #: (:func:`bayesdrop._arviz.convergence_warning`)
@@ -69,17 +69,17 @@ def ess_split(x):
     return np.where(const, float(total), ess)
 
 
-def ess_mean(trace):
-    """Effective sample size of the mean of every column of one chain's ``trace`` (shape
-    ``(draws, n_params)``), as ``az.ess(method="mean")``: the chain split in halves, FFT
-    autocovariances, Geyer's initial positive and monotone sequences (vectorised; no
-    ArviZ import).
+def ess_chain(trace):
+    """Effective sample size of every column of one chain's ``trace`` (shape ``(draws,
+    n_params)``), the chain not split: :func:`ess_split` of the one chain (as ArviZ's
+    internal ``_ess`` of it). The tuning schedule reads it off its recorded sweeps
+    (:func:`bayesdrop.samplers.schedule.slice_pays`), where halves of 75 sweeps would be
+    too short.
 
     Examples
     --------
     >>> x = np.random.default_rng(0).normal(size=(400, 2))
-    >>> bool(np.all(ess_mean(x) > 300))
+    >>> bool(np.all(ess_chain(x) > 300))
     True
     """
-    x = np.ascontiguousarray(np.asarray(trace, dtype=np.float64).T)[:, None, :]
-    return ess_split(split_chains(x))
+    return ess_split(np.ascontiguousarray(np.asarray(trace, dtype=np.float64).T)[:, None, :])
