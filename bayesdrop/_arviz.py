@@ -273,7 +273,6 @@ class ConvergenceWarning(UserWarning):
     """A posterior whose R-hat or effective sample size is outside ArviZ's guidelines."""
 
 
-#: thresholds of :func:`convergence_warning` (Vehtari et al. 2021, ArviZ's guidelines)
 def _average_ranks(flat):
     """Ranks 1..n of every row, ties given their average rank (``scipy.stats.rankdata``'s
     ``"average"``; an unstable sort suffices: tied values share one rank)."""
@@ -357,6 +356,8 @@ def rank_diagnostics(values):
     return np.maximum(r_bulk, r_tail), ess_bulk, ess_tail
 
 
+#: thresholds of :func:`convergence_warning` (Vehtari et al. 2021, ArviZ's guidelines;
+#: ``ESS_PER_CHAIN_MIN`` lives in :mod:`bayesdrop.samplers.ess`, whose tuning reads it)
 RHAT_MAX = 1.01
 #: parameters above which the check is skipped (its cost grows with their number)
 CONVERGENCE_MAX_PARAMS = 5000
