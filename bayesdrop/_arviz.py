@@ -13,9 +13,7 @@ import warnings
 
 import numpy as np
 
-from .samplers.ess import ESS_PER_CHAIN_MIN
-from .samplers.ess import ess_split as _ess_split
-from .samplers.ess import split_chains as _split
+from .samplers.ess import ESS_PER_CHAIN_MIN, ess_split, split_chains
 
 __all__ = ["az", "prefetch", "to_inference_data", "summary_stats", "ess", "mcse", "rhat",
            "from_netcdf", "rank_diagnostics"]
@@ -344,15 +342,15 @@ def rank_diagnostics(values):
                          f"{x.shape}")
     x = np.ascontiguousarray(x.transpose(2, 0, 1))  # (P, chains, draws): rows contiguous
     n_par = x.shape[0]
-    split = _split(x)
+    split = split_chains(x)
     z = _z_scale(split)
     r_bulk = _rhat_split(z)
     folded = np.abs(split - np.median(split.reshape(n_par, -1), axis=1)[:, None, None])
     r_tail = _rhat_split(_z_scale(folded))
-    ess_bulk = _ess_split(z)
+    ess_bulk = ess_split(z)
     q = np.quantile(x.reshape(n_par, -1), [0.05, 0.95], axis=1)
-    ess_tail = np.minimum(_ess_split(_split((x <= q[0][:, None, None]).astype(float))),
-                          _ess_split(_split((x <= q[1][:, None, None]).astype(float))))
+    ess_tail = np.minimum(ess_split(split_chains((x <= q[0][:, None, None]).astype(float))),
+                          ess_split(split_chains((x <= q[1][:, None, None]).astype(float))))
     return np.maximum(r_bulk, r_tail), ess_bulk, ess_tail
 
 

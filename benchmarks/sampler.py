@@ -59,9 +59,20 @@ from bayesdrop.solvers import fit_problem
 DRAWS, TUNE, CHAINS, CORES = 2000, 1000, 4, 2
 
 
+def _cancer():
+    """Breast cancer, standardised, labels +-1."""
+    X, y = load_breast_cancer(return_X_y=True)
+    return StandardScaler().fit_transform(X), 2.0 * y - 1.0
+
+
+def _diabetes():
+    """Diabetes, features and target standardised."""
+    X, y = load_diabetes(return_X_y=True)
+    return StandardScaler().fit_transform(X), (y - y.mean()) / y.std()
+
+
 def problems(quick):
-    Xc, yc = load_breast_cancer(return_X_y=True)
-    Xc, yc = StandardScaler().fit_transform(Xc), 2.0 * yc - 1.0
+    Xc, yc = _cancer()
     Xd, yd = load_digits(return_X_y=True)
     Xd, yd = Xd / 16.0, np.where(yd == 8, 1.0, -1.0)
     Xs, ys = make_classification(n_samples=2000 if quick else 10_000, n_features=50,
@@ -79,9 +90,7 @@ def problems(quick):
 
 def extra_problems():
     """Problems outside the main table (``--extra``): another loss, a correlated design."""
-    Xr, yr = load_diabetes(return_X_y=True)
-    Xr = StandardScaler().fit_transform(Xr)
-    yr = (yr - yr.mean()) / yr.std()
+    Xr, yr = _diabetes()
     rng = np.random.default_rng(0)
     n, D, rho = 5000, 40, 0.9
     Z = rng.standard_normal((n, D))
@@ -101,11 +110,8 @@ def extra_problems():
 def large_c_problems():
     """Zero-noise problems at large ``C`` (``--large-C``): piecewise-quadratic ``J``, no
     Laplace approximation, where the slice moves of the compiled sweep may join it."""
-    Xc, yc = load_breast_cancer(return_X_y=True)
-    Xc, yc = StandardScaler().fit_transform(Xc), 2.0 * yc - 1.0
-    Xr, yr = load_diabetes(return_X_y=True)
-    Xr = StandardScaler().fit_transform(Xr)
-    yr = (yr - yr.mean()) / yr.std()
+    Xc, yc = _cancer()
+    Xr, yr = _diabetes()
     return [
         ("cancer hinge q=0 C=10", Xc, yc, HingeLoss(10.0), NoNoise()),
         ("cancer hinge q=0 C=100", Xc, yc, HingeLoss(100.0), NoNoise()),
