@@ -447,13 +447,14 @@ def test_dual_blocks_group_near_duplicates_and_respect_the_size_cap():
 
 
 SPARSE_CASES = [(LogisticLoss(1.0), Dropout(0.5), False), (HingeLoss(1.0), Dropout(0.3), True),
-                (EpsilonInsensitiveLoss(1.0, 0.2), "none", False)]
+                (EpsilonInsensitiveLoss(1.0, 0.2), "none", False), (HingeLoss(3.0), "none", True)]
 
 
 @pytest.mark.parametrize("loss,noise,weights", SPARSE_CASES, ids=lambda v: str(v)[:20])
 def test_compiled_sparse_sweep_samples_the_python_kernels_distribution(loss, noise, weights,
                                                                        monkeypatch):
-    """The CSR sweep (dual CG draw) against the Python kernel's Woodbury draw; the
+    """The CSR sweep (dual CG draw; at zero noise with a kinked loss followed by its
+    slice moves) against the Python kernel's Woodbury draw; the
     Cholesky limit is lowered so that a small sparse problem (fewer examples than
     features: the dual system's regime) takes the sparse path."""
 

@@ -378,6 +378,73 @@ def test_slice_moves_alone_sample_exp_minus_J(loss):
     assert p[[0, -1], :].max() < 1e-12  # the grid holds the mass in w too
 
 
+@pytest.mark.parametrize("loss", [HingeLoss(3.0), EpsilonInsensitiveLoss(3.0, epsilon=0.2)],
+                         ids=repr)
+def test_sparse_slice_moves_alone_sample_exp_minus_J(loss, monkeypatch):
+    """The compiled sparse sweep's slice moves at zero noise
+    (:func:`bayesdrop.samplers._gibbs_sparse.dual_slice_moves` along the dual directions
+    of :func:`bayesdrop.samplers.schedule.slice_directions`), run alone -- no Gibbs step
+    -- on a wide CSR problem of two examples (one repeated with another label or target, so
+    that ``K`` is singular and a direction moves both scores) and one other: the moves
+    stay on the plane ``theta_0 + row space of Xbar``, where ``exp(-J)`` is a law of the
+    two independent scores; their means and sds against quadrature of ``J``
+    (``Problem.objective``) on that plane, 4 MCSE, and each example's ``theta`` change
+    must lie in the row space."""
+    from bayesdrop.linalg import wls
+    from bayesdrop.samplers._gibbs_sparse import dual_slice_moves
+    from bayesdrop.samplers.compiled import compiled_setup
+    from bayesdrop.samplers.schedule import slice_directions
+
+    monkeypatch.setattr(wls, "MAX_CHOLESKY_PARAMS", 2)
+    rng = np.random.default_rng(5)
+    x1 = np.array([0.9, 0.0, -0.6, 0.4, 0.0])
+    x2 = np.array([0.0, 0.7, 0.5, 0.0, -0.8])
+    X = sp.csr_matrix(np.vstack([x1, x1, x2]))
+    y = np.array([1.0, -1.0, -1.0]) if isinstance(loss, HingeLoss) else np.array(
+        [0.5, 1.5, -0.4])
+    problem = Problem.create(X, y, loss, NoNoise(), sample_weight=[1.0, 2.0, 1.0])
+    setup = compiled_setup(problem)
+    assert setup is not None and setup["kind"] == "csr"
+    Ct, ones, pen2, widths, uptr, uidx, uval = slice_directions(problem, setup, None)
+    assert Ct.shape[0] == 3 and np.diff(uptr).max() == 2  # the duplicates move together
+    theta0 = np.concatenate([rng.normal(size=5), [0.3]])
+    Xb = np.hstack([X.toarray(), np.ones((3, 1))])
+    basis = np.linalg.svd(Xb)[2][:2]  # the row space of Xbar (rank 2)
+    n_draws = 6000
+    scores = np.empty((2, n_draws, 2))
+    for c in range(2):
+        g = np.random.default_rng(60 + c)
+        theta = theta0.copy()
+        stats = np.zeros(2)
+        for k in range(n_draws):
+            m = Xb @ theta
+            dual_slice_moves(setup["lp"], setup["y"], setup["sw"], setup["indptr"],
+                             setup["indices"], setup["xdata"], 5, True, theta, m,
+                             np.zeros(3), Ct, ones, pen2, widths, uptr, uidx, uval, g,
+                             stats, np.empty(3), np.empty(3), np.empty((5, 2)))
+            scores[c, k] = (Xb @ theta)[[0, 2]]
+        moved = theta - theta0
+        assert np.allclose(moved - basis.T @ (basis @ moved), 0.0, atol=1e-9)
+        assert stats[1] == 3 * n_draws
+    # quadrature on the plane theta = theta0 + Xbar^T a, in the scores (m_1, m_3)
+    A = Xb[[0, 2]]
+    m0 = A @ theta0
+    G = A @ A.T
+    grid = [np.linspace(m0[j] - 8.0, m0[j] + 8.0, 321) for j in range(2)]
+    M1, M3 = np.meshgrid(*grid, indexing="ij")
+    diff = np.stack([M1.ravel(), M3.ravel()], axis=1) - m0
+    thetas = theta0 + np.linalg.solve(G, diff.T).T @ A
+    logp = -np.array([problem.objective(t) for t in thetas]).reshape(M1.shape)
+    prob = np.exp(logp - logsumexp(logp))
+    assert max(prob[[0, -1]].max(), prob[:, [0, -1]].max()) < 1e-10  # the mass is held
+    for j, coord in enumerate([M1, M3]):
+        mean = np.sum(prob * coord)
+        sd = np.sqrt(np.sum(prob * (coord - mean) ** 2))
+        se_mean, se_sd = _mcse(scores[..., j])
+        assert abs(scores[..., j].mean() - mean) <= 4 * se_mean, (j, mean)
+        assert abs(scores[..., j].std() - sd) <= 4 * se_sd, (j, sd)
+
+
 def test_zero_noise_hinge_mixes_at_large_C():
     """Breast cancer (standardised), hinge at zero noise, ``C = 100``: the augmented Gibbs
     sweep alone gave 5 effective draws of 4000 (R-hat 1.33); the schedule adds the slice

@@ -181,22 +181,61 @@ SLICE_SHRINKS = 200
 
 
 @_jit.njit(cache=True, nogil=True)
-def _slice_moves(lp, D, y, sw, theta, m, s, V, U, widths, rng, stats, u, zeros):
-    """Slice sampling of ``exp(-J)`` along each column ``v`` of ``V`` in turn (Neal 2003,
-    section 4: stepping out by ``widths[k]``, at most :data:`SLICE_STEPS` steps, then
-    shrinkage), for a design without noise (``s = 0``; ``U = Xbar V``, so that the scores
-    on the line are ``m + delta u``).
+def slice_line(lp, y, sw, m, s, u, zeros, pen, width, rng, stats):
+    """One slice move of ``exp(-J)`` on the line ``theta + delta v`` (Neal 2003, section
+    4: stepping out by ``width``, at most :data:`SLICE_STEPS` steps, then shrinkage), for
+    a design without noise (``s = 0``): the scores on the line are ``m + delta u``
+    (``u = Xbar v``) and the penalty ``pen[0] + 2 delta pen[1] + delta^2 pen[2]`` with
+    ``pen = (||w||^2, w . v_w, ||v_w||^2)``. Returns the drawn ``delta``.
 
-    Each line move draws ``delta`` from ``exp(-J(theta + delta v))`` restricted to a slice
+    The move draws ``delta`` from ``exp(-J(theta + delta v))`` restricted to a slice
     ``{delta : J(theta + delta v) < J(theta) + e}``, ``e ~ Exp(1)``: it leaves the
     conditional law of ``theta`` on the line -- hence ``exp(-J)`` -- invariant, for any
-    fixed direction and width (Neal's stepping out and shrinkage are reversible). The
+    fixed direction and width (Neal's stepping out and shrinkage are reversible).
+    ``stats`` counts ``(evaluations of J, line moves)``."""
+    none = m[:0]
+    level = _line_value(lp, y, sw, m, s, u, zeros, zeros, pen, 0.0, none) - math.log1p(
+        -rng.random())
+    left = -width * rng.random()
+    right = left + width
+    steps_left = int(SLICE_STEPS * rng.random())  # floor: the product is >= 0
+    steps_right = SLICE_STEPS - 1 - steps_left
+    evals = 0
+    while steps_left > 0 and _line_value(lp, y, sw, m, s, u, zeros, zeros, pen, left,
+                                         none) < level:
+        left -= width
+        steps_left -= 1
+        evals += 1
+    while steps_right > 0 and _line_value(lp, y, sw, m, s, u, zeros, zeros, pen, right,
+                                          none) < level:
+        right += width
+        steps_right -= 1
+        evals += 1
+    delta = 0.0
+    for _ in range(SLICE_SHRINKS):
+        trial = left + (right - left) * rng.random()
+        evals += 1
+        if _line_value(lp, y, sw, m, s, u, zeros, zeros, pen, trial, none) < level:
+            delta = trial
+            break
+        if trial < 0.0:
+            left = trial
+        else:
+            right = trial
+    stats[0] += evals
+    stats[1] += 1.0
+    return delta
+
+
+@_jit.njit(cache=True, nogil=True)
+def _slice_moves(lp, D, y, sw, theta, m, s, V, U, widths, rng, stats, u, zeros):
+    """:func:`slice_line` along each column ``v`` of ``V`` in turn (``U = Xbar V``;
+    ``widths[k]`` the ``k``-th stepping-out width), for a design without noise. The
     directions and widths are fixed for the chain (:func:`slice_directions`). ``theta``
     and ``m`` are updated in place (``m`` incrementally: the caller recomputes the scores
     from ``theta`` afterwards); ``stats`` counts ``(evaluations of J, line moves)``."""
     n = m.shape[0]
     pen = np.zeros(3)
-    none = m[:0]
     for k in range(V.shape[1]):
         for i in range(n):
             u[i] = U[i, k]
@@ -207,41 +246,11 @@ def _slice_moves(lp, D, y, sw, theta, m, s, V, U, widths, rng, stats, u, zeros):
             pen[0] += theta[d] * theta[d]
             pen[1] += theta[d] * V[d, k]
             pen[2] += V[d, k] * V[d, k]
-        level = _line_value(lp, y, sw, m, s, u, zeros, zeros, pen, 0.0, none) - math.log1p(
-            -rng.random())
-        w = widths[k]
-        left = -w * rng.random()
-        right = left + w
-        steps_left = int(SLICE_STEPS * rng.random())  # floor: the product is >= 0
-        steps_right = SLICE_STEPS - 1 - steps_left
-        evals = 0
-        while steps_left > 0 and _line_value(lp, y, sw, m, s, u, zeros, zeros, pen, left,
-                                             none) < level:
-            left -= w
-            steps_left -= 1
-            evals += 1
-        while steps_right > 0 and _line_value(lp, y, sw, m, s, u, zeros, zeros, pen, right,
-                                              none) < level:
-            right += w
-            steps_right -= 1
-            evals += 1
-        delta = 0.0
-        for _ in range(SLICE_SHRINKS):
-            trial = left + (right - left) * rng.random()
-            evals += 1
-            if _line_value(lp, y, sw, m, s, u, zeros, zeros, pen, trial, none) < level:
-                delta = trial
-                break
-            if trial < 0.0:
-                left = trial
-            else:
-                right = trial
+        delta = slice_line(lp, y, sw, m, s, u, zeros, pen, widths[k], rng, stats)
         for a in range(theta.shape[0]):
             theta[a] += delta * V[a, k]
         for i in range(n):
             m[i] += delta * u[i]
-        stats[0] += evals
-        stats[1] += 1.0
 
 
 @_jit.njit(cache=True, nogil=True)

@@ -59,7 +59,7 @@ from .. import _jit
 from ..linalg.kernels import _sum4
 from ..model.design import V_CONSTANT, V_LIKE_X
 from ..model.losses.kernels import draws_loop
-from ._gibbs_dense import _store_augmentation
+from ._gibbs_dense import _store_augmentation, slice_line
 
 __all__ = ["DUAL_TOL", "dual_arrays", "dual_blocks", "dual_draw", "dual_work",
            "run_sweeps_csr", "scores_csr", "singleton_blocks"]
@@ -555,10 +555,75 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
 
 
 @_jit.njit(cache=True, nogil=True)
+def dual_slice_moves(lp, y, sw, indptr, indices, xdata, D, fit_intercept, theta, m, s, Ct,
+                     ones, pen2, widths, uptr, uidx, uval, rng, stats, q, alpha, work):
+    """The slice moves of :func:`bayesdrop.samplers._gibbs_dense.slice_line` along the
+    directions ``v_k = Xbar^T c_k`` (``c_k`` the rows of ``Ct``:
+    :func:`bayesdrop.samplers.schedule.slice_directions`) on a CSR design without noise,
+    with no ``D``-long direction stored: the moves accumulate their dual coefficients
+    ``alpha = sum_k delta_k c_k``, and ``theta`` gains ``Xbar^T alpha`` at the end (one
+    pass over the stored entries).
+
+    Along ``v_k`` the scores move by ``delta u_k``, ``u_k = Xbar v_k = K c_k`` (``K =
+    Xbar Xbar^T``), non-zero only on the examples ``uidx[uptr[k]:uptr[k + 1]]`` (values
+    ``uval``; one example where ``K`` has full rank): ``J`` on the line is their terms
+    plus the penalty, the other terms a constant that the slice's level absorbs. The
+    penalty's ``w . v_{k,w} = c_k . (X w)``, with ``q = X w`` kept up to date as ``q +=
+    delta (u_k - ones[k] 1)`` (``ones[k] = 1 . c_k``, the direction's intercept; the
+    constant part kept as one offset), and ``||v_{k,w}||^2 = pen2[k]``. ``theta`` and
+    ``m`` are updated in place (``m`` incrementally: the caller recomputes the scores from
+    ``theta``); ``stats`` counts ``(evaluations of J, line moves)``; ``q``, ``alpha``
+    (length ``N``) and ``work`` (5 x the largest support) are work arrays."""
+    n = m.shape[0]
+    pen = np.zeros(3)
+    for d in range(D):
+        pen[0] += theta[d] * theta[d]
+    b = theta[D] if fit_intercept else 0.0
+    for i in range(n):
+        q[i] = m[i] - b
+        alpha[i] = 0.0
+    offset = 0.0
+    ym, sm, mm, zm, um = work[0], work[1], work[2], work[3], work[4]
+    for k in range(Ct.shape[0]):
+        along = -offset * ones[k]
+        for j in range(n):
+            along += Ct[k, j] * q[j]
+        pen[1] = along
+        pen[2] = pen2[k]
+        lo, hi = uptr[k], uptr[k + 1]
+        for e in range(lo, hi):
+            i = uidx[e]
+            ym[e - lo] = y[i]
+            sm[e - lo] = sw[i]
+            mm[e - lo] = m[i]
+            zm[e - lo] = 0.0
+            um[e - lo] = uval[e]
+        size = hi - lo
+        delta = slice_line(lp, ym[:size], sm[:size], mm[:size], zm[:size], um[:size],
+                           zm[:size], pen, widths[k], rng, stats)
+        pen[0] += delta * (2.0 * along + delta * pen2[k])
+        offset += delta * ones[k]
+        for e in range(lo, hi):
+            i = uidx[e]
+            q[i] += delta * uval[e]
+            m[i] += delta * uval[e]
+        for j in range(n):
+            alpha[j] += delta * Ct[k, j]
+    for i in range(n):
+        a = alpha[i]
+        for e in range(indptr[i], indptr[i + 1]):
+            theta[indices[e]] += xdata[e] * a
+        if fit_intercept:
+            theta[D] += a
+
+
+@_jit.njit(cache=True, nogil=True)
 def run_sweeps_csr(lp, indptr, indices, xdata, mdata, vkind, scale, D,
                    fit_intercept, dual, y, sw, theta, m, s, n_sweeps,
                    first_sweep, tune, thin, overrelax, rng, theta_out, aug_sum,
-                   aug_out, first_kept, tol, cg_stats, pgt, blocks, work, par):
+                   aug_out, first_kept, tol, cg_stats, pgt, blocks, work, par, slice_Ct,
+                   slice_ones, slice_pen2, slice_w, slice_uptr, slice_uidx, slice_uval,
+                   slice_stats):
     """Advance one chain by ``n_sweeps`` sweeps (in place); returns the number kept (see
     :func:`bayesdrop.samplers._gibbs_dense.run_sweeps`, also for ``pgt``). The kept draws'
     ``lp = -J`` and pointwise terms are not computed here: the sweep itself never needs
@@ -567,7 +632,11 @@ def run_sweeps_csr(lp, indptr, indices, xdata, mdata, vkind, scale, D,
     0.8 s less). ``cg_stats`` accumulates
     ``(CG iterations, sweeps)``; a dual solve that does not converge sets
     ``cg_stats[2] = 1`` and stops. ``par``: the dual products' row chunks and threads
-    (:func:`_dual_apply`: the same draws with threads or without)."""
+    (:func:`_dual_apply`: the same draws with threads or without). Where ``slice_Ct`` has
+    rows (a design without noise), :func:`dual_slice_moves` follows each sweep
+    (``slice_Ct, slice_ones, slice_pen2, slice_w, slice_uptr, slice_uidx, slice_uval``:
+    its arguments ``Ct, ones, pen2, widths, uptr, uidx, uval``; ``slice_stats`` its
+    counts), then the scores are recomputed from ``theta``."""
     n = indptr.shape[0] - 1
     p = theta.shape[0]
     rho = np.empty(n)
@@ -578,6 +647,13 @@ def run_sweeps_csr(lp, indptr, indices, xdata, mdata, vkind, scale, D,
     z2 = np.empty(n)
     z3 = work[0][7]
     new = work[3][:p]
+    moves = slice_Ct.shape[0]
+    support = 0
+    for k in range(moves):
+        support = max(support, slice_uptr[k + 1] - slice_uptr[k])
+    slice_q = np.empty(n if moves else 0)
+    slice_alpha = np.empty(n if moves else 0)
+    slice_work = np.empty((5, support))
     kept = 0
     for k in range(n_sweeps):
         sweep = first_sweep + k
@@ -600,6 +676,13 @@ def run_sweeps_csr(lp, indptr, indices, xdata, mdata, vkind, scale, D,
             theta[a] = new[a]
         scores_csr(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, theta,
                    m, s)
+        if moves:
+            dual_slice_moves(lp, y, sw, indptr, indices, xdata, D, fit_intercept, theta, m,
+                             s, slice_Ct, slice_ones, slice_pen2, slice_w, slice_uptr,
+                             slice_uidx, slice_uval, rng, slice_stats, slice_q, slice_alpha,
+                             slice_work)
+            scores_csr(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept,
+                       theta, m, s)
         if sweep >= tune and (sweep - tune + 1) % thin == 0:
             row = first_kept + kept
             for a in range(p):

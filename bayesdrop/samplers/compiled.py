@@ -134,7 +134,7 @@ def _csr_setup(problem, linalg):
     from ._gibbs_sparse import dual_arrays, dual_blocks
 
     X = arrays.pop("csr")
-    return dict(kind="csr", blocks=dual_blocks(X), dual=dual_arrays(X),
+    return dict(kind="csr", csr=X, blocks=dual_blocks(X), dual=dual_arrays(X),
                 chunks=row_chunks(X.indptr), **arrays,
                 **_model_arrays(problem), n=design.n_samples, p=design.n_params,
                 problem=problem)
@@ -370,8 +370,13 @@ class CompiledKernel:
         st.line_on = moves.line is not None
         st.line = moves.line if st.line_on else (np.zeros(st.p + 2), np.zeros(st.n),
                                                  np.zeros(st.n))
-        st.slice = moves.slice if moves.slice is not None else (
-            np.zeros((st.p, 0)), np.zeros((st.n, 0)), np.zeros(0))
+        if moves.slice is not None:
+            st.slice = moves.slice
+        elif self.csr:  # dual_slice_moves' (Ct, ones, pen2, widths, uptr, uidx, uval)
+            st.slice = (np.zeros((0, 0)), np.zeros(0), np.zeros(0), np.zeros(0),
+                        np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
+        else:
+            st.slice = (np.zeros((st.p, 0)), np.zeros((st.n, 0)), np.zeros(0))
 
     def first_block(self):
         # about _BLOCK_WORK entries of work (a sparse sweep makes some 100 passes over
@@ -491,7 +496,8 @@ class CompiledKernel:
                                      first_sweep, tune, thin, self.overrelax, rng,
                                      st.theta_out, st.aug_sum, st.aug_out, kept, DUAL_TOL,
                                      st.cg_stats, setup["pg_tables"], setup["blocks"],
-                                     st.dual_work, (setup["chunks"], threads))
+                                     st.dual_work, (setup["chunks"], threads),
+                                     *st.slice, st.slice_stats)
             if st.cg_stats[2]:
                 raise FloatingPointError(
                     "the dual conjugate-gradient solve of the sparse Gibbs sweep did "
@@ -551,7 +557,7 @@ class CompiledKernel:
                            tune_time, draw_time, interrupted, st.mh_stats, st.theta.copy(),
                            rng.bit_generator.state,
                            st.terms_out[:kept] if self.store_log_likelihood else None,
-                           None if self.csr else st.moves,
+                           st.moves,
                            st.line_stats if st.line_on else None)
 
 

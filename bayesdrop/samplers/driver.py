@@ -156,7 +156,11 @@ or LastState
         effective sample size and the cost model say they pay, or where the sweeps
         alone would miss the convergence check's 100 effective draws per chain
         (:func:`~bayesdrop.samplers.schedule.slice_pays`), an integer or ``False``
-        always; ``last_state`` carries the choice.
+        always; ``last_state`` carries the choice. The compiled sparse sweep (CSR, ``N <
+        D``, no MH move) at zero noise with such a loss always follows each sweep with
+        slice moves along the dual basis of all examples' rows (one score each;
+        :func:`bayesdrop.samplers.schedule._dual_slice_directions`), where ``N^2`` is at
+        most :data:`~bayesdrop.samplers.schedule.SLICE_SPARSE_MAX_ENTRIES`.
     on_running : callable, optional
         Called once, with no arguments, when a chain of compiled sweeps has run its
         first block: the sweeps are compiled and the chains now run without the GIL, so
@@ -286,6 +290,8 @@ or LastState
         setup["line"] = intercept_line(setup, laplace)
         setup["slice"] = slice_directions(problem, setup, theta_hat)
         setup["schedule"] = mh == "auto"
+    elif setup is not None:  # the sparse sweep: no MH move, its slice moves where they exist
+        setup["slice"] = slice_directions(problem, setup, theta_hat)
     total = chains * (tune + draws * thin)
     wall_start = time.perf_counter()
     with ProgressBar(total, enabled=progressbar,

@@ -28,9 +28,9 @@ class LastState(NamedTuple):
     sweep : int or None
         Row back-ends only: sweeps done; the next one draws with ``spawn_key=(sweep, b)``.
     moves : tuple of bayesdrop.samplers.compiled.Moves or None
-        Compiled dense chains: each chain's exact MH moves as its tuning fixed them (the
-        independence proposal and its number per sweep, the intercept's line); a
-        continued run keeps them.
+        Compiled chains: each chain's exact MH moves as its tuning fixed them (the
+        independence proposal and its number per sweep, the intercept's line, the slice
+        moves; the sparse sweep: its slice moves); a continued run keeps them.
     """
 
     theta: np.ndarray

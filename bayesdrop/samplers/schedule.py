@@ -10,6 +10,7 @@ the data and the seed only.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..model.design import V_LIKE_X, V_ZERO
 from .ess import ESS_PER_CHAIN_MIN
@@ -95,7 +96,9 @@ def slice_directions(problem, setup, theta_hat):
     each width is :data:`SLICE_WIDTH` prior standard deviations along its direction (None
     where ``U`` would have more than :data:`SLICE_MAX_ENTRIES` entries).
 
-    Any fixed directions give an exact kernel; these only make it mix.
+    Any fixed directions give an exact kernel; these only make it mix. For the compiled
+    sparse sweep (``setup["kind"] == "csr"``) the dual form of
+    :func:`_dual_slice_directions` (``theta_hat`` unused).
 
     Examples
     --------
@@ -117,11 +120,15 @@ def slice_directions(problem, setup, theta_hat):
     """
     from ..solvers.irls import kink_tolerance
 
-    if (theta_hat is None or setup is None or setup["kind"] != "dense"
+    if (setup is None or setup["kind"] not in ("dense", "csr")
             or setup["vkind"] != V_ZERO):  # a design with noise
         return None
     kinks = problem.loss.kinks(problem.y)
     if kinks is None:
+        return None
+    if setup["kind"] == "csr":
+        return _dual_slice_directions(setup)
+    if theta_hat is None:
         return None
     pos = np.asarray(kinks[0], dtype=np.float64)
     theta_hat = np.asarray(theta_hat, dtype=np.float64)
@@ -149,6 +156,68 @@ def slice_directions(problem, setup, theta_hat):
     widths = SLICE_WIDTH / np.sqrt(2.0 * penalty)
     return (np.ascontiguousarray(V), np.ascontiguousarray(Xb @ V),
             np.ascontiguousarray(widths))
+
+
+#: most entries of the sparse sweep's dual slice coefficients (``N x N``, float64: 64
+#: MB); a wider sample (``N`` above about 2800) samples without the slice moves
+SLICE_SPARSE_MAX_ENTRIES = 8_000_000
+#: entries of ``Xbar Xbar^T``'s range projector below this are rounding (the exact
+#: projector's entries lie in ``[-1, 1]``): the sparse slice directions' supports
+_SLICE_SUPPORT_ATOL = 1e-10
+
+
+def _dual_slice_directions(setup):
+    """:func:`slice_directions` for the compiled sparse sweep (``N < D``), in dual form:
+    ``(Ct, ones, pen2, widths, uptr, uidx, uval)`` for
+    :func:`bayesdrop.samplers._gibbs_sparse.dual_slice_moves`, or None.
+
+    With ``D > N`` a posterior's scores spread far beyond the mode's margins (the prior
+    alone gives ``x_n . w`` a standard deviation ``||x_n|| / sqrt 2``), so the examples on
+    a kink at the mode do not mark the slow directions; all of them do: the directions
+    are the columns of ``Xbar^+ = Xbar^T K^+``, ``K = Xbar Xbar^T`` (each moves one
+    example's score alone where ``K`` has full rank, else its group of linearly dependent
+    rows; ``K^+`` from the eigenvalues of ``K`` above ``N p eps`` of the largest, as
+    :func:`numpy.linalg.pinv`), kept as dual coefficients ``c_k`` (the rows of ``Ct``)
+    scaled to unit length, ``c_k^T K c_k = 1``. The null space of ``Xbar`` -- nearly all of
+    ``R^p`` -- carries the prior alone, which the Gibbs sweep draws afresh each sweep, and
+    no ``D``-long direction is stored. ``ones[k] = 1 . c_k`` (0 without an intercept),
+    ``pen2[k] = ||v_{k,w}||^2 = 1 - ones[k]^2``, the widths as in
+    :func:`slice_directions`, and ``u_k = Xbar v_k = K c_k`` in compressed columns
+    (``uptr, uidx, uval``): ``Pi e_k / ||..||`` with ``Pi = K K^+`` the range projector,
+    ``e_k`` exactly where ``K`` has full rank. None where ``N^2`` exceeds
+    :data:`SLICE_SPARSE_MAX_ENTRIES`."""
+    X = setup["csr"]
+    n = X.shape[0]
+    if n * n > SLICE_SPARSE_MAX_ENTRIES:
+        return None
+    fi = bool(setup["fit_intercept"])
+    K = (X @ X.T).toarray()
+    if fi:
+        K += 1.0
+    lam, Q = np.linalg.eigh(K)
+    keep = lam > lam[-1] * max(n, setup["p"]) * np.finfo(float).eps
+    Qr = Q[:, keep]
+    Kp = (Qr / lam[keep]) @ Qr.T  # K^+ (symmetric: its rows are its columns)
+    norms = np.diag(Kp).copy()  # c^T K c for c = K^+ e_k: (K^+ K K^+)_kk = K^+_kk
+    live = norms > 0
+    Ct = Kp[live] / np.sqrt(norms[live])[:, None]
+    if keep.all():  # Pi = I: each direction moves its own example's score
+        uidx = np.flatnonzero(live)
+        uval = 1.0 / np.sqrt(norms[live])
+        uptr = np.arange(uidx.shape[0] + 1)
+    else:
+        Pi = (Qr @ Qr.T)[:, live] / np.sqrt(norms[live])
+        Pi[np.abs(Pi) < _SLICE_SUPPORT_ATOL] = 0.0
+        cols = sp.csc_matrix(Pi)
+        cols.sort_indices()
+        uptr, uidx, uval = cols.indptr, cols.indices, cols.data
+    ones = Ct.sum(axis=1) if fi else np.zeros(Ct.shape[0])
+    pen2 = 1.0 - ones * ones
+    widths = SLICE_WIDTH / np.sqrt(2.0 * np.maximum(pen2, _SLICE_PENALTY_FLOOR))
+    return (np.ascontiguousarray(Ct), np.ascontiguousarray(ones),
+            np.ascontiguousarray(pen2), np.ascontiguousarray(widths),
+            np.ascontiguousarray(uptr, dtype=np.int64),
+            np.ascontiguousarray(uidx, dtype=np.int64), np.ascontiguousarray(uval))
 
 
 #: effective draws per sweep that the cost model assumes of a chain with the slice moves
