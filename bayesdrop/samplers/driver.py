@@ -159,7 +159,7 @@ or LastState
         always; ``last_state`` carries the choice. The compiled sparse sweep (CSR, ``N <
         D``, no MH move) at zero noise with such a loss always follows each sweep with
         slice moves along the dual basis of all examples' rows (one score each;
-        :func:`bayesdrop.samplers.schedule._dual_slice_directions`), where ``N^2`` is at
+        ``schedule._dual_slice_directions``), where ``N^2`` is at
         most :data:`~bayesdrop.samplers.schedule.SLICE_SPARSE_MAX_ENTRIES`.
     on_running : callable, optional
         Called once, with no arguments, when a chain of compiled sweeps has run its

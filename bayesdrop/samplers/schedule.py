@@ -98,7 +98,7 @@ def slice_directions(problem, setup, theta_hat):
 
     Any fixed directions give an exact kernel; these only make it mix. For the compiled
     sparse sweep (``setup["kind"] == "csr"``) the dual form of
-    :func:`_dual_slice_directions` (``theta_hat`` unused).
+    ``_dual_slice_directions`` (``theta_hat`` unused).
 
     Examples
     --------
