@@ -419,9 +419,9 @@ def test_sparse_slice_moves_alone_sample_exp_minus_J(loss, monkeypatch):
         for k in range(n_draws):
             m = Xb @ theta
             dual_slice_moves(setup["lp"], setup["y"], setup["sw"], setup["indptr"],
-                             setup["indices"], setup["xdata"], 5, True, theta, m,
-                             np.zeros(3), Ct, ones, pen2, widths, uptr, uidx, uval, g,
-                             stats, np.empty(3), np.empty(3), np.empty((5, 2)))
+                             setup["indices"], setup["xdata"], 5, True, theta, m, Ct,
+                             ones, pen2, widths, uptr, uidx, uval, g, stats, np.empty(3),
+                             np.empty(3), np.empty((5, 2)))
             scores[c, k] = (Xb @ theta)[[0, 2]]
         moved = theta - theta0
         assert np.allclose(moved - basis.T @ (basis @ moved), 0.0, atol=1e-9)

@@ -555,8 +555,8 @@ def dual_draw(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept, dua
 
 
 @_jit.njit(cache=True, nogil=True)
-def dual_slice_moves(lp, y, sw, indptr, indices, xdata, D, fit_intercept, theta, m, s, Ct,
-                     ones, pen2, widths, uptr, uidx, uval, rng, stats, q, alpha, work):
+def dual_slice_moves(lp, y, sw, indptr, indices, xdata, D, fit_intercept, theta, m, Ct, ones,
+                     pen2, widths, uptr, uidx, uval, rng, stats, q, alpha, work):
     """The slice moves of :func:`bayesdrop.samplers._gibbs_dense.slice_line` along the
     directions ``v_k = Xbar^T c_k`` (``c_k`` the rows of ``Ct``:
     :func:`bayesdrop.samplers.schedule.slice_directions`) on a CSR design without noise,
@@ -678,7 +678,7 @@ def run_sweeps_csr(lp, indptr, indices, xdata, mdata, vkind, scale, D,
                    m, s)
         if moves:
             dual_slice_moves(lp, y, sw, indptr, indices, xdata, D, fit_intercept, theta, m,
-                             s, slice_Ct, slice_ones, slice_pen2, slice_w, slice_uptr,
+                             slice_Ct, slice_ones, slice_pen2, slice_w, slice_uptr,
                              slice_uidx, slice_uval, rng, slice_stats, slice_q, slice_alpha,
                              slice_work)
             scores_csr(indptr, indices, xdata, mdata, vkind, scale, D, fit_intercept,
