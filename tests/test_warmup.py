@@ -12,11 +12,86 @@ import pytest
 pytestmark = pytest.mark.heavy  # few long tests: scheduled first (conftest.py)
 
 
-def _python(code, cache, **env):
+def _python(code, **env):
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                         text=True, env={**os.environ, "NUMBA_CACHE_DIR": cache, **env})
+                         text=True, env={**os.environ, **env})
     assert out.returncode == 0, out.stderr
     return out.stdout
+
+
+_OVERLOADS = """
+        import gc
+        from numba.core.dispatcher import Dispatcher
+
+        def overloads():
+            return {obj: set(obj.overloads) for obj in gc.get_objects()
+                    if issubclass(type(obj), Dispatcher)  # (weak proxies among the objects)
+                    and obj.py_func.__module__.startswith("bayesdrop")}
+"""
+
+_NEW = """
+        after = overloads()
+        print(sorted(f"{d.py_func.__module__}.{d.py_func.__qualname__}{sig}"
+                     for d, sigs in after.items() for sig in sigs - before.get(d, set())))
+"""
+
+# Both tests run ``warm`` and then the calls it should cover in one fresh process and list
+# the specialisations of bayesdrop's numba dispatchers that the calls added: a kernel the
+# command did not compile is added when the calls first need it (compiled, or loaded from
+# numba's cache if another process compiled it), so the list is empty exactly when the
+# command covers the calls, whatever the cache already holds. (That the cache written by
+# one process serves the next is tested below and in ``test_newton_reuse.py``.)
+
+
+def test_compile_covers_the_fit_and_posterior_of_wide_sparse_data():
+    """After ``warm`` of the logistic estimator on sparse input, fitting and sampling a
+    wide CSR problem -- Newton-CG, the sampler's dual sweep -- and a tall one -- the
+    sampler's primal CG -- at ``C = 1`` and ``C = 0.1`` (the sweep's variants without and
+    with the fractional Polya-Gamma tables) adds no specialisation to any of bayesdrop's
+    numba dispatchers. On one numba thread: the warm-up then skips the threaded variants
+    (``warmup.LARGE_SPARSE``, which these problems' one row chunk would not use anyway)."""
+    out = _python(_OVERLOADS + """
+        import os, warnings
+        import numpy as np, scipy.sparse as sp
+        import bayesdrop
+        from bayesdrop.warmup import warm
+        warm(["DropoutLogisticRegression"], ["sparse"], file=open(os.devnull, "w"))
+        before = overloads()
+        warnings.simplefilter("ignore")
+        rng = np.random.default_rng(1)
+        wide = sp.random(60, 3000, density=0.01, format="csr", random_state=2)
+        # more examples than features: the sampler's primal CG
+        tall = sp.random(2100, 2050, density=0.002, format="csr", random_state=3)
+        for X, draws, tune, chains in ((wide, 10, 5, 2), (tall, 3, 1, 1)):
+            y = (np.asarray(X @ rng.normal(size=X.shape[1])).ravel() > 0).astype(int)
+            for C in (1.0, 0.1):
+                est = bayesdrop.DropoutLogisticRegression(C=C, noise_level=0.3).fit(X, y)
+                est.sample_posterior(X, y, draws=draws, tune=tune, chains=chains,
+                                     progressbar=False, random_state=0)
+    """ + _NEW, NUMBA_NUM_THREADS="1")
+    assert out.strip() == "[]", out
+
+
+def test_compile_covers_dense_fits_of_the_size_of_digits():
+    """After ``warm`` of the SVC on dense input, fitting 10-class digits-like data
+    (1800 x 64, 10 classes: Newton's Python loop with the float32 Hessian, and the IRLS
+    start of the hinge loss) adds no specialisation to bayesdrop's numba dispatchers.
+    Without the second dense input of the warm-up (:data:`bayesdrop.warmup.LARGE_DENSE`)
+    the fit adds the kernel of the Hessian's diagonal noise term (checked)."""
+    out = _python(_OVERLOADS + """
+        import os, warnings
+        import numpy as np
+        import bayesdrop
+        from bayesdrop.warmup import warm
+        warm(["DropoutSVC"], ["dense"], sample=False, file=open(os.devnull, "w"))
+        before = overloads()
+        warnings.simplefilter("ignore")
+        rng = np.random.default_rng(1)
+        X = rng.random((1800, 64))
+        y = np.argmax(X[:, :10] + 0.3 * rng.normal(size=(1800, 10)), axis=1)
+        bayesdrop.DropoutSVC(C=0.1, noise_level=0.2).fit(X, y)
+    """ + _NEW)
+    assert out.strip() == "[]", out
 
 
 _MISSES = """
@@ -31,68 +106,6 @@ _MISSES = """
                     hits += sum(stats.cache_hits.values())
         print(misses, hits)
 """
-
-
-def test_compile_covers_the_fit_and_posterior_of_wide_sparse_data(tmp_path):
-    """After ``warm`` of the logistic estimator on sparse input (in a process with an
-    empty cache), another process fits and samples a wide CSR problem -- Newton-CG, the
-    sampler's dual sweep -- at ``C = 1`` and ``C = 0.1`` (the sweep's variants without and
-    with the fractional Polya-Gamma tables) with every kernel loaded from the cache:
-    numba's cache misses of bayesdrop's dispatchers stay at zero (they count compiles).
-    Both processes on one numba thread: the warm-up then skips the threaded variants
-    (``warmup.LARGE_SPARSE``, which this problem's one row chunk would not use anyway),
-    about 20 s of compilation."""
-    cache = str(tmp_path)
-    one = {"NUMBA_NUM_THREADS": "1"}
-    _python("""
-        import os
-        from bayesdrop.warmup import warm
-        warm(["DropoutLogisticRegression"], ["sparse"], file=open(os.devnull, "w"))
-    """, cache, **one)
-    out = _python("""
-        import sys, warnings
-        import numpy as np, scipy.sparse as sp
-        import bayesdrop
-        warnings.simplefilter("ignore")
-        rng = np.random.default_rng(1)
-        wide = sp.random(60, 3000, density=0.01, format="csr", random_state=2)
-        # more examples than features: the sampler's primal CG
-        tall = sp.random(2100, 2050, density=0.002, format="csr", random_state=3)
-        for X, draws, tune, chains in ((wide, 10, 5, 2), (tall, 3, 1, 1)):
-            y = (np.asarray(X @ rng.normal(size=X.shape[1])).ravel() > 0).astype(int)
-            for C in (1.0, 0.1):
-                est = bayesdrop.DropoutLogisticRegression(C=C, noise_level=0.3).fit(X, y)
-                est.sample_posterior(X, y, draws=draws, tune=tune, chains=chains,
-                                     progressbar=False, random_state=0)
-    """ + _MISSES, cache, **one)
-    misses, hits = map(int, out.split())
-    assert hits > 0 and misses == 0, (misses, hits)
-
-
-def test_compile_covers_dense_fits_of_the_size_of_digits(tmp_path):
-    """After ``warm`` of the SVC on dense input, another process fits 10-class digits-like
-    data (1800 x 64, 10 classes: Newton's Python loop with the float32 Hessian, and the
-    IRLS start of the hinge loss) with every kernel loaded from the cache. Without the
-    second dense input of the warm-up (:data:`bayesdrop.warmup.LARGE_DENSE`) the fit
-    compiles the blocked Hessian's kernels."""
-    cache = str(tmp_path)
-    _python("""
-        import os
-        from bayesdrop.warmup import warm
-        warm(["DropoutSVC"], ["dense"], sample=False, file=open(os.devnull, "w"))
-    """, cache)
-    out = _python("""
-        import sys, warnings
-        import numpy as np
-        import bayesdrop
-        warnings.simplefilter("ignore")
-        rng = np.random.default_rng(1)
-        X = rng.random((1800, 64))
-        y = np.argmax(X[:, :10] + 0.3 * rng.normal(size=(1800, 10)), axis=1)
-        bayesdrop.DropoutSVC(C=0.1, noise_level=0.2).fit(X, y)
-    """ + _MISSES, cache)
-    misses, hits = map(int, out.split())
-    assert hits > 0 and misses == 0, (misses, hits)
 
 
 def test_a_regular_install_keeps_its_compiled_kernels_for_the_next_process(tmp_path):
