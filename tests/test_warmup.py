@@ -26,7 +26,7 @@ _OVERLOADS = """
         def overloads():
             return {obj: set(obj.overloads) for obj in gc.get_objects()
                     if issubclass(type(obj), Dispatcher)  # (weak proxies among the objects)
-                    and obj.py_func.__module__.startswith("bayesdrop")}
+                    and (obj.py_func.__module__ or "").startswith("bayesdrop")}
 """
 
 _NEW = """
