@@ -77,7 +77,7 @@ def test_compile_covers_dense_fits_of_the_size_of_digits():
     (1800 x 64, 10 classes: Newton's Python loop with the float32 Hessian, and the IRLS
     start of the hinge loss) adds no specialisation to bayesdrop's numba dispatchers.
     Without the second dense input of the warm-up (:data:`bayesdrop.warmup.LARGE_DENSE`)
-    the fit adds the kernel of the Hessian's diagonal noise term (checked)."""
+    the fit adds ``model._design_kernels.dense_rmatvec_squares`` (checked)."""
     out = _python(_OVERLOADS + """
         import os, warnings
         import numpy as np
