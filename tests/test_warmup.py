@@ -19,28 +19,34 @@ def _python(code, **env):
     return out.stdout
 
 
-_OVERLOADS = """
-        import gc
+_ADDED = """
+        import gc, os, warnings
         from numba.core.dispatcher import Dispatcher
+        from bayesdrop.warmup import warm
 
         def overloads():
-            return {obj: set(obj.overloads) for obj in gc.get_objects()
+            return {{obj: set(obj.overloads) for obj in gc.get_objects()
                     if issubclass(type(obj), Dispatcher)  # (weak proxies among the objects)
-                    and (obj.py_func.__module__ or "").startswith("bayesdrop")}
+                    and (obj.py_func.__module__ or "").startswith("bayesdrop")}}
+
+        warm({warm}, file=open(os.devnull, "w"))
+        before = overloads()
+        warnings.simplefilter("ignore")
+{calls}
+        print(sorted(f"{{d.py_func.__module__}}.{{d.py_func.__qualname__}}{{sig}}"
+                     for d, sigs in overloads().items() for sig in sigs - before.get(d, set())))
 """
 
-_NEW = """
-        after = overloads()
-        print(sorted(f"{d.py_func.__module__}.{d.py_func.__qualname__}{sig}"
-                     for d, sigs in after.items() for sig in sigs - before.get(d, set())))
-"""
 
-# Both tests run ``warm`` and then the calls it should cover in one fresh process and list
-# the specialisations of bayesdrop's numba dispatchers that the calls added: a kernel the
-# command did not compile is added when the calls first need it (compiled, or loaded from
-# numba's cache if another process compiled it), so the list is empty exactly when the
-# command covers the calls, whatever the cache already holds. (That the cache written by
-# one process serves the next is tested below and in ``test_newton_reuse.py``.)
+def _kernels_added(warm, calls, **env):
+    """Run ``warm(<warm>)`` and then ``calls`` in one fresh process; the specialisations
+    of bayesdrop's numba dispatchers that the calls added. A kernel the command did not
+    compile is added when the calls first need it (compiled, or loaded from numba's cache
+    if another process compiled it), so the list is empty exactly when the command covers
+    the calls, whatever the cache already holds. (That the cache written by one process
+    serves the next is tested below and in ``test_newton_reuse.py``.)"""
+    calls = textwrap.indent(textwrap.dedent(calls), " " * 8)
+    return _python(_ADDED.format(warm=warm, calls=calls), **env).strip()
 
 
 def test_compile_covers_the_fit_and_posterior_of_wide_sparse_data():
@@ -50,14 +56,9 @@ def test_compile_covers_the_fit_and_posterior_of_wide_sparse_data():
     with the fractional Polya-Gamma tables) adds no specialisation to any of bayesdrop's
     numba dispatchers. On one numba thread: the warm-up then skips the threaded variants
     (``warmup.LARGE_SPARSE``, which these problems' one row chunk would not use anyway)."""
-    out = _python(_OVERLOADS + """
-        import os, warnings
+    out = _kernels_added('["DropoutLogisticRegression"], ["sparse"]', """
         import numpy as np, scipy.sparse as sp
         import bayesdrop
-        from bayesdrop.warmup import warm
-        warm(["DropoutLogisticRegression"], ["sparse"], file=open(os.devnull, "w"))
-        before = overloads()
-        warnings.simplefilter("ignore")
         rng = np.random.default_rng(1)
         wide = sp.random(60, 3000, density=0.01, format="csr", random_state=2)
         # more examples than features: the sampler's primal CG
@@ -68,8 +69,8 @@ def test_compile_covers_the_fit_and_posterior_of_wide_sparse_data():
                 est = bayesdrop.DropoutLogisticRegression(C=C, noise_level=0.3).fit(X, y)
                 est.sample_posterior(X, y, draws=draws, tune=tune, chains=chains,
                                      progressbar=False, random_state=0)
-    """ + _NEW, NUMBA_NUM_THREADS="1")
-    assert out.strip() == "[]", out
+    """, NUMBA_NUM_THREADS="1")
+    assert out == "[]", out
 
 
 def test_compile_covers_dense_fits_of_the_size_of_digits():
@@ -78,20 +79,15 @@ def test_compile_covers_dense_fits_of_the_size_of_digits():
     start of the hinge loss) adds no specialisation to bayesdrop's numba dispatchers.
     Without the second dense input of the warm-up (:data:`bayesdrop.warmup.LARGE_DENSE`)
     the fit adds ``model._design_kernels.dense_rmatvec_squares`` (checked)."""
-    out = _python(_OVERLOADS + """
-        import os, warnings
+    out = _kernels_added('["DropoutSVC"], ["dense"], sample=False', """
         import numpy as np
         import bayesdrop
-        from bayesdrop.warmup import warm
-        warm(["DropoutSVC"], ["dense"], sample=False, file=open(os.devnull, "w"))
-        before = overloads()
-        warnings.simplefilter("ignore")
         rng = np.random.default_rng(1)
         X = rng.random((1800, 64))
         y = np.argmax(X[:, :10] + 0.3 * rng.normal(size=(1800, 10)), axis=1)
         bayesdrop.DropoutSVC(C=0.1, noise_level=0.2).fit(X, y)
-    """ + _NEW)
-    assert out.strip() == "[]", out
+    """)
+    assert out == "[]", out
 
 
 _MISSES = """
