@@ -166,6 +166,168 @@ def test_signals_stop_sampling_within_two_seconds(tmp_path, sig, kind, cores):
         assert proc.returncode == -signal.SIGTERM
 
 
+def _small_logistic():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 4))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=120) > 0, 1.0, -1.0)
+    problem = Problem.create(X, y, LogisticLoss(1.0), NoNoise())
+    return problem, fit_problem(problem).theta
+
+
+def _sigint_self(times=1):
+    """Deliver a real SIGINT to this process and let its handler run (between two
+    bytecodes of this thread)."""
+    for _ in range(times):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):
+            time.sleep(0)
+
+
+_RUNNERS = [("threads", dict(cores=2)), ("processes", dict(cores=2, compiled=False)),
+            ("sequence", dict(cores=1))]
+
+
+@pytest.mark.parametrize("runner,kw", _RUNNERS, ids=[r[0] for r in _RUNNERS])
+def test_a_real_sigint_mid_run_returns_the_draws_so_far(runner, kw, monkeypatch):
+    """A SIGINT delivered to the sampling process (in the progress update, while the
+    chains run) stops every chain at its next block: the draws so far come back, equal in
+    number per chain (in sequence: the first chain's, the second never starts), with
+    ``interrupted`` and the warning; the SIGINT handler in place before the call is in
+    place after it."""
+    from bayesdrop import _progress
+
+    problem, theta = _small_logistic()
+    real_update, sent = _progress.ProgressBar.update, []
+
+    def update(self, n):
+        if n > 2 * 40 and not sent:  # the chains are past tuning
+            sent.append(n)
+            _sigint_self()
+        return real_update(self, n)
+
+    monkeypatch.setattr(_progress.ProgressBar, "update", update)
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.warns(RuntimeWarning, match="interrupted"):
+            res = sample(problem, draws=10**6, tune=40, chains=2, theta_hat=theta,
+                         random_state=0, progressbar=False, **kw)
+    except KeyboardInterrupt:
+        pytest.fail("the SIGINT escaped as KeyboardInterrupt")
+    assert sent and res.interrupted
+    assert res.theta.shape[0] == (1 if runner == "sequence" else 2)
+    assert 0 < res.theta.shape[1] < 10**6
+    assert np.all(np.isfinite(res.theta))
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+@pytest.mark.parametrize("runner,kw", _RUNNERS, ids=[r[0] for r in _RUNNERS])
+def test_a_sigint_after_the_last_sweep_loses_no_draw(runner, kw, monkeypatch):
+    """A SIGINT that arrives after the chains have finished (here: as the progress bar
+    closes) returns every draw, not interrupted -- it used to raise KeyboardInterrupt out
+    of ``sample`` and lose them all."""
+    from bayesdrop import _progress
+
+    problem, theta = _small_logistic()
+    real_exit = _progress.ProgressBar.__exit__
+
+    def exit_(self, *exc):
+        _sigint_self()
+        return real_exit(self, *exc)
+
+    monkeypatch.setattr(_progress.ProgressBar, "__exit__", exit_)
+    try:
+        res = sample(problem, draws=30, tune=10, chains=2, theta_hat=theta, random_state=0,
+                     progressbar=False, **kw)
+    except KeyboardInterrupt:
+        pytest.fail("the SIGINT escaped as KeyboardInterrupt and the draws were lost")
+    assert not res.interrupted and res.theta.shape == (2, 30, 5)
+    undisturbed = sample(problem, draws=30, tune=10, chains=2, theta_hat=theta,
+                         random_state=0, progressbar=False, **kw)
+    np.testing.assert_array_equal(res.theta, undisturbed.theta)
+
+
+_LOCK_SCRIPT = textwrap.dedent("""
+    import os, signal, sys, time
+    import concurrent.futures._base as base
+    import numpy as np
+    from bayesdrop import LogisticLoss, NoNoise, Problem
+    from bayesdrop.samplers import sample
+    from bayesdrop.solvers import fit_problem
+
+    real_enter, sent = base._AcquireFutures.__enter__, []
+
+    def enter(self):  # the worst moment: one future's lock taken, the others not yet
+        if len(sent) == 0 and len(self.futures) > 1:
+            first = sorted(self.futures, key=id)[0]
+            first._condition.acquire()
+            sent.append(1)
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):
+                time.sleep(0)  # the handler runs here
+            first._condition.release()
+        return real_enter(self)
+
+    base._AcquireFutures.__enter__ = enter
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 4))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=120) > 0, 1.0, -1.0)
+    problem = Problem.create(X, y, LogisticLoss(1.0), NoNoise())
+    theta = fit_problem(problem).theta
+    kw = dict(cores=2) if sys.argv[1] == "threads" else dict(cores=2, compiled=False)
+    res = sample(problem, draws=10**6, tune=0, chains=2, theta_hat=theta, random_state=0,
+                 progressbar=False, **kw)
+    print("RETURNED", res.interrupted, res.theta.shape[1] > 0, flush=True)
+""")
+
+
+@pytest.mark.parametrize("runner", ["threads", "processes"])
+def test_a_sigint_while_a_lock_is_half_taken_does_not_hang(tmp_path, runner):
+    """The hang behind a SIGINT: ``concurrent.futures.wait`` takes the futures' locks one
+    by one; a ``KeyboardInterrupt`` raised after the first left it taken for good, and
+    the chain finishing next blocked on it (the runner never returned). Here the SIGINT
+    is delivered at exactly that point (in a fresh process: a hang ends in the timeout):
+    the call returns the draws so far."""
+    script = tmp_path / "run.py"
+    script.write_text(_LOCK_SCRIPT)
+    proc = subprocess.run([sys.executable, str(script), runner], capture_output=True,
+                          text=True, timeout=60)
+    assert "RETURNED True True" in proc.stdout, (proc.returncode, proc.stderr[-2000:])
+
+
+def test_a_second_sigint_raises_keyboard_interrupt(monkeypatch):
+    """Ctrl-C twice: the second goes to Python's handler, ``KeyboardInterrupt`` at once
+    (for a user who does not want to wait for the next block)."""
+    from bayesdrop import _progress
+
+    problem, theta = _small_logistic()
+    real_update, sent = _progress.ProgressBar.update, []
+
+    def update(self, n):
+        if n > 2 * 40 and not sent:
+            sent.append(n)
+            _sigint_self(2)
+        return real_update(self, n)
+
+    monkeypatch.setattr(_progress.ProgressBar, "update", update)
+    with pytest.raises(KeyboardInterrupt):
+        sample(problem, draws=10**6, tune=40, chains=2, theta_hat=theta, random_state=0,
+               progressbar=False, cores=2)
+    assert sent and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_sampling_outside_the_main_thread_leaves_sigint_alone():
+    """``signal.signal`` works in the main thread only: a sample run in another thread
+    (a notebook's background job) runs as before, and the handler is untouched."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    problem, theta = _small_logistic()
+    with ThreadPoolExecutor(1) as pool:
+        res = pool.submit(sample, problem, draws=20, tune=5, chains=2, theta_hat=theta,
+                          random_state=0, progressbar=False, cores=2).result()
+    assert res.theta.shape == (2, 20, 5) and not res.interrupted
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 # ------------------------------------------------------------- wide sparse, no D x D
 @pytest.mark.parametrize("Est", [DropoutLogisticRegression, DropoutSVC])
 def test_wide_sparse_sampling_memory_is_linear(Est):

@@ -34,7 +34,7 @@ from .chain import run_chain
 from .compiled import CompiledKernel, compiled_setup, intercept_line
 from .gibbs import OVERRELAX
 from .result import LastState, SamplerResult, assemble, generators_from_states
-from .runners import python_kernel, run_processes, run_threads
+from .runners import CtrlC, python_kernel, run_processes, run_threads
 from .schedule import laplace_proposal, slice_directions
 from .start import initial_points
 
@@ -182,10 +182,16 @@ or LastState
 
     Notes
     -----
-    **Interrupts.** Ctrl-C (``KeyboardInterrupt``) stops every chain at its next sweep
+    **Interrupts.** Ctrl-C stops every chain at its next sweep
     (the compiled chains run in blocks of about :data:`BLOCK_SECONDS` of sweeps, sized
     from the measured time per sweep, so it acts within a fraction of a second whatever
-    the data and hyper-parameters, unless a single sweep takes longer).
+    the data and hyper-parameters, unless a single sweep takes longer). In the main
+    thread the first Ctrl-C (SIGINT) is only recorded (:class:`~.runners.CtrlC`) and the
+    chains poll it, rather than a ``KeyboardInterrupt`` raised wherever the waiting
+    thread is (which can leave a lock of the process pool taken: a hang); a second
+    Ctrl-C raises ``KeyboardInterrupt`` at once (out of ``sample`` where the chains run in
+    threads or processes; in sequence the chain loop catches it and returns the draws). A ``KeyboardInterrupt`` raised by other
+    code while waiting (a callback, a progress bar) stops the chains the same way.
     If draws had been kept, they are returned -- the same number for every chain, with
     ``interrupted=True`` and a ``RuntimeWarning`` -- so a long run can be cut short and
     analysed; during tuning (no draw kept yet) the ``KeyboardInterrupt`` propagates and
@@ -294,29 +300,32 @@ or LastState
         setup["slice"] = slice_directions(problem, setup, theta_hat)
     total = chains * (tune + draws * thin)
     wall_start = time.perf_counter()
-    with ProgressBar(total, enabled=progressbar,
-                     description=f"Gibbs {problem.loss.name}, {chains} chain(s)") as bar:
-        if cores > 1 and chains > 1:
-            if setup is not None:
-                results = run_threads(setup, inits, chain_seeds, kwargs, min(cores, chains),
-                                       bar, mh_moves, moves, on_running)
-            else:
-                results = run_processes(problem, inits, chain_seeds, kwargs,
-                                        min(cores, chains), bar)
-        else:  # in sequence, in this process; one kernel or the other
-            results = []
-            calls = [on_running] if setup is not None and on_running is not None else []
-            for c in range(chains):
-                def report(k, _base=c * (tune + draws * thin)):
-                    bar.update(_base + k)
-                    while calls:  # on_running, once
-                        calls.pop()()
+    with CtrlC() as ctrl_c:  # Ctrl-C: the chains stop at their next block
+        with ProgressBar(total, enabled=progressbar,
+                         description=f"Gibbs {problem.loss.name}, {chains} chain(s)") as bar:
+            if cores > 1 and chains > 1:
+                if setup is not None:
+                    results = run_threads(setup, inits, chain_seeds, kwargs, min(cores, chains),
+                                          bar, mh_moves, moves, on_running, ctrl_c)
+                else:
+                    results = run_processes(problem, inits, chain_seeds, kwargs,
+                                            min(cores, chains), bar, ctrl_c)
+            else:  # in sequence, in this process; one kernel or the other
+                results = []
+                calls = [on_running] if setup is not None and on_running is not None else []
+                for c in range(chains):
+                    def report(k, _base=c * (tune + draws * thin)):
+                        bar.update(_base + k)
+                        while calls:  # on_running, once
+                            calls.pop()()
 
-                kernel = (CompiledKernel(setup, mh_moves=mh_moves[c], moves=moves[c],
-                                          **kwargs)
-                          if setup is not None else python_kernel(problem, **kwargs))
-                results.append(run_chain(kernel, inits[c], chain_seeds[c], report=report,
-                                         tune=tune, draws=draws, thin=thin))
-                if results[-1].interrupted:
-                    break
-    return assemble(results, inits, chains, tune, thin, wall_start, store_augmentation)
+                    kernel = (CompiledKernel(setup, mh_moves=mh_moves[c], moves=moves[c],
+                                              **kwargs)
+                              if setup is not None else python_kernel(problem, **kwargs))
+                    results.append(run_chain(kernel, inits[c], chain_seeds[c], report=report,
+                                             stop=lambda: ctrl_c.pressed, tune=tune,
+                                             draws=draws, thin=thin))
+                    if results[-1].interrupted:
+                        break
+        # a Ctrl-C after the last sweep changes nothing: every draw is returned
+        return assemble(results, inits, chains, tune, thin, wall_start, store_augmentation)

@@ -2,7 +2,8 @@
 the one chain loop): in processes (:func:`run_processes`, for a kernel that holds the GIL:
 the Python kernel) or in threads (:func:`run_threads`, the compiled sweeps, which release
 it), with progress counts and Ctrl-C handled while waiting (:func:`collect`); the driver
-runs them in sequence otherwise."""
+runs them in sequence otherwise. :class:`CtrlC` turns a Ctrl-C during sampling into a
+request to stop at the next block instead of an exception at an arbitrary point."""
 
 from __future__ import annotations
 
@@ -17,12 +18,63 @@ from concurrent.futures import (
     wait,
 )
 
-
 from . import gibbs
 from .chain import run_chain
 from .compiled import CompiledKernel
 
-__all__ = ["collect", "python_kernel", "run_processes", "run_threads"]
+__all__ = ["CtrlC", "collect", "python_kernel", "run_processes", "run_threads"]
+
+
+class CtrlC:
+    """Within ``with CtrlC() as ctrl_c:`` in the main thread, the first Ctrl-C (SIGINT)
+    only sets ``ctrl_c.pressed``; the chains poll it (:func:`collect`, or
+    :func:`~bayesdrop.samplers.chain.run_chain`'s ``stop``) and stop at their next block,
+    returning the draws kept so far. A second Ctrl-C goes to the handler that was in
+    place (Python's default: ``KeyboardInterrupt``), for a user who insists.
+
+    Why not the ``KeyboardInterrupt`` itself: Python raises it wherever the main thread
+    happens to be, possibly between taking and releasing a lock of
+    :mod:`concurrent.futures`, :mod:`multiprocessing` or tqdm -- a lock that is then
+    never released, so that the next wait hangs (seen: the process-pool runner hung for
+    good on one SIGINT in four under load) -- or after the last sweep, losing every draw.
+    The handler only assigns a flag, so it can interrupt nothing. Outside the main thread,
+    or where SIGINT is ignored or has no Python handler, nothing is changed (a
+    ``KeyboardInterrupt`` raised by other code is still handled where it used to be).
+
+    Examples
+    --------
+    >>> import os, signal
+    >>> with CtrlC() as ctrl_c:
+    ...     os.kill(os.getpid(), signal.SIGINT)
+    ...     for _ in range(1000):  # the handler runs between two bytecodes
+    ...         if ctrl_c.pressed:
+    ...             break
+    >>> ctrl_c.pressed, signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    (True, True)
+    """
+
+    def __init__(self):
+        self.pressed = False
+        self._previous = None
+
+    def _handler(self, signum, frame):
+        if self.pressed and callable(self._previous):
+            self._previous(signum, frame)
+        self.pressed = True
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)
+            if callable(previous):  # not SIG_IGN (a chain process), SIG_DFL or None
+                self._previous = previous
+                signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+        return False
 
 
 def python_kernel(problem, *, linalg, cg_tol, overrelax, store_augmentation, **_):
@@ -76,7 +128,9 @@ def _mp_context():
     return mp.get_context("fork" if "fork" in methods else methods[0])
 
 
-def run_processes(problem, inits, seeds, kwargs, cores, bar):
+def run_processes(problem, inits, seeds, kwargs, cores, bar, ctrl_c=None):
+    """The Python kernel's chains in ``cores`` processes (forked where the platform
+    allows); ``ctrl_c``: :func:`collect`'s."""
     ctx = _mp_context()
     chains = len(seeds)
     counts = ctx.Array("q", chains, lock=False)
@@ -84,16 +138,19 @@ def run_processes(problem, inits, seeds, kwargs, cores, bar):
     with ProcessPoolExecutor(max_workers=cores, mp_context=ctx, initializer=_worker_init,
                              initargs=(problem, kwargs, counts, stop_event)) as pool:
         futures = [pool.submit(_worker_chain, c, inits[c], seeds[c]) for c in range(chains)]
-        return collect(futures, counts, bar, stop_event, 0.05)
+        return collect(futures, counts, bar, stop_event, 0.05, ctrl_c=ctrl_c)
 
 
-def collect(futures, counts, bar, stop_event, interval, on_running=None):
+def collect(futures, counts, bar, stop_event, interval, on_running=None, ctrl_c=None):
     """Wait for the chains' futures, reporting ``sum(counts)`` to the progress bar; Ctrl-C
-    sets ``stop_event`` (the chains stop at their next check) and waiting goes on.
+    (``ctrl_c.pressed`` of a :class:`CtrlC`, or a ``KeyboardInterrupt``) sets
+    ``stop_event`` (the chains stop at their next check) and waiting goes on.
     ``on_running()`` is called once, as soon as a chain has reported sweeps done."""
     results = [None] * len(futures)
     pending = set(range(len(futures)))
     while pending:
+        if ctrl_c is not None and ctrl_c.pressed:
+            stop_event.set()
         try:
             for c in list(pending):
                 if futures[c].done():
@@ -108,12 +165,15 @@ def collect(futures, counts, bar, stop_event, interval, on_running=None):
                      return_when=FIRST_COMPLETED)
         except KeyboardInterrupt:
             stop_event.set()
+            if ctrl_c is not None and ctrl_c.pressed:
+                raise  # a second Ctrl-C: the user does not wait for the next block
     return results
 
 
-def run_threads(setup, inits, seeds, kwargs, cores, bar, mh_moves, moves, on_running=None):
-    """Compiled chains in ``cores`` threads (one BLAS thread each); ``on_running`` see
-    :func:`collect`."""
+def run_threads(setup, inits, seeds, kwargs, cores, bar, mh_moves, moves, on_running=None,
+                ctrl_c=None):
+    """Compiled chains in ``cores`` threads (one BLAS thread each); ``on_running`` and
+    ``ctrl_c`` see :func:`collect`."""
     chains = len(seeds)
     counts = [0] * chains
     stop_event = threading.Event()
@@ -131,4 +191,4 @@ def run_threads(setup, inits, seeds, kwargs, cores, bar, mh_moves, moves, on_run
 
     with one_blas_thread(), ThreadPoolExecutor(max_workers=cores) as pool:  # the chains
         futures = [pool.submit(one, c) for c in range(chains)]  # are the parallelism
-        return collect(futures, counts, bar, stop_event, 0.02, on_running)
+        return collect(futures, counts, bar, stop_event, 0.02, on_running, ctrl_c)
