@@ -21,6 +21,7 @@ from .model.noise import make_noise
 from .model.objective import terms_many
 from .model.problem import Problem
 from .samplers.driver import sample
+from .samplers.result import truncate
 from .linalg.dask_backend import placement_of
 from .solvers import fit_problem, fit_rows
 
@@ -34,6 +35,12 @@ def sample_problems(problems, thetas_hat, *, random_state=None, **kwargs):
     ``thetas_hat[k]`` is the mode of problem ``k`` (``argmin J``), where its chains start.
 
     Problem ``k`` gets child ``k`` of the SeedSequence of ``random_state``.
+
+    The problems are sampled one after the other. A Ctrl-C stops the problem being
+    sampled (:func:`~bayesdrop.samplers.sample`); in the last one, every problem's result
+    is cut to the chains and draws it has (:func:`~bayesdrop.samplers.result.truncate`,
+    ``interrupted=True``); in an earlier one, ``KeyboardInterrupt`` is raised at once
+    (the later problems would have no draws).
 
     Returns
     -------
@@ -57,8 +64,20 @@ def sample_problems(problems, thetas_hat, *, random_state=None, **kwargs):
         raise ValueError(f"thetas_hat must hold one mode per problem: {len(thetas_hat)} for "
                          f"{len(problems)} problems")
     seeds = seed_sequence(random_state).spawn(len(problems))
-    return [sample(pr, theta_hat=th, random_state=seed, **kwargs)
-            for pr, th, seed in zip(problems, thetas_hat, seeds)]
+    results = []
+    for k, (pr, th, seed) in enumerate(zip(problems, thetas_hat, seeds)):
+        results.append(sample(pr, theta_hat=th, random_state=seed, **kwargs))
+        if results[-1].interrupted and k < len(problems) - 1:
+            # the later problems have no draws: nothing consistent to return, and
+            # sampling them would make Ctrl-C wait for their whole chains
+            raise KeyboardInterrupt(
+                f"sampling interrupted in problem {k + 1} of {len(problems)} (one-vs-rest "
+                "classes are sampled one after the other): the posterior needs draws of "
+                "every problem, so none is returned")
+    if len(results) > 1 and results[-1].interrupted:  # the last one: a common shape
+        chains, draws = results[-1].theta.shape[:2]
+        results = [truncate(r, chains, draws) for r in results]
+    return results
 
 
 def sample_posterior(X, y, *, loss="logistic", C=1.0, noise="dropout", noise_level=None,

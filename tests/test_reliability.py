@@ -328,6 +328,74 @@ def test_sampling_outside_the_main_thread_leaves_sigint_alone():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def _interrupt_problem(monkeypatch, which):
+    """Raise KeyboardInterrupt (as Ctrl-C does) in the progress update of the
+    ``which``-th ``sample`` call (0-based), once its chains are well past tuning (0.2 s
+    and 4000 sweeps in: chains in threads report in blocks, one may lag the other);
+    returns the list of the calls' numbers of sweeps reported."""
+    from bayesdrop import _progress
+
+    real_enter, real_update, calls = (_progress.ProgressBar.__enter__,
+                                      _progress.ProgressBar.update, [])
+
+    def enter(self):
+        calls.append(0)
+        self._call, self._t0 = len(calls) - 1, time.perf_counter()
+        return real_enter(self)
+
+    def update(self, n):
+        calls[self._call] = n
+        if (self._call == which and n > 4000 and time.perf_counter() - self._t0 > 0.2
+                and not getattr(self, "_sent", False)):
+            self._sent = True
+            raise KeyboardInterrupt
+        return real_update(self, n)
+
+    monkeypatch.setattr(_progress.ProgressBar, "__enter__", enter)
+    monkeypatch.setattr(_progress.ProgressBar, "update", update)
+    return calls
+
+
+def _three_classes():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 3))
+    y = np.argmax(X + 0.5 * rng.normal(size=(150, 3)), axis=1)
+    return X, y, DropoutLogisticRegression().fit(X, y)
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_ctrl_c_in_the_last_class_returns_every_class_cut_to_one_shape(cores, monkeypatch):
+    """One-vs-rest posteriors are sampled class after class. A Ctrl-C in the last class
+    returns the InferenceData of every class, each cut to the draws (and, in sequence,
+    the chains) the last one has -- it used to end in a numpy broadcasting error."""
+    X, y, clf = _three_classes()
+    calls = _interrupt_problem(monkeypatch, 2)
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        idata = clf.sample_posterior(X, y, draws=3 * 10**4, tune=30, chains=2, cores=cores,
+                                     progressbar=False, random_state=0,
+                                     log_likelihood=False)  # (3 x 10^7 values otherwise)
+    coef = idata.posterior["coef"]
+    assert len(calls) == 3 and calls[0] == calls[1] == 2 * (30 + 3 * 10**4)  # whole chains
+    chains = 1 if cores == 1 else 2  # in sequence the second chain never started
+    assert coef.shape[:2] == (chains, idata.sample_stats["lp"].shape[1])
+    assert 0 < coef.shape[1] < 3 * 10**4 and coef.shape[2:] == (3, 3)
+    assert idata.sample_stats.attrs["interrupted"] == 1
+    assert np.all(np.isfinite(coef.values))
+
+
+def test_ctrl_c_in_an_earlier_class_raises_at_once(monkeypatch):
+    """A Ctrl-C in the first of three classes: the later classes would have no draws,
+    so ``KeyboardInterrupt`` is raised without sampling them (before: they ran their
+    whole chains, then the call failed)."""
+    X, y, clf = _three_classes()
+    calls = _interrupt_problem(monkeypatch, 0)
+    with pytest.warns(RuntimeWarning, match="interrupted"), \
+            pytest.raises(KeyboardInterrupt, match="problem 1 of 3"):
+        clf.sample_posterior(X, y, draws=10**5, tune=30, chains=2, progressbar=False,
+                             random_state=0, log_likelihood=False)
+    assert len(calls) == 1  # the second and third classes were not sampled
+
+
 # ------------------------------------------------------------- wide sparse, no D x D
 @pytest.mark.parametrize("Est", [DropoutLogisticRegression, DropoutSVC])
 def test_wide_sparse_sampling_memory_is_linear(Est):

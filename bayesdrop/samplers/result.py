@@ -10,7 +10,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ChainRecord", "LastState", "SamplerResult", "assemble", "generators_from_states"]
+__all__ = ["ChainRecord", "LastState", "SamplerResult", "assemble", "generators_from_states",
+           "truncate"]
 
 
 class LastState(NamedTuple):
@@ -183,3 +184,46 @@ def assemble(results, inits, chains, tune, thin, wall_start, store_augmentation,
         mh_moves=np.array([-1 if r.moves is None or r.moves.proposal is None
                            else int(r.moves.mh) for r in results]),
     )
+
+
+def truncate(result, chains, draws):
+    """``result`` with its first ``chains`` chains and their first ``draws`` kept draws,
+    marked ``interrupted`` -- so that one-vs-rest problems whose last was interrupted
+    share one shape (:func:`bayesdrop.posterior.sample_problems`). The chains' running
+    means of the augmentation variables, times and acceptance rates stay those of the
+    whole chains; ``last_state`` keeps where the first ``chains`` chains stopped.
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, LogisticLoss
+    >>> from bayesdrop.samplers import sample
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 2)); y = np.sign(X[:, 0])
+    >>> problem = Problem.create(X, y, LogisticLoss(1.0))
+    >>> res = sample(problem, draws=20, tune=5, chains=2, theta_hat=np.zeros(3),
+    ...              progressbar=False, random_state=0)
+    >>> short = truncate(res, 1, 7)
+    >>> short.theta.shape, short.lp.shape, short.interrupted, len(short.last_state.rng_states)
+    ((1, 7, 3), (1, 7), True, 1)
+    """
+    def cut(a, per_draw):
+        if a is None:
+            return None
+        a = np.asarray(a)
+        return a[:chains, :draws] if per_draw else a[:chains]
+
+    state = result.last_state
+    if state is not None:
+        state = state._replace(
+            theta=state.theta[:chains], rng_states=tuple(state.rng_states[:chains]),
+            entropies=None if state.entropies is None else tuple(state.entropies[:chains]),
+            moves=None if state.moves is None else tuple(state.moves[:chains]))
+    return result._replace(
+        theta=cut(result.theta, True), lp=cut(result.lp, True),
+        augmentation=cut(result.augmentation, True),
+        log_likelihood=cut(result.log_likelihood, True),
+        augmentation_mean=cut(result.augmentation_mean, False),
+        theta_init=cut(result.theta_init, False), tune_time=cut(result.tune_time, False),
+        draw_time=cut(result.draw_time, False), mh_accept=cut(result.mh_accept, False),
+        intercept_accept=cut(result.intercept_accept, False),
+        mh_moves=cut(result.mh_moves, False), last_state=state, interrupted=True)
