@@ -29,10 +29,11 @@ __all__ = ["binary_targets", "maybe_log_likelihood", "pointwise_log_likelihood",
            "sample_problems", "store_log_likelihood"]
 
 
-def sample_problems(problems, thetas_hat, *, random_state=None, **kwargs):
+def sample_problems(problems, thetas_hat, *, random_state=None, inits=None, **kwargs):
     """Run :func:`bayesdrop.samplers.sample` on each problem with independent seeds.
 
-    ``thetas_hat[k]`` is the mode of problem ``k`` (``argmin J``), where its chains start.
+    ``thetas_hat[k]`` is the mode of problem ``k`` (``argmin J``), where its chains start
+    -- or at ``inits[k]`` (an ``init`` array of shape ``(chains, n_params)``), if given.
 
     Problem ``k`` gets child ``k`` of the SeedSequence of ``random_state``.
 
@@ -66,6 +67,8 @@ def sample_problems(problems, thetas_hat, *, random_state=None, **kwargs):
     seeds = seed_sequence(random_state).spawn(len(problems))
     results = []
     for k, (pr, th, seed) in enumerate(zip(problems, thetas_hat, seeds)):
+        if inits is not None:
+            kwargs["init"] = inits[k]
         results.append(sample(pr, theta_hat=th, random_state=seed, **kwargs))
         if results[-1].interrupted and k < len(problems) - 1:
             # the later problems have no draws: nothing consistent to return, and

@@ -15,6 +15,7 @@ import arviz as az
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 from scipy.special import expit
 from sklearn.datasets import load_iris
 
@@ -400,3 +401,48 @@ def test_plot_ppc_works_for_string_class_labels():
     assert list(clf.classes_[obs]) == list(labels) and set(np.unique(rep)) <= {0, 1}
     az.plot_ppc(idata)
     plt.close("all")
+
+
+# ------------------------------------------------------------- continuing from an idata
+def test_init_with_an_inference_data_continues_each_chain_from_its_last_draw():
+    """``sample_posterior(..., init=idata, tune=0)``: each chain goes on from its last
+    draw -- the same draws as ``init`` given as the array of those last draws."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=80) > 0, 1, 0)
+    clf = DropoutLogisticRegression(noise_level=0.2).fit(X, y)
+    first = clf.sample_posterior(X, y, draws=40, tune=20, chains=2, random_state=0,
+                                 progressbar=False, cores=1)
+    last = np.column_stack([first.posterior["coef"].values[:, -1],
+                            first.posterior["intercept"].values[:, -1]])
+    kw = {"draws": 30, "tune": 0, "chains": 2, "random_state": 1, "progressbar": False,
+          "cores": 1}
+    again = clf.sample_posterior(X, y, init=first, **kw)
+    by_hand = clf.sample_posterior(X, y, init=last, **kw)
+    np.testing.assert_array_equal(again.posterior["coef"].values,
+                                  by_hand.posterior["coef"].values)
+    assert not np.array_equal(again.posterior["coef"].values[:, 0],
+                              first.posterior["coef"].values[:, -1])  # it moved on
+    both = xr.concat([first.posterior, again.posterior], "draw")  # as the docstring says
+    assert both.sizes["draw"] == 70
+
+
+def test_init_with_an_inference_data_multiclass_and_its_errors():
+    X, y = load_iris(return_X_y=True)
+    clf = DropoutLogisticRegression().fit(X, y)
+    kw = {"draws": 20, "tune": 10, "chains": 2, "random_state": 0, "progressbar": False,
+          "cores": 1}
+    first = clf.sample_posterior(X, y, **kw)
+    again = clf.sample_posterior(X, y, init=first, **{**kw, "tune": 0})
+    assert again.posterior["coef"].shape == (2, 20, 3, 4)
+    with pytest.raises(ValueError, match="init: .*2 chain.*needs 3"):
+        clf.sample_posterior(X, y, init=first, **{**kw, "chains": 3})
+    with pytest.raises(ValueError, match="init: an InferenceData of DropoutLogisticRegression"):
+        DropoutSVC().fit(X, y).sample_posterior(X, y, init=first, **kw)
+    with pytest.raises(ValueError, match="init: .*5 parameters.*needs 2 .*3 and 4"):
+        DropoutLogisticRegression().fit(X[:, :3], y).sample_posterior(X[:, :3], y,
+                                                                      init=first, **kw)
+    with pytest.raises(TypeError, match="init must be"):
+        clf.sample_posterior(X, y, init={"coef": 0}, **kw)
+    with pytest.raises(ValueError, match="init contains NaN"):
+        clf.sample_posterior(X, y, init=np.full(5, np.nan), **kw)

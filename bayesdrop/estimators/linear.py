@@ -291,9 +291,14 @@ class _DropoutLinearModel(LinearModel):
         random_state : None, int, SeedSequence or numpy.random.Generator
         progressbar : bool, default=True
             Quiet anyway when the ``CI`` environment variable is set.
-        init : {"mode", "overdispersed"} or ndarray, default="mode"
+        init : {"mode", "overdispersed"}, ndarray or InferenceData, default="mode"
             Start at the point estimate (the mode), or at it plus three times a draw from
-            the Gaussian of the IRLS system (see :func:`bayesdrop.samplers.sample`).
+            the Gaussian of the IRLS system (see :func:`bayesdrop.samplers.sample`); an
+            array: every problem's chains there. The InferenceData of an earlier
+            ``sample_posterior`` of this estimator (same classes, features and
+            ``chains``): each chain goes on from its last draw, with ``tune=0`` a
+            continuation of those chains (new random numbers; join the two posteriors with
+            ``xarray.concat([first.posterior, second.posterior], "draw")``).
         cores : int, optional
             Parallel chain processes (default ``min(chains, cpu_count)``; 1: in sequence).
         store_augmentation : bool, default=False
@@ -326,6 +331,10 @@ class _DropoutLinearModel(LinearModel):
         lazy = isinstance(problems[0], RowBackend)  # examples on a cluster: no per-example groups
         modes = [self._mode(problem, theta) for problem, theta in zip(problems, thetas)]
         thetas = [res.theta for res in modes]
+        inits = None
+        if hasattr(init, "posterior"):  # an earlier InferenceData: go on from its chains
+            inits = self._last_draws(init, chains, problems)
+            init = "mode"
         options = dict(draws=draws, tune=tune, chains=chains, thin=thin, init=init,
                        progressbar=progressbar, overrelax=overrelax)
         if not lazy:
@@ -333,7 +342,8 @@ class _DropoutLinearModel(LinearModel):
                            linalg=self._solvers()[1], on_running=prefetch_arviz,
                            store_log_likelihood=store_log_likelihood(
                                log_likelihood, chains, draws, problems[0].design.n_samples))
-        results = sample_problems(problems, thetas, random_state=random_state, **options)
+        results = sample_problems(problems, thetas, random_state=random_state, inits=inits,
+                                  **options)
         classes = getattr(self, "classes_", None)
         class_names = list(classes) if classes is not None and len(problems) > 1 else None
         attrs = {"estimator": type(self).__name__}
@@ -352,6 +362,31 @@ class _DropoutLinearModel(LinearModel):
                                   **extras)
         convergence_warning(idata)
         return idata
+
+    def _last_draws(self, idata, chains, problems):
+        """``init=idata`` of :meth:`sample_posterior`: each problem's ``(chains, n_params)``
+        starting points, the last draw of each chain of ``idata``'s posterior."""
+        post = idata.posterior
+        made_by = post.attrs.get("estimator")
+        if made_by is not None and made_by != type(self).__name__:
+            raise ValueError(f"init: an InferenceData of {made_by}, not of "
+                             f"{type(self).__name__}")
+        if "coef" not in post or self.fit_intercept != ("intercept" in post):
+            raise ValueError("init: the InferenceData's posterior must hold 'coef' and, with "
+                             "fit_intercept=True only, 'intercept' (one of sample_posterior's)")
+        coef = np.asarray(post["coef"], dtype=float)[:, -1]  # (chain, [class,] feature)
+        parts = [coef[:, None, :] if coef.ndim == 2 else coef]
+        if self.fit_intercept:
+            b = np.asarray(post["intercept"], dtype=float)[:, -1]
+            parts.append((b[:, None] if b.ndim == 1 else b)[:, :, None])
+        theta = np.concatenate(parts, axis=2)  # (chain, problem, n_params)
+        source = problems[0] if isinstance(problems[0], RowBackend) else problems[0].design
+        want = (chains, len(problems), source.n_params)
+        if theta.shape != want:
+            raise ValueError(f"init: its posterior has {theta.shape[0]} chain(s), "
+                             f"{theta.shape[1]} problem(s) of {theta.shape[2]} parameters; "
+                             f"this call needs {want[0]} (chains=), {want[1]} and {want[2]}")
+        return [theta[:, k] for k in range(len(problems))]
 
     def sample_posterior_predictive(self, X, idata, *, random_state=None, corrupted=False):
         """Posterior predictive draws of ``y`` at ``X``, added to a copy of ``idata``.

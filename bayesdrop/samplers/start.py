@@ -29,7 +29,13 @@ def start_points(init, theta_hat, chains, p, perturbation):
         if init == "mode":
             return np.tile(theta_hat, (chains, 1))
         return np.array([theta_hat + 3.0 * perturbation(c) for c in range(chains)])
-    arr = np.asarray(init, dtype=float)
+    try:
+        arr = np.asarray(init, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError("init must be 'mode', 'overdispersed' or an array of starting "
+                        f"points, got {type(init).__name__}") from exc
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("init contains NaN or infinity")
     if arr.shape == (p,):
         return np.tile(arr, (chains, 1))
     if arr.shape == (chains, p):
