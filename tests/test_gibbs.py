@@ -288,7 +288,7 @@ def test_bad_arguments(small_problem_data):
         (dict(cores=0), ValueError, "cores"),
         (dict(init="random"), ValueError, "init"),
         (dict(init=np.zeros(3)), ValueError, "init array"),
-        (dict(init=np.full(6, np.nan)), ValueError, "finite"),
+        (dict(init=np.full(6, np.nan)), ValueError, "init contains NaN"),
         (dict(linalg="lu"), ValueError, "linalg"),
         (dict(overrelax=-1.0), ValueError, "overrelax"),
         (dict(random_state=np.random.RandomState(0)), TypeError, "random_state"),

@@ -162,7 +162,7 @@ def test_compiled_lbfgs_reaches_scipy_lbfgsb_stationary_point(loss, pen):
     n_iter, status, n_eval = LB.lbfgs_latent(
         lp, np.ascontiguousarray(X.T),
         np.ascontiguousarray(entries[3].T), yb, np.ones(150), z, 4,
-        True, pen, 20_000, 1e-14, 20, history, *work.arrays())
+        True, pen, 20_000, 1e-14, 20, history, *work.arrays(), 0, LB.lbfgs_state(z.size))
     assert status in (1, 2) and n_eval >= n_iter + 1
     history = history[:n_iter + 1]
     assert np.all(np.diff(history) <= 0.0)
@@ -355,7 +355,8 @@ def test_compiled_lbfgs_with_fixed_output_weights_is_an_alpha_step():
     n_iter, status, _ = LB.lbfgs_latent(
         lp, np.ascontiguousarray(X.T),
         np.ascontiguousarray(entries[3].T), yb, np.ones(150), z, 4,
-        True, 2.0, 5000, 1e-15, 20, history, *LC.LatentWork(150, 2, 4).arrays(), 5)
+        True, 2.0, 5000, 1e-15, 20, history, *LC.LatentWork(150, 2, 4).arrays(), 5,
+        LB.lbfgs_state(z.size))
     np.testing.assert_array_equal(z[:5], theta)
     assert status in (1, 2) and history[n_iter] < history[0]
     ref = minimize(lambda a: (lambda J, g: (J, g.ravel()))(*latent_objective(
@@ -400,3 +401,35 @@ def test_compiled_lbfgs_same_path_in_fresh_and_cached_compilations(tmp_path):
         outs.append(np.load(out))
     assert any((tmp_path / "numba").rglob("*.nbc"))
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_lbfgs_cut_into_calls_takes_the_same_steps():
+    """:meth:`CompiledLatent.run` returns to Python between blocks of iterations (so that
+    Ctrl-C acts): a run cut into calls of 1, 3 and 7 iterations carries its state
+    (:func:`lbfgs_state`) and gives the same iterates, bit for bit, as one call."""
+    X, y = make_moons(150, noise=0.2, random_state=2)
+    yb = np.where(y == 1, 1.0, -1.0)
+    entries = noise_entries(X, Dropout(0.2))
+    rng = np.random.default_rng(0)
+    z0 = np.concatenate([rng.normal(size=5) * 0.1, rng.normal(size=12)])
+    args = (LogisticLoss(1.0).kernel_params, np.ascontiguousarray(X.T),
+            np.ascontiguousarray(entries[3].T), yb, np.ones(150))
+
+    def run(cut):
+        z, history = z0.copy(), np.empty(301)
+        work, state = LC.LatentWork(150, 2, 4).arrays(), LB.lbfgs_state(z.size)
+        done = 0
+        while True:
+            done, status, n_eval = LB.lbfgs_latent(
+                *args, z, 4, True, 0.5, min(300, done + cut), 1e-14, 20, history, *work,
+                0, state)
+            if status != 0 or done >= 300:
+                return z, history[:done + 1], status, n_eval
+
+    one = run(300)
+    assert one[2] in (1, 2) or len(one[1]) == 301
+    for cut in (1, 3, 7):
+        got = run(cut)
+        np.testing.assert_array_equal(got[0], one[0])
+        np.testing.assert_array_equal(got[1], one[1])
+        assert got[2:] == one[2:]

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent / "bayesdrop"
 #: layers from the bottom up; a module belongs to the longest prefix that names it
 LAYERS = [
     ("base", ["bayesdrop._validation", "bayesdrop._progress", "bayesdrop._threads",
-              "bayesdrop._version", "bayesdrop._blas", "bayesdrop._jit"]),
+              "bayesdrop._version", "bayesdrop._blas", "bayesdrop._jit", "bayesdrop._blocks"]),
     ("model", ["bayesdrop.model"]),
     ("linalg", ["bayesdrop.linalg"]),
     ("solvers and samplers", ["bayesdrop.solvers", "bayesdrop.samplers"]),

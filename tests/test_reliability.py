@@ -32,7 +32,7 @@ from bayesdrop._arviz import mcse
 from bayesdrop.samplers import sample
 from bayesdrop.model.augmentation import polya_gamma
 from bayesdrop.model.pg_compiled import polya_gamma_compiled
-from bayesdrop.samplers.compiled import BLOCK_SECONDS, next_block
+from bayesdrop._blocks import BLOCK_SECONDS, next_block
 from bayesdrop.solvers import fit_problem
 
 
@@ -394,6 +394,96 @@ def test_ctrl_c_in_an_earlier_class_raises_at_once(monkeypatch):
         clf.sample_posterior(X, y, draws=10**5, tune=30, chains=2, progressbar=False,
                              random_state=0, log_likelihood=False)
     assert len(calls) == 1  # the second and third classes were not sampled
+
+
+_LATENT_FIT_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    from bayesdrop import DropoutLatentLogisticRegression
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 50))
+    y = (X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=5000) > 0).astype(int)
+    DropoutLatentLogisticRegression(noise_level=0.2, n_hidden=20, random_state=0,
+                                    max_iter=20, tol=1e-14).fit(X[:200], y[:200])  # compile
+    print("READY", flush=True)
+    try:
+        DropoutLatentLogisticRegression(noise_level=0.2, n_hidden=20, random_state=0,
+                                        max_iter=10**6, tol=1e-14).fit(X, y)
+    except KeyboardInterrupt:
+        print("INTERRUPTED", flush=True)
+    else:
+        print("FINISHED", flush=True)
+""")
+
+
+def test_sigint_stops_a_latent_fit_within_two_seconds(tmp_path):
+    """The latent models' compiled L-BFGS returns to Python between blocks of about
+    0.1 s (``bayesdrop._blocks``): a SIGINT mid-fit raises ``KeyboardInterrupt`` within
+    2 s. Before, the whole fit (up to ``max_iter`` iterations) ran in one compiled call
+    and ignored Ctrl-C for minutes."""
+    script = tmp_path / "fit.py"
+    script.write_text(_LATENT_FIT_SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "READY", proc.stderr.read()
+        time.sleep(1.5)  # into the L-BFGS iterations
+        assert proc.poll() is None
+        sent = time.perf_counter()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        waited = time.perf_counter() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert "INTERRUPTED" in out, (out, err[-2000:])
+    assert waited < 2.0, waited
+
+
+_CG_SOLVE_SCRIPT = textwrap.dedent("""
+    import numpy as np, scipy.sparse as sp
+    from bayesdrop import Design, Dropout
+    from bayesdrop.linalg import wls
+    rng = np.random.default_rng(0)
+    X = sp.random(20000, 5000, density=0.002, format="csr", random_state=1)
+    design = Design(X, Dropout(0.01), True)
+    rho = 10.0 ** rng.uniform(-8, 8, size=20000)  # ill-conditioned: a long CG solve
+    t = rng.normal(size=20000)
+    wls.solve(design, rho, t, linalg="cg", cg_tol=1e-3)  # compiles
+    print("READY", flush=True)
+    try:
+        wls.solve(design, rho, t, linalg="cg", cg_tol=1e-300, cg_maxiter=10**6)
+    except KeyboardInterrupt:
+        print("INTERRUPTED", flush=True)
+    else:
+        print("FINISHED", flush=True)
+""")
+
+
+def test_sigint_stops_a_long_compiled_cg_solve_within_two_seconds(tmp_path):
+    """The compiled CG of CSR designs (IRLS, the sampler's primal system, Newton-CG's
+    Python loop: ``kernels.csr_pcg_blocks``) returns to Python between blocks of about
+    0.1 s: a SIGINT during a solve of up to 10^6 products raises ``KeyboardInterrupt``
+    within 2 s. Before, the solve ran in one compiled call (a zero-noise SVC on a
+    300000 x 100000 text-like design ignored Ctrl-C for over 90 s)."""
+    script = tmp_path / "solve.py"
+    script.write_text(_CG_SOLVE_SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "READY", proc.stderr.read()
+        time.sleep(1.0)
+        assert proc.poll() is None
+        sent = time.perf_counter()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        waited = time.perf_counter() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert "INTERRUPTED" in out, (out, err[-2000:])
+    assert waited < 2.0, waited
 
 
 # ------------------------------------------------------------- wide sparse, no D x D

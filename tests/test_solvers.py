@@ -228,13 +228,13 @@ def test_newton_cg_tolerance_is_floored_and_reaches_the_optimum(loss_name, monke
     y = np.where(X @ rng.normal(size=400) + 0.1 * rng.normal(size=300) > 0, 1.0, -1.0)
     problem = Problem.create(X, y, LOSSES[loss_name](), Dropout(0.3))
     asked = []
-    solve = kernels.csr_pcg
+    solve = kernels.csr_pcg_blocks
 
     def spy(*args):
         asked.append(args[10])  # rtol
         return solve(*args)
 
-    monkeypatch.setattr(kernels, "csr_pcg", spy)
+    monkeypatch.setattr(kernels, "csr_pcg_blocks", spy)
     res = newton.fit(problem, linalg="cg", compiled=False)  # the Python loop: spied on
     if loss_name == "hinge":  # first the IRLS start's solve, to its own tolerance
         assert asked.pop(0) == newton.START_CG_RTOL
@@ -263,14 +263,14 @@ def test_cg_preconditioner_saves_products_over_jacobi(loss_name, shape, monkeypa
     problem = Problem.create(X, y, LOSSES[loss_name](), Dropout(0.3))
     assert newton.steps.cg_wide(problem.design) == (n < d)
     products = []
-    solve = kernels.csr_pcg
+    solve = kernels.csr_pcg_blocks
 
     def spy(*args):
         p, k = solve(*args)
         products.append(k)
         return p, k
 
-    monkeypatch.setattr(kernels, "csr_pcg", spy)
+    monkeypatch.setattr(kernels, "csr_pcg_blocks", spy)
     ours = newton.fit(problem, linalg="cg", compiled=False)  # the Python loop: spied on
     n_ours, products[:] = sum(products), []
     monkeypatch.setattr(newton.steps, "cg_preconditioner",

@@ -311,3 +311,31 @@ def test_compiled_csr_cg_checks_the_shapes_it_indexes():
         wls.solve(design, np.ones(29), t, linalg="cg")
     with pytest.raises(ValueError, match="x0 has shape"):
         wls.solve(design, rho, t, linalg="cg", x0=np.zeros(5))
+
+
+@pytest.mark.parametrize("block", [1, 3])
+def test_csr_cg_in_blocks_takes_the_same_steps_as_one_call(block, monkeypatch):
+    """``kernels.csr_pcg_blocks`` (the Python callers' CG: IRLS, the sampler's primal
+    system, Newton-CG's Python loop) returns to Python between blocks of products so that
+    Ctrl-C acts; cut into blocks of 1 or 3 products it gives the one call's ``p`` and
+    iteration count, bit for bit."""
+    from bayesdrop import _blocks
+    from bayesdrop.linalg import kernels
+    from bayesdrop.model.design import unsigned_indices
+
+    X = sparse_counts(n=400, d=80, density=0.2, seed=7)
+    rng = np.random.default_rng(8)
+    rho = 10.0 ** rng.uniform(-2, 2, size=400)
+    indptr, indices = X.indptr, unsigned_indices(X.indices)
+    data = np.ascontiguousarray(X.data, dtype=np.float64)
+    base = 2.0 + rng.uniform(0, 1, size=80)
+    diag = kernels.csr_normal_diagonal(indptr, indices, data, True, rho, base, np.empty(81))
+    g = rng.normal(size=81)
+    chunks = kernels.row_chunks(indptr)
+    args = (indptr, indices, data, True, rho, None, None, base, 1.0 / diag, g, 1e-12, 500,
+            chunks, None)
+    p_one, k_one = kernels.csr_pcg(*args)
+    monkeypatch.setattr(_blocks, "next_block", lambda n, seconds, most=1000: block)
+    p_blocks, k_blocks = kernels.csr_pcg_blocks(*args)
+    assert 20 < k_one < 500 and k_blocks == k_one
+    np.testing.assert_array_equal(p_blocks, p_one)

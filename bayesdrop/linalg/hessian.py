@@ -181,10 +181,10 @@ def _compiled_operator(design, curv, compiled, diagonal):
                                    np.empty((chunks.size - 2, base.size)), threads)
 
         def solve(g, inv_precond, rtol, maxiter):
-            return kernels.csr_pcg(indptr, indices, xg, fi, curv.d_mm, curv.d_ms, curv.d_ss,
-                                   base, inv_precond, g, float(rtol), int(maxiter), chunks,
-                                   threads)
-        apply.solve = solve  # the whole preconditioned CG loop compiled
+            return kernels.csr_pcg_blocks(indptr, indices, xg, fi, curv.d_mm, curv.d_ms,
+                                          curv.d_ss, base, inv_precond, g, float(rtol),
+                                          int(maxiter), chunks, threads)
+        apply.solve = solve  # the preconditioned CG loop compiled, in blocks
         if diagonal:
             apply.diagonal = diag
         return apply

@@ -36,7 +36,8 @@ from .. import _jit
 from ..model._design_kernels import _scaled_row
 
 __all__ = ["CHUNKED_MIN_ENTRIES", "HVP_CHUNKS", "csr_gradient_entries", "csr_gradient_pass",
-           "csr_hessian_entries", "csr_hvp", "csr_normal_diagonal", "csr_pcg", "dense_hdiag",
+           "csr_hessian_entries", "csr_hvp", "csr_normal_diagonal", "csr_pcg", "csr_pcg_blocks",
+           "csr_pcg_iterate", "csr_pcg_state", "dense_hdiag",
            "dense_hessian_split", "dense_hvp", "row_chunks", "threads_arg"]
 
 
@@ -447,37 +448,84 @@ def csr_pcg(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, inv_prec
     without Python between the products, and without BLAS (numba's ``np.dot`` would call
     scipy's BLAS, whose idle threads then compete with numpy's for the cores). ``chunks``
     and ``threads``: the products' row chunks and True where they run on numba's threads,
-    else None (:func:`csr_hvp`). Returns ``(p, iterations)``.
+    else None (:func:`csr_hvp`). Returns ``(p, iterations)``. From Python,
+    :func:`csr_pcg_blocks` runs the same iterations in blocks (Ctrl-C acts between them).
     """
+    state = csr_pcg_state(g, inv_precond, rtol, base, chunks)
+    csr_pcg_iterate(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, inv_precond,
+                    state, maxiter, chunks, threads)
+    return state[0], state[7][0]
+
+
+@_jit.njit(cache=True, nogil=True)
+def csr_pcg_state(g, inv_precond, rtol, base, chunks):
+    """The state of :func:`csr_pcg_iterate` at ``p = 0``: ``(p, r, z, d, Hd, bufs,
+    [r.z, stop], [products, finished])``."""
     n_p = g.shape[0]
     p = np.zeros(n_p)
     r = np.empty(n_p)
     z = np.empty(n_p)
     d = np.empty(n_p)
-    Hd = np.empty(n_p)
-    bufs = np.empty((chunks.shape[0] - 2, base.shape[0]))
     for i in range(n_p):
         r[i] = -g[i]
         z[i] = inv_precond[i] * r[i]
         d[i] = z[i]
-    rz = _dot(r, z)
-    stop = rtol * math.sqrt(_dot(g, g))
-    k = 0
-    while k < maxiter:
+    floats = np.empty(2)
+    floats[0] = _dot(r, z)
+    floats[1] = rtol * math.sqrt(_dot(g, g))
+    return (p, r, z, d, np.empty(n_p), np.empty((chunks.shape[0] - 2, base.shape[0])),
+            floats, np.zeros(2, dtype=np.int64))
+
+
+@_jit.njit(cache=True, nogil=True)
+def csr_pcg_iterate(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, inv_precond,
+                    state, k_stop, chunks, threads):
+    """:func:`csr_pcg`'s iterations on ``state`` (:func:`csr_pcg_state`) until it has
+    made ``k_stop`` products in all or finished (``state[7] = [products, finished]``);
+    one run cut into calls takes the same steps."""
+    p, r, z, d, Hd, bufs, floats, ints = state
+    n_p = p.shape[0]
+    rz, stop = floats[0], floats[1]
+    k = ints[0]
+    while k < k_stop and ints[1] == 0:
         k += 1
         csr_hvp(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, d, Hd, chunks,
                 bufs, threads)
         dHd = _dot(d, Hd)
         if dHd <= 0.0:
+            ints[1] = 1
             break
         rr, rz_new = _cg_update(p, r, z, d, Hd, inv_precond, rz / dHd)
         if math.sqrt(rr) <= stop:
+            ints[1] = 1
             break
         beta = rz_new / rz
         for i in range(n_p):
             d[i] = z[i] + beta * d[i]
         rz = rz_new
-    return p, k
+    floats[0] = rz
+    ints[0] = k
+
+
+def csr_pcg_blocks(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, inv_precond,
+                   g, rtol, maxiter, chunks, threads):
+    """:func:`csr_pcg` from Python in blocks of products of about 0.1 s
+    (``bayesdrop._blocks``): the same iterations and result, but Ctrl-C acts between
+    blocks instead of after the whole solve (on a large design a solve of many products
+    can take minutes)."""
+    import time
+
+    from .._blocks import next_block
+
+    state = csr_pcg_state(g, inv_precond, rtol, base, chunks)
+    args = (indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, inv_precond, state)
+    ints, block = state[7], 8
+    while True:
+        done, t0 = int(ints[0]), time.perf_counter()
+        csr_pcg_iterate(*args, min(int(maxiter), done + block), chunks, threads)
+        if ints[1] or ints[0] >= maxiter:
+            return state[0], int(ints[0])
+        block = next_block(int(ints[0]) - done, time.perf_counter() - t0, int(maxiter))
 
 
 @_jit.njit(cache=True, nogil=True)

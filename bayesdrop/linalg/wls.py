@@ -209,9 +209,10 @@ def _own_products(design):
 
 
 def _csr_cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
-    """Jacobi-preconditioned CG on ``A theta = r`` for a CSR design, in one compiled call
-    (:func:`bayesdrop.linalg.kernels.csr_pcg`), or None where it does not apply (another
-    design, kernels running interpreted).
+    """Jacobi-preconditioned CG on ``A theta = r`` for a CSR design, compiled
+    (:func:`bayesdrop.linalg.kernels.csr_pcg_blocks`: blocks of products, Ctrl-C acting
+    between them), or None where it does not apply (another design, kernels running
+    interpreted).
 
     ``A z = 2 I' z + (V^T rho) z + Xbar^T (rho * (Xbar z))``: the products of
     :func:`bayesdrop.linalg.kernels.csr_hvp` on the weighted normal system
@@ -262,9 +263,9 @@ def _csr_cg_solve(design, rho, r, x0, cg_tol, cg_maxiter):
     size = np.linalg.norm(residual)
     if size <= target:
         return start, {"linalg": "cg", "cg_iterations": 0, "cg_converged": True}
-    step, iterations = kernels.csr_pcg(indptr, indices, data, fi, rho, None, None, base,
-                                       1.0 / diag, -residual, float(target / size),
-                                       maxiter, chunks, threads)
+    step, iterations = kernels.csr_pcg_blocks(indptr, indices, data, fi, rho, None, None,
+                                              base, 1.0 / diag, -residual,
+                                              float(target / size), maxiter, chunks, threads)
     theta = start + step
     converged = iterations < maxiter  # CG stopped at the tolerance (or at dHd <= 0)
     if not converged:  # the last product may have reached it: the true residual says

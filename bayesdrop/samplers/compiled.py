@@ -1,7 +1,7 @@
 """The compiled chains: the arrays of the compiled sweeps for a problem
 (:func:`compiled_setup`), the intercept's line move, and one chain kernel
-(:class:`CompiledKernel`: blocks of sweeps sized from the measured time per sweep, see
-:data:`BLOCK_SECONDS`; its MH moves' proposal and schedule are
+(:class:`CompiledKernel`: blocks of sweeps sized from the measured time per sweep to about
+0.1 s, ``bayesdrop._blocks.BLOCK_SECONDS``; its MH moves' proposal and schedule are
 :mod:`bayesdrop.samplers.schedule`'s)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.linalg as sla
 
+from .._blocks import next_block
 from .._threads import numba_threads, one_blas_thread
 from ..linalg import wls
 from ..model.design import V_CONSTANT, V_LIKE_X
@@ -29,34 +30,13 @@ from .schedule import (
     slice_pays,
 )
 
-__all__ = ["BLOCK_SECONDS", "CompiledKernel", "Moves", "compiled_setup", "intercept_line",
-           "kept_log_target", "next_block"]
+__all__ = ["CompiledKernel", "Moves", "compiled_setup", "intercept_line", "kept_log_target"]
 
 #: work (examples x parameters) of the first block of compiled sweeps (about 10-50 ms on
 #: one core); later blocks are sized from the measured time per sweep
 _BLOCK_WORK = 4_000_000
-#: wall-clock seconds a block of compiled sweeps aims at: progress reports, Ctrl-C and
-#: ``stop`` are handled between blocks, so an interrupt acts within about this long
-#: (or one sweep, if a single sweep takes longer), whatever the data and hyper-parameters
-BLOCK_SECONDS = 0.1
 #: most sweeps per compiled block
 _BLOCK_MAX = 1000
-
-
-def next_block(block, elapsed):
-    """Sweeps in the next compiled block, from the last block's ``block`` sweeps and
-    ``elapsed`` seconds: aim at :data:`BLOCK_SECONDS` a block, at most double the last
-    block, at least one sweep.
-
-    Examples
-    --------
-    >>> next_block(100, 1.0), next_block(10, 0.001), next_block(1, 30.0)
-    (10, 20, 1)
-    """
-    per_sweep = elapsed / max(block, 1)
-    if per_sweep <= 0.0:
-        return min(2 * block, _BLOCK_MAX)
-    return int(max(1, min(_BLOCK_MAX, 2 * block, BLOCK_SECONDS / per_sweep)))
 
 
 def compiled_setup(problem, linalg="auto"):
@@ -268,8 +248,8 @@ class CompiledKernel:
     """The chain kernel (:mod:`bayesdrop.samplers.chain`) of the compiled sweeps
     (:func:`bayesdrop.samplers._gibbs_dense.run_sweeps`,
     :func:`bayesdrop.samplers._gibbs_sparse.run_sweeps_csr`) on the arrays of
-    :func:`compiled_setup`: blocks of sweeps sized to :data:`BLOCK_SECONDS` (the first
-    from the work per sweep).
+    :func:`compiled_setup`: blocks of sweeps sized to ``bayesdrop._blocks.BLOCK_SECONDS``
+    (the first from the work per sweep).
 
     The dense sweep's exact MH moves (independence proposals, the intercept's line) are
     fixed for the kept sweeps in one of four ways:
@@ -386,7 +366,7 @@ class CompiledKernel:
         return int(np.clip(_BLOCK_WORK // max(work, 1), 1, 10))
 
     def next_block(self, n, seconds):
-        return next_block(n, seconds)
+        return next_block(n, seconds, _BLOCK_MAX)
 
     @staticmethod
     def _phases(tune):

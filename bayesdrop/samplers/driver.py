@@ -183,7 +183,7 @@ or LastState
     Notes
     -----
     **Interrupts.** Ctrl-C stops every chain at its next sweep
-    (the compiled chains run in blocks of about :data:`BLOCK_SECONDS` of sweeps, sized
+    (the compiled chains run in blocks of about ``BLOCK_SECONDS`` (0.1 s) of sweeps, sized
     from the measured time per sweep, so it acts within a fraction of a second whatever
     the data and hyper-parameters, unless a single sweep takes longer). In the main
     thread the first Ctrl-C (SIGINT) is only recorded (:class:`~.runners.CtrlC`) and the

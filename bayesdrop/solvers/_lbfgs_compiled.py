@@ -20,16 +20,18 @@ A pair with ``s^T y <= eps y^T y`` is not stored (the curvature condition guaran
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import scipy.sparse as sp
 
 from .. import _jit
+from .._blocks import next_block
 from ..model._latent_compiled import LatentWork, latent_value_grad
 from ..model.losses.kernels import has_kernels
 
 __all__ = ["CompiledLatent", "MAX_LINE_SEARCH", "MEMORY", "centred_objective",
-           "input_mean", "lbfgs_latent", "shift_biases"]
+           "input_mean", "lbfgs_latent", "lbfgs_state", "shift_biases"]
 
 #: stored (s, y) pairs
 MEMORY = 20
@@ -38,6 +40,9 @@ MAX_LINE_SEARCH = 50
 _C1 = 1e-4
 _C2 = 0.9
 _EPS = np.finfo(np.float64).eps
+#: iterations of the first compiled block of :meth:`CompiledLatent.run` (later blocks
+#: are sized from the measured time per iteration)
+_FIRST_BLOCK = 10
 
 
 @_jit.njit(cache=True, nogil=True)
@@ -127,7 +132,7 @@ def _latent_phi(step, z, d, znew, grad, lp, XT, VT, y, sw, K, fi, pen,
 
 @_jit.njit(cache=True, nogil=True)
 def lbfgs_latent(lp, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
-                 max_iter, tol, window, history, KN, DN, DK, KD, N4, bits, n_fixed=0):
+                 max_iter, tol, window, history, KN, DN, DK, KD, N4, bits, n_fixed, state):
     """Minimise the latent ``J`` (:func:`latent_value_grad`, whose arguments ``XT, VT``,
     ``y, sw``, the work arrays and ``K, fit_intercept, alpha_penalty`` are passed on)
     from ``z`` (overwritten with the result) by L-BFGS with a strong-Wolfe line search;
@@ -140,6 +145,13 @@ def lbfgs_latent(lp, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
     or when the line search finds no acceptable step (status 3, ``z`` the best point).
     ``history[0]`` is ``J`` at the start, ``history[t]`` after iteration ``t``.
 
+    **Resumable.** ``state = (S, Y, rho, g, ints, J)`` (:func:`lbfgs_state`) holds what
+    carries from one iteration to the next -- the stored pairs, the gradient at ``z``,
+    ``ints = [iterations done, newest pair, pairs stored, evaluations, started]`` and
+    ``J = [J(z)]`` -- so a run cut into calls, each with a larger ``max_iter``, takes
+    the same steps as one call (:meth:`CompiledLatent.run` returns to Python between
+    them: Ctrl-C acts).
+
     Returns
     -------
     n_iter : int
@@ -150,25 +162,22 @@ def lbfgs_latent(lp, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
     """
     n = z.shape[0]
     mem = MEMORY
-    S = np.zeros((mem, n))
-    Y = np.zeros((mem, n))
-    rho = np.zeros(mem)
+    S, Y, rho, g, ints, fbox = state
     alpha = np.zeros(mem)
-    g = np.empty(n)
     d = np.empty(n)
     znew = np.empty(n)
     gnew = np.empty(n)
     zlo = np.empty(n)
     glo = np.empty(n)
-    f = latent_value_grad(lp, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
-                          KN, DN, DK, KD, N4, bits, g)
-    g[:n_fixed] = 0.0
-    history[0] = f
-    n_eval = 1
-    newest = mem - 1
-    count = 0
+    if ints[4] == 0:  # the first call: J and its gradient at the start
+        fbox[0] = latent_value_grad(lp, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
+                                    KN, DN, DK, KD, N4, bits, g)
+        g[:n_fixed] = 0.0
+        history[0] = fbox[0]
+        ints[0], ints[1], ints[2], ints[3], ints[4] = 0, mem - 1, 0, 1, 1
+    it, newest, count, n_eval = ints[0], ints[1], ints[2], ints[3]
+    f = fbox[0]
     status = 0
-    it = 0
     while it < max_iter:
         if count == 0:
             gn = 0.0
@@ -279,7 +288,15 @@ def lbfgs_latent(lp, XT, VT, y, sw, z, K, fit_intercept, alpha_penalty,
         if f_old - f <= 64.0 * _EPS * max(abs(f_old), abs(f), 1.0):
             status = 2
             break
+    ints[0], ints[1], ints[2], ints[3] = it, newest, count, n_eval
+    fbox[0] = f
     return it, status, n_eval
+
+
+def lbfgs_state(n):
+    """A fresh ``state`` of :func:`lbfgs_latent` for ``n`` variables."""
+    return (np.zeros((MEMORY, n)), np.zeros((MEMORY, n)), np.zeros(MEMORY), np.empty(n),
+            np.zeros(5, dtype=np.int64), np.zeros(1))
 
 
 @_jit.njit(cache=True, nogil=True)
@@ -395,13 +412,26 @@ class CompiledLatent:
         iterations, on the clean ``J`` if ``clean``; returns ``(history, n_iter,
         status)``. ``z = [w, b, alpha.ravel()]`` as :func:`lbfgs_latent`'s, in the
         coordinates of ``X`` (the centring is internal)."""
-        history = np.empty(int(iterations) + 1)
+        iterations = int(iterations)
+        history = np.empty(iterations + 1)
         V = np.zeros((0, 0)) if clean else self._V
+        state = lbfgs_state(z.shape[0])
         alpha = shift_biases(self._hidden_layer(z), self.mean, 1.0)  # c' = c + alpha^T mu
-        n_iter, status, _ = lbfgs_latent(
-            *self._head, V, *self._data, z, *self._shape, int(iterations), float(tol),
-            int(window), history, *self._work.arrays(), int(n_fixed))
-        shift_biases(alpha, self.mean, -1.0)
+        try:  # in blocks of about BLOCK_SECONDS: Ctrl-C acts between them
+            n_iter, status, block = 0, 0, _FIRST_BLOCK
+            while True:
+                t0 = time.perf_counter()
+                done, status, _ = lbfgs_latent(
+                    *self._head, V, *self._data, z, *self._shape,
+                    min(iterations, n_iter + block), float(tol), int(window), history,
+                    *self._work.arrays(), int(n_fixed), state)
+                if status != 0 or done >= iterations:
+                    n_iter = done
+                    break
+                block = next_block(done - n_iter, time.perf_counter() - t0, iterations)
+                n_iter = done
+        finally:  # z back in the coordinates of X, also when interrupted
+            shift_biases(alpha, self.mean, -1.0)
         return history[:n_iter + 1].copy(), n_iter, status
 
     def value_grad(self, z, clean=False):

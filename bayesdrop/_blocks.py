@@ -1,0 +1,29 @@
+"""Blocks of compiled work: a compiled loop returns to Python every :data:`BLOCK_SECONDS`
+or so, so that Ctrl-C (a Python signal handler runs only between bytecodes), progress
+reports and ``stop`` requests act within about that long, whatever the data and
+hyper-parameters -- the chains of :mod:`bayesdrop.samplers.compiled` and the latent
+models' L-BFGS (:mod:`bayesdrop.solvers._lbfgs_compiled`) run in such blocks."""
+
+from __future__ import annotations
+
+__all__ = ["BLOCK_SECONDS", "next_block"]
+
+#: wall-clock seconds a block of compiled work aims at: an interrupt acts within about
+#: this long (or one unit of work -- a sweep, an iteration -- if a single one takes longer)
+BLOCK_SECONDS = 0.1
+
+
+def next_block(block, elapsed, most=1000):
+    """Units of work (sweeps, iterations) in the next compiled block, from the last
+    block's ``block`` units and ``elapsed`` seconds: aim at :data:`BLOCK_SECONDS` a
+    block, at most double the last block and ``most``, at least one.
+
+    Examples
+    --------
+    >>> next_block(100, 1.0), next_block(10, 0.001), next_block(1, 30.0)
+    (10, 20, 1)
+    """
+    per_unit = elapsed / max(block, 1)
+    if per_unit <= 0.0:
+        return min(2 * block, most)
+    return int(max(1, min(most, 2 * block, BLOCK_SECONDS / per_unit)))
