@@ -1,8 +1,9 @@
 """Blocks of compiled work: a compiled loop returns to Python every :data:`BLOCK_SECONDS`
 or so, so that Ctrl-C (a Python signal handler runs only between bytecodes), progress
 reports and ``stop`` requests act within about that long, whatever the data and
-hyper-parameters -- the chains of :mod:`bayesdrop.samplers.compiled` and the latent
-models' L-BFGS (:mod:`bayesdrop.solvers._lbfgs_compiled`) run in such blocks."""
+hyper-parameters -- the chains of :mod:`bayesdrop.samplers.compiled`, the latent models'
+L-BFGS (``CompiledLatent.run``) and the compiled CG solves of CSR designs called from
+Python (:func:`bayesdrop.linalg.kernels.csr_pcg_blocks`) run in such blocks."""
 
 from __future__ import annotations
 

@@ -106,6 +106,27 @@ def test_block_size_follows_the_time_per_sweep():
     assert next_block(1000, 1e-6) == 1000
 
 
+def _signal_mid_run(script, args=(), sig=signal.SIGINT, after=1.5, timeout=30, env=None):
+    """Run ``script`` (a path) with ``args`` in a fresh Python; once it prints ``READY``,
+    wait ``after`` seconds, send ``sig`` and wait for the end. Returns ``(stdout, stderr,
+    seconds from the signal to the end, return code)``; the process never outlives it."""
+    proc = subprocess.Popen([sys.executable, str(script), *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()
+        assert line.strip() == "READY", (line, proc.stderr.read() if proc.poll() else "")
+        time.sleep(after)
+        assert proc.poll() is None
+        sent = time.perf_counter()
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=timeout)
+        return out, err, time.perf_counter() - sent, proc.returncode
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
 _INTERRUPT_SCRIPT = textwrap.dedent("""
     import sys, numpy as np
     from bayesdrop import DropoutLogisticRegression, LogisticLoss, Dropout, Problem
@@ -142,28 +163,14 @@ def test_signals_stop_sampling_within_two_seconds(tmp_path, sig, kind, cores):
     script = tmp_path / "run.py"
     script.write_text(_INTERRUPT_SCRIPT)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, str(script), kind, str(cores)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        line = proc.stdout.readline()
-        assert line.strip() == "READY", (line, proc.stderr.read() if proc.poll() else "")
-        time.sleep(1.5)  # into the kept draws
-        assert proc.poll() is None
-        sent = time.perf_counter()
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=30)
-        waited = time.perf_counter() - sent
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    out, err, waited, returncode = _signal_mid_run(script, (kind, cores), sig, env=env)
     assert waited < 2.0, (waited, err[-2000:])
     if sig == signal.SIGINT:
-        assert "RETURNED" in out, (proc.returncode, out, err[-2000:])
+        assert "RETURNED" in out, (returncode, out, err[-2000:])
         n_kept, interrupted = out.split("RETURNED")[1].split()
         assert int(n_kept) > 0 and interrupted == "True"
     else:
-        assert proc.returncode == -signal.SIGTERM
+        assert returncode == -signal.SIGTERM
 
 
 def _small_logistic():
@@ -422,20 +429,7 @@ def test_sigint_stops_a_latent_fit_within_two_seconds(tmp_path):
     and ignored Ctrl-C for minutes."""
     script = tmp_path / "fit.py"
     script.write_text(_LATENT_FIT_SCRIPT)
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "READY", proc.stderr.read()
-        time.sleep(1.5)  # into the L-BFGS iterations
-        assert proc.poll() is None
-        sent = time.perf_counter()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-        waited = time.perf_counter() - sent
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    out, err, waited, _ = _signal_mid_run(script, after=1.5, timeout=60)  # in the L-BFGS
     assert "INTERRUPTED" in out, (out, err[-2000:])
     assert waited < 2.0, waited
 
@@ -468,20 +462,7 @@ def test_sigint_stops_a_long_compiled_cg_solve_within_two_seconds(tmp_path):
     300000 x 100000 text-like design ignored Ctrl-C for over 90 s)."""
     script = tmp_path / "solve.py"
     script.write_text(_CG_SOLVE_SCRIPT)
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "READY", proc.stderr.read()
-        time.sleep(1.0)
-        assert proc.poll() is None
-        sent = time.perf_counter()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-        waited = time.perf_counter() - sent
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    out, err, waited, _ = _signal_mid_run(script, after=1.0, timeout=60)
     assert "INTERRUPTED" in out, (out, err[-2000:])
     assert waited < 2.0, waited
 
