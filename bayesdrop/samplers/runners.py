@@ -66,8 +66,11 @@ class CtrlC:
         if threading.current_thread() is threading.main_thread():
             previous = signal.getsignal(signal.SIGINT)
             if callable(previous):  # not SIG_IGN (a chain process), SIG_DFL or None
+                try:
+                    signal.signal(signal.SIGINT, self._handler)
+                except ValueError:  # not the main interpreter: leave SIGINT alone
+                    return self
                 self._previous = previous
-                signal.signal(signal.SIGINT, self._handler)
         return self
 
     def __exit__(self, *exc):
