@@ -513,19 +513,17 @@ def csr_pcg_blocks(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, i
     (``bayesdrop._blocks``): the same iterations and result, but Ctrl-C acts between
     blocks instead of after the whole solve (on a large design a solve of many products
     can take minutes)."""
-    import time
-
-    from .._blocks import next_block
+    from .._blocks import in_blocks
 
     state = csr_pcg_state(g, inv_precond, rtol, base, chunks)
-    args = (indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base, inv_precond, state)
-    ints, block = state[7], 8
-    while True:
-        done, t0 = int(ints[0]), time.perf_counter()
-        csr_pcg_iterate(*args, min(int(maxiter), done + block), chunks, threads)
-        if ints[1] or ints[0] >= maxiter:
-            return state[0], int(ints[0])
-        block = next_block(int(ints[0]) - done, time.perf_counter() - t0, int(maxiter))
+    ints = state[7]
+
+    def advance(stop):
+        csr_pcg_iterate(indptr, indices, xg, fit_intercept, d_mm, d_ms, d_ss, base,
+                        inv_precond, state, stop, chunks, threads)
+        return int(ints[0]), bool(ints[1])
+
+    return state[0], in_blocks(advance, int(maxiter), 8)
 
 
 @_jit.njit(cache=True, nogil=True)

@@ -58,7 +58,7 @@ class CtrlC:
         self._previous = None
 
     def _handler(self, signum, frame):
-        if self.pressed and callable(self._previous):
+        if self.pressed:
             self._previous(signum, frame)
         self.pressed = True
 

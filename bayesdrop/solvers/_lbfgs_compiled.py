@@ -20,13 +20,12 @@ A pair with ``s^T y <= eps y^T y`` is not stored (the curvature condition guaran
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import scipy.sparse as sp
 
 from .. import _jit
-from .._blocks import next_block
+from .._blocks import in_blocks
 from ..model._latent_compiled import LatentWork, latent_value_grad
 from ..model.losses.kernels import has_kernels
 
@@ -417,22 +416,19 @@ class CompiledLatent:
         V = np.zeros((0, 0)) if clean else self._V
         state = lbfgs_state(z.shape[0])
         alpha = shift_biases(self._hidden_layer(z), self.mean, 1.0)  # c' = c + alpha^T mu
+        status = [0]
+
+        def advance(stop):
+            done, status[0], _ = lbfgs_latent(
+                *self._head, V, *self._data, z, *self._shape, stop, float(tol),
+                int(window), history, *self._work.arrays(), int(n_fixed), state)
+            return done, status[0] != 0
+
         try:  # in blocks of about BLOCK_SECONDS: Ctrl-C acts between them
-            n_iter, status, block = 0, 0, _FIRST_BLOCK
-            while True:
-                t0 = time.perf_counter()
-                done, status, _ = lbfgs_latent(
-                    *self._head, V, *self._data, z, *self._shape,
-                    min(iterations, n_iter + block), float(tol), int(window), history,
-                    *self._work.arrays(), int(n_fixed), state)
-                if status != 0 or done >= iterations:
-                    n_iter = done
-                    break
-                block = next_block(done - n_iter, time.perf_counter() - t0, iterations)
-                n_iter = done
+            n_iter = in_blocks(advance, iterations, _FIRST_BLOCK)
         finally:  # z back in the coordinates of X, also when interrupted
             shift_biases(alpha, self.mean, -1.0)
-        return history[:n_iter + 1].copy(), n_iter, status
+        return history[:n_iter + 1].copy(), n_iter, status[0]
 
     def value_grad(self, z, clean=False):
         """``J(z)`` and its gradient in the coordinates of ``X``, evaluated as :meth:`run`
