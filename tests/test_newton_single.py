@@ -120,10 +120,13 @@ def test_ill_conditioned_hessian_is_factored_in_float64(factors, monkeypatch):
     """Two columns 1e-4 apart with almost no noise: ``cond(H)`` far above 1e4, so the
     first float32 factor is rejected and recomputed in float64 -- and, the float64
     factor's condition estimate being as high, the later factors skip float32 -- and the
-    fit ends at the tight optimum."""
+    fit ends at the tight optimum. (Kept factors' directions must contract by
+    ``CONTRACTION`` here, not by the laxer ``QN_CONTRACTION``, so that the fit takes more
+    than one factor.)"""
     X, _ = make_classification(N, D, n_informative=10, random_state=0)
     X[:, 1] = X[:, 0] + 1e-4 * np.random.default_rng(1).normal(size=N)
     problem = _problem("logistic", C=100.0, noise=Dropout(1e-5), X=X)
+    monkeypatch.setattr(newton, "QN_CONTRACTION", newton.CONTRACTION)
     result = newton.fit(problem, compiled=False)
     assert result.converged
     assert len(factors) >= 2 and factors[0] == (True, False)

@@ -92,6 +92,7 @@ from .constants import (  # noqa: F401
     MAX_COMPILED_FEATURES,
     MAX_COMPILED_ROWS,
     MIN_STEP,
+    QN_CONTRACTION,
     QN_MEMORY,
     QN_REUSE_DECREMENT,
     RAY_LOG_RANGE,
@@ -197,21 +198,27 @@ def _factor_options():
                                REFINE_MAXITER, REFINE_REFRESH)
 
 
-def _options(tol, max_iter, reuse, expand=True, bare_J=None, check_start=False):
+def _options(tol, max_iter, reuse, contraction=None, expand=True, bare_J=None,
+             check_start=False):
+    """The :class:`loop.NewtonOptions` of a run (``reuse`` and ``contraction``: see
+    :func:`_reuse_rule`; ``contraction`` None: :data:`CONTRACTION`)."""
+    contraction = CONTRACTION if contraction is None else contraction
     return loop.NewtonOptions(float(tol), int(max_iter), ARMIJO, MIN_STEP, float(reuse),
-                              CONTRACTION, CHORD_STOP, EXPAND_STEPS if expand else 0,
+                              float(contraction), CHORD_STOP, EXPAND_STEPS if expand else 0,
                               EXPAND_RATIO, QN_MEMORY, CG_FORCING_FLOOR,
                               math.inf if bare_J is None else float(bare_J), int(TRAP_STEPS),
                               bool(check_start and bare_J is not None))
 
 
-def _reuse_threshold(design):
-    """The decrement (relative to ``max(|J|, 1)``) below which a full step's factor is
-    kept for the next direction: :data:`QN_REUSE_DECREMENT` on a large dense design,
-    :data:`REUSE_DECREMENT` elsewhere."""
+def _reuse_rule(design):
+    """``(reuse, contraction)``: the decrement (relative to ``max(|J|, 1)``) below which a
+    full step's factor is kept for the next direction, and the contraction a kept factor's
+    directions must show -- :data:`QN_REUSE_DECREMENT` and :data:`QN_CONTRACTION` on a
+    large dense design (a Hessian costs many steps), :data:`REUSE_DECREMENT` and
+    :data:`CONTRACTION` elsewhere."""
     if QN_MEMORY and hess.single_applies(design):
-        return QN_REUSE_DECREMENT
-    return REUSE_DECREMENT
+        return QN_REUSE_DECREMENT, QN_CONTRACTION
+    return REUSE_DECREMENT, CONTRACTION
 
 
 def ray_scale(loss, y, m1, s1, w2):
@@ -663,7 +670,7 @@ def _fit(problem, theta0=None, *, tol=1e-8, max_iter=100, linalg="auto", warn=Tr
         theta = np.array(theta0, dtype=float, copy=True)
     if theta.shape != (p_dim,):
         raise ValueError(f"theta0 must have shape ({p_dim},), got {theta.shape}")
-    opts = _options(tol, max_iter, _reuse_threshold(design), bare_J=bare_J,
+    opts = _options(tol, max_iter, *_reuse_rule(design), bare_J=bare_J,
                     check_start=check_start)
     irls_start = theta0 is None and not loss.smooth
     out = None
@@ -755,7 +762,7 @@ def fit_path(problem, Cs, theta0, previous=None, *, tol=1e-8, max_iter=100, bare
                          f"{previous.shape}")
     bare_Js = (np.full(Cs.size, math.inf) if bare_Js is None
                else np.ascontiguousarray(bare_Js, dtype=np.float64))
-    opts = _options(tol, max_iter, _reuse_threshold(design))
+    opts = _options(tol, max_iter, *_reuse_rule(design))
     args = _compiled_args(problem, theta, lp, arrays, opts)
     path_args = args[:7] + (Cs, theta, previous, opts, bare_Js) + args[9:]
     from .compiled import newton_dense_path
