@@ -372,6 +372,33 @@ def test_bfgs_updated_factors_save_hessians_on_a_large_design(loss, monkeypatch)
     assert np.all(np.diff(qn.objective) <= 1e-12 * J)
 
 
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_kept_factor_contracting_by_a_half_saves_a_hessian_on_a_large_design(
+        compiled, monkeypatch):
+    """Digits 0-vs-rest (hinge, dropout 0.2, ``C = 0.1``; ``single_applies``, where a
+    Hessian costs about a dozen steps): with ``QN_CONTRACTION`` the kept factor directs
+    every step after the first -- one Hessian -- where the stricter ``CONTRACTION`` asks
+    for a second; both end within the stopping rule's bound of ``J*`` (a last kept-factor
+    step has ``lambda^2 / 2 <= CHORD_STOP tol |J|``; directions contracting by ``rho <=
+    1/2`` leave at most ``rho / (1 - rho) <= 1`` times that)."""
+    from sklearn.datasets import load_digits
+
+    X, digit = load_digits(return_X_y=True)
+    problem = Problem.create(X / 16.0, np.where(digit == 0, 1.0, -1.0), HingeLoss(0.1),
+                             Dropout(0.2))
+    assert hessian.single_applies(problem.design) and newton.QN_CONTRACTION <= 0.5
+    lax = newton.fit(problem, compiled=compiled)
+    monkeypatch.setattr(newton, "QN_CONTRACTION", newton.CONTRACTION)
+    strict = newton.fit(problem, compiled=compiled)
+    tight = newton.fit(problem, tol=1e-15, compiled=compiled, warn=False)
+    J = tight.objective[-1]
+    assert lax.converged and strict.converged
+    assert lax.n_solves == 1 < strict.n_solves
+    assert lax.objective[-1] - J <= newton.CHORD_STOP * 1e-8 * J
+    assert strict.objective[-1] - J <= newton.CHORD_STOP * 1e-8 * J
+    assert np.all(np.diff(lax.objective) <= 1e-12 * J)  # monotone
+
+
 def test_subsampled_start_factor(monkeypatch):
     """At ``w = 0`` on a large dense design the first factor is the Gram matrix of every
     ``k``-th row weighted ``k`` (plus penalty and the exact noise diagonal), and the fit
