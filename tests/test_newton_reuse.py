@@ -376,7 +376,7 @@ def test_bfgs_updated_factors_save_hessians_on_a_large_design(loss, monkeypatch)
 def test_a_kept_factor_contracting_by_a_half_saves_a_hessian_on_a_large_design(
         compiled, monkeypatch):
     """Digits 0-vs-rest (hinge, dropout 0.2, ``C = 0.1``; ``single_applies``, where a
-    Hessian costs about a dozen steps): with ``QN_CONTRACTION`` the kept factor directs
+    Hessian costs about eight steps): with ``QN_CONTRACTION`` the kept factor directs
     every step after the first -- one Hessian -- where the stricter ``CONTRACTION`` asks
     for a second; both end within the stopping rule's bound of ``J*`` (a last kept-factor
     step has ``lambda^2 / 2 <= CHORD_STOP tol |J|``; directions contracting by ``rho <=

@@ -8,7 +8,8 @@ __all__ = [
     "EXPAND_STEPS", "INTERPRET_MAX_ENTRIES", "MAX_COMPILED_ENTRIES", "MAX_COMPILED_FEATURES",
     "MAX_COMPILED_ROWS",
     "MIN_STEP",
-    "QN_CONTRACTION", "QN_MEMORY", "QN_REUSE_DECREMENT", "RAY_LOG_RANGE", "RAY_LOG_TOL", "RAY_MIN_PARAMS",
+    "QN_CONTRACTION", "QN_MEMORY", "QN_REUSE_DECREMENT", "RAY_LOG_RANGE", "RAY_LOG_TOL",
+    "RAY_MIN_PARAMS",
     "REFINE_MAXITER", "REFINE_MIN_FEATURES", "REFINE_REFRESH", "REFINE_RTOL",
     "REUSE_DECREMENT",
     "RIDGE",
@@ -157,8 +158,8 @@ QN_REUSE_DECREMENT = np.inf
 
 #: On the same large dense designs a kept factor's direction is kept while its decrement
 #: is at most this times the previous one (:data:`CONTRACTION` elsewhere): a Hessian there
-#: costs a dozen or more steps' passes over the data (digits 1797 x 64: 0.7 ms against
-#: about 0.05 ms a step), so slower contraction still costs less than a new factor.
+#: costs many steps' passes over the data (digits 1797 x 64: about 0.5 ms in float32
+#: against 0.06 ms a step), so slower contraction still costs less than a new factor.
 #: Measured (estimators' fits at q = 0.2-0.5, best of 2-9, 0.1 -> 0.5): digits 10 classes
 #: hinge 25.3 -> 22.5 ms (Hessians per class 2 -> 1), logistic 33.9 -> 29.4 ms, SVR 5.9 ->
 #: 4.5 ms; Fashion-MNIST 4000 x 784 hinge 1.38 -> 1.30 s, logistic 1.67 -> 1.54 s;
