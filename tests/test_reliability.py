@@ -190,6 +190,24 @@ def _sigint_self(times=1):
             time.sleep(0)
 
 
+def _sigint_after_tuning(monkeypatch, tune, times=1):
+    """Patch the progress bar so that, once the chains are past ``tune`` sweeps each (two
+    chains), this process gets ``times`` real SIGINTs (:func:`_sigint_self`); returns the
+    list that records the progress count at which they were sent."""
+    from bayesdrop import _progress
+
+    real_update, sent = _progress.ProgressBar.update, []
+
+    def update(self, n):
+        if n > 2 * tune and not sent:
+            sent.append(n)
+            _sigint_self(times)
+        return real_update(self, n)
+
+    monkeypatch.setattr(_progress.ProgressBar, "update", update)
+    return sent
+
+
 _RUNNERS = [("threads", {"cores": 2}), ("processes", {"cores": 2, "compiled": False}),
             ("sequence", {"cores": 1})]
 
@@ -201,18 +219,8 @@ def test_a_real_sigint_mid_run_returns_the_draws_so_far(runner, kw, monkeypatch)
     number per chain (in sequence: the first chain's, the second never starts), with
     ``interrupted`` and the warning; the SIGINT handler in place before the call is in
     place after it."""
-    from bayesdrop import _progress
-
     problem, theta = _small_logistic()
-    real_update, sent = _progress.ProgressBar.update, []
-
-    def update(self, n):
-        if n > 2 * 40 and not sent:  # the chains are past tuning
-            sent.append(n)
-            _sigint_self()
-        return real_update(self, n)
-
-    monkeypatch.setattr(_progress.ProgressBar, "update", update)
+    sent = _sigint_after_tuning(monkeypatch, 40)
     before = signal.getsignal(signal.SIGINT)
     try:
         with pytest.warns(RuntimeWarning, match="interrupted"):
@@ -304,18 +312,8 @@ def test_a_sigint_while_a_lock_is_half_taken_does_not_hang(tmp_path, runner):
 def test_a_second_sigint_raises_keyboard_interrupt(monkeypatch):
     """Ctrl-C twice: the second goes to Python's handler, ``KeyboardInterrupt`` at once
     (for a user who does not want to wait for the next block)."""
-    from bayesdrop import _progress
-
     problem, theta = _small_logistic()
-    real_update, sent = _progress.ProgressBar.update, []
-
-    def update(self, n):
-        if n > 2 * 40 and not sent:
-            sent.append(n)
-            _sigint_self(2)
-        return real_update(self, n)
-
-    monkeypatch.setattr(_progress.ProgressBar, "update", update)
+    sent = _sigint_after_tuning(monkeypatch, 40, times=2)
     with pytest.raises(KeyboardInterrupt):
         sample(problem, draws=10**6, tune=40, chains=2, theta_hat=theta, random_state=0,
                progressbar=False, cores=2)
