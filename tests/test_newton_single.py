@@ -295,3 +295,46 @@ def test_compiled_loop_retries_a_failed_float32_step_in_float64(monkeypatch):
     assert compiled.n_iter == python.n_iter
     assert compiled.n_solves == python.n_solves >= 2
     assert compiled.objective[-1] == pytest.approx(python.objective[-1], rel=1e-12)
+
+
+def test_the_dense_hessians_row_chunks_sum_the_same_on_threads_as_in_turn():
+    """The compiled dense Hessian (``compiled.hessian_rows``) sums its rows in fixed
+    chunks (two on a design of 40 000 entries or more), each into its own copy, the
+    copies added in chunk order: on numba's threads (inside ``single_blas_pool``, where
+    ``compiled_blas_threads`` allows them) the float64 and float32 products equal the
+    chunks run one after the other bit for bit, and the float64 one equals the Python
+    path's ``hessian_matrix`` to rounding -- with every kind of curvature row: positive,
+    negative and strongly indefinite (the exact ``Z^T Y`` product)."""
+    from bayesdrop._blas import dsyrk_address, ssyrk_address
+    from bayesdrop._threads import compiled_blas_threads, single_blas_pool
+    from bayesdrop.solvers._bare_compiled import bare_workspace
+    from bayesdrop.solvers.newton import compiled
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(700, 69))
+    problem = Problem.create(X, np.where(X[:, 0] > 0, 1.0, -1.0), HingeLoss(1.0),
+                             Dropout(0.3))
+    design = problem.design
+    _, (Xc, M), scale = design.row_kernel_arrays()
+    n, p = design.n_samples, design.n_params
+    theta = rng.normal(size=p)
+    d_mm, d_ms, d_ss = rng.normal(size=(3, n))
+    d_ms[::7] = 30.0  # strongly indefinite rows: d_ms^2 >> |d_mm d_ss|
+    assert bare_workspace(n, p, 0)[0][5].tolist() == [0, 384, 700]  # the chunks' rows
+    curv = hessian.Curvature(theta[:-1], np.zeros(n), np.zeros(n), d_mm, d_ms, d_ss,
+                             np.zeros(p - 1))
+    reference = hessian.hessian_matrix(design, curv, penalty=False)
+    with single_blas_pool():
+        threads = compiled_blas_threads()
+        for ssyrk in (0, ssyrk_address()):
+            out = []
+            for on in (False, threads):
+                ws, single = bare_workspace(n, p, ssyrk)
+                L = np.empty((p, p))
+                compiled.hessian_rows(Xc, M, float(scale), True, theta, d_mm, d_ms, d_ss, ws,
+                                      dsyrk_address(), L, single, on)
+                out.append(L)
+            assert np.array_equal(out[0], out[1])
+            tol = 1e-12 if ssyrk == 0 else 1e-5  # float32 products: ~1e-7 ||H||
+            np.testing.assert_allclose(out[0], reference, rtol=0,
+                                       atol=tol * np.abs(reference).max())
