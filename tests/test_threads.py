@@ -274,3 +274,31 @@ def test_start_check_of_a_warm_fit_runs_blas_on_one_thread(monkeypatch):
     monkeypatch.setattr(Problem, "objective", objective)
     result = fit_problem(problem, theta0)
     assert result.converged and seen and all(threads == {1} for threads in seen)
+
+
+def test_a_threaded_one_vs_rest_fit_keeps_the_limit_for_all_its_problems(secondary,
+                                                                           monkeypatch):
+    """``n_jobs=2`` fits the one-vs-rest problems in two threads, each problem's solver
+    inside its own ``single_blas_pool`` block; the calling thread holds the limit around
+    them all, so that no thread's block ends by lifting it while another problem
+    computes (the other BLAS then ran its own threads against the fits': digits
+    ``DropoutSVC``, 10 classes, 24 -> 72 ms, and slower sequential fits after it). Every
+    problem starts with the secondary BLAS on one thread, and the limit is lifted after
+    the fit."""
+    from sklearn.datasets import load_digits
+
+    from bayesdrop import DropoutSVC
+    from bayesdrop.estimators import linear
+
+    seen = []
+    real = linear.fit_problem
+
+    def recording(*args, **kwargs):
+        seen.append(set(_secondary_threads().values()))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(linear, "fit_problem", recording)
+    X, y = load_digits(n_class=4, return_X_y=True)
+    DropoutSVC(0.1, noise_level=0.2, n_jobs=2).fit(X / 16.0, y)
+    assert len(seen) == 4 and all(s == {1} for s in seen)
+    assert _secondary_threads() == secondary

@@ -29,6 +29,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .._progress import ProgressBar
+from .._threads import single_blas_pool
 from .._validation import (
     check_n_jobs,
     check_sample_weight,
@@ -337,9 +338,13 @@ class LinearModel(BaseEstimator):
             # problems share one design (no copies, no process start-up)
             from joblib import Parallel, delayed
 
-            fits = Parallel(n_jobs=n_jobs, prefer="threads")(
-                delayed(fit_binary)(k, column(k), starts[k])
-                for k in range(n_problems))
+            # this thread holds the BLAS limit around every problem: a worker's own block
+            # (each solver's) ending would otherwise lift it while the other worker's
+            # problem computes (digits, 10 classes: 24 -> 72 ms)
+            with single_blas_pool():
+                fits = Parallel(n_jobs=n_jobs, prefer="threads")(
+                    delayed(fit_binary)(k, column(k), starts[k])
+                    for k in range(n_problems))
         return self._store_fits(fits, n_coef, time.perf_counter() - start_time)
 
     def _store_fits(self, fits, n_coef, fit_time):
