@@ -200,8 +200,9 @@ def irls_start_factored(lp, X, M, scale, fi, y, sw, L):
     n = X.shape[0]
     p = L.shape[0]
     theta = np.zeros(p)
-    m, s, m_c, s_c = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    J = _objective(lp, X, M, scale, fi, y, sw, theta, m, s)
+    # at zero every score is 0 (m = b = 0, s = 0): J without a pass over X
+    m, s, m_c, s_c = np.zeros(n), np.zeros(n), np.empty(n), np.empty(n)
+    J = objective_from_scores(lp, y, sw, m, s, 0.0, m[:0], m[:0], m[:0], m[:0], 0.0)
     rho, t = _irls_weights(lp, y, sw, m, s)
     cand = _solve(L, -_irls_rhs(X, M, fi, t, rho, p))
     if _objective(lp, X, M, scale, fi, y, sw, cand, m_c, s_c) <= J:
