@@ -23,8 +23,7 @@ import os
 import threading
 from contextlib import nullcontext
 
-__all__ = ["compiled_blas_threads", "numba_threads", "one_blas_thread", "single_blas_pool",
-           "with_single_blas_pool"]
+__all__ = ["numba_threads", "one_blas_thread", "single_blas_pool", "with_single_blas_pool"]
 
 #: the process that imported bayesdrop (a forked child is another: :func:`numba_threads`)
 _PID = os.getpid()
@@ -111,22 +110,6 @@ class _SingleBlasPool:
             limit, local.limit = local.limit, None
             limit.restore_original_limits()
         return False
-
-
-def compiled_blas_threads():
-    """Whether compiled kernels may call scipy's BLAS from numba's threads at once (the
-    fixed row chunks of :func:`bayesdrop.solvers.newton.compiled.hessian_rows`): where
-    :func:`numba_threads` allows threads and the calling thread runs inside
-    :func:`single_blas_pool`'s limit (scipy's BLAS on one thread, numpy's its own). Else
-    the calls would compete with the BLAS's own threads for the cores (digits
-    1797 x 64: 20 ms against 0.26 ms a Hessian).
-
-    Examples
-    --------
-    >>> compiled_blas_threads()  # outside single_blas_pool: never
-    False
-    """
-    return getattr(_SingleBlasPool._local, "depth", 0) > 0 and numba_threads()
 
 
 def with_single_blas_pool(func):

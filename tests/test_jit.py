@@ -195,7 +195,7 @@ def test_a_kernel_found_ready_in_the_disk_cache_can_be_called_from_new_compiled_
 
         @njit
         def caller(n, p, ssyrk):
-            return hessian_workspace(n, p, ssyrk)[0][0].shape[1]
+            return hessian_workspace(n, p, ssyrk)[0].shape[0]
 
         print(caller(5, 3, 0))
     """)

@@ -330,7 +330,7 @@ def test_qn_direction_is_the_bfgs_updated_inverse(n_pairs):
                                expected, rtol=1e-10, atol=1e-12)
     X = np.zeros((3, p - 1))
     dense_ev = compiled.dense_steps(LogisticLoss(1.0).kernel_params, X, X, 1.0, True,
-                                    np.ones(3), np.ones(3), 0, 0, 1e-10, 0, 1e4, False)
+                                    np.ones(3), np.ones(3), 0, 0, 1e-10, 0, 1e4)
     dense_ev.L[:] = np.linalg.cholesky(H)
     run = numba.njit(lambda ev, g, S, Yq, rho, k: loop.qn_direction(ev, g, S, Yq, rho, k))
     np.testing.assert_allclose(run(dense_ev, g, S, Yq, rho, n_pairs), expected,

@@ -21,16 +21,9 @@ import numpy as np
 
 from .. import _jit
 from .._blas import cholesky_lower
-from .newton.compiled import (
-    _gradient,
-    _scores,
-    _solve,
-    float64_products,
-    hessian_rows,
-    hessian_workspace,
-)
+from .newton.compiled import _gradient, _scores, _solve, float64_products, hessian_rows
 
-__all__ = ["NEAR", "RULED_OUT", "STOPPED", "bare_steps", "bare_workspace"]
+__all__ = ["NEAR", "RULED_OUT", "STOPPED", "bare_steps"]
 
 #: :func:`bare_steps`' exits: ``h < 0`` at the current direction (the bare model is not
 #: the optimum); near the end (or at the last step): the caller computes the bound;
@@ -78,18 +71,8 @@ def _huber_model(slope, half, m, s, derivs, d_m, d_s, d_mm, d_ms, d_ss):
 
 
 @_jit.njit(cache=True, nogil=True)
-def bare_workspace(n, p, ssyrk):
-    """:func:`~bayesdrop.solvers.newton.compiled.hessian_workspace` for Python callers
-    (:func:`bayesdrop.solvers.bare.bare_newton` keeps it from certificate to
-    certificate). Its own function: called from Python after a compiled caller of
-    ``hessian_workspace`` had been loaded from numba's cache, ``hessian_workspace`` itself
-    failed to return its arrays ("'descr' is NULL" in numba's boxing)."""
-    return hessian_workspace(n, p, ssyrk)
-
-
-@_jit.njit(cache=True, nogil=True)
 def bare_steps(X, M, scale, fi, slope, half, phi0, k_first, max_iter, near_at, resume,
-               ridge, allowance, armijo, min_step, syrk, potrf, ssyrk, ws, threads):
+               ridge, allowance, armijo, min_step, syrk, potrf, ssyrk, ws):
     """Newton's steps on the Huber model ``F`` of :func:`bayesdrop.solvers.bare.bare_newton`
     from ``phi0``, as that function's iterations ``k_first .. max_iter``.
 
@@ -104,8 +87,7 @@ def bare_steps(X, M, scale, fi, slope, half, phi0, k_first, max_iter, near_at, r
 
     ``X`` (n x D, C-ordered) and ``V = scale * M`` as :func:`bayesdrop.solvers.newton.compiled.dense_steps`
     takes them; ``slope`` and ``half`` per example (``half`` zero off the kinks); ``ws``
-    from :func:`bayesdrop.solvers.newton.compiled.hessian_workspace` (``threads``: its
-    chunks on numba's threads, :func:`~bayesdrop.solvers.newton.compiled.hessian_rows`). Returns
+    from :func:`bayesdrop.solvers.newton.compiled.hessian_workspace`. Returns
     ``(phi, k, status)``: the direction reached and the iteration of the exit.
     """
     n, D = X.shape
@@ -117,7 +99,7 @@ def bare_steps(X, M, scale, fi, slope, half, phi0, k_first, max_iter, near_at, r
                                   np.empty(n))
     nd = np.zeros(D)
     L = np.empty((p, p))
-    hws, single = ws
+    P, Q, Z, Y, work, single = ws
     exact = float64_products(single)
     _scores(X, M, scale, fi, phi, m, s)
     h, F = _huber_model(slope, half, m, s, False, d_m, d_s, d_mm, d_ms, d_ss)
@@ -133,8 +115,8 @@ def bare_steps(X, M, scale, fi, slope, half, phi0, k_first, max_iter, near_at, r
         near = 0.25 * gw <= near_at
         if not again and (near or k == max_iter):
             return phi, k, NEAR
-        hessian_rows(X, M, scale, fi, phi, d_mm, d_ms, d_ss, hws, syrk, L,
-                     exact if near or ssyrk == 0 else single, threads)
+        hessian_rows(X, M, scale, fi, phi, d_mm, d_ms, d_ss, P, Q, Z, Y, syrk, work, L,
+                     exact if near or ssyrk == 0 else single)
         for d in range(D):
             L[d, d] += nd[d]
         hmax = 1.0

@@ -301,7 +301,6 @@ def _compiled_steps(problem, slope, rows, half, max_iter, target, work, compiled
     ms compiled on one thread)."""
     from .. import _jit
     from .._blas import dpotrf_address, dsyrk_address, ssyrk_address
-    from .._threads import compiled_blas_threads
     from ..linalg.hessian import single_applies
     from ..model.design import Design
     from .newton import _at_hand, _dense_arrays
@@ -312,7 +311,8 @@ def _compiled_steps(problem, slope, rows, half, max_iter, target, work, compiled
     arrays = design.row_kernel_arrays()
     if arrays is None or arrays[0] != "dense" or _dense_arrays(design, compiled) is None:
         return None
-    from ._bare_compiled import bare_steps, bare_workspace
+    from ._bare_compiled import bare_steps
+    from .newton.compiled import hessian_workspace
 
     X, M = arrays[1]
     n, p = design.n_samples, design.n_params
@@ -320,15 +320,15 @@ def _compiled_steps(problem, slope, rows, half, max_iter, target, work, compiled
     ws = work.get(("compiled", ssyrk))
     if ws is None:
         if compiled is not True and not _at_hand(
-                "bare_workspace", (None, X, M), [(bare_workspace, (n, p, ssyrk))]):
+                "bare_workspace", (None, X, M), [(hessian_workspace, (n, p, ssyrk))]):
             return None
-        ws = work[("compiled", ssyrk)] = bare_workspace(n, p, ssyrk)
+        ws = work[("compiled", ssyrk)] = hessian_workspace(n, p, ssyrk)
     half_n = np.zeros(n)
     half_n[rows] = half
     data = (X, M, float(arrays[2]), design.fit_intercept, slope, half_n)
     limits = (max_iter, BARE_NEWTON_NEAR * target)
     rest = (BARE_NEWTON_RIDGE, BARE_NEWTON_RIDGE * float(half.sum()), ARMIJO, MIN_STEP,
-            dsyrk_address(), dpotrf_address(), ssyrk, ws, compiled_blas_threads())
+            dsyrk_address(), dpotrf_address(), ssyrk, ws)
 
     def run(phi, k, resume):
         return bare_steps(*data, phi, k, *limits, resume, *rest)

@@ -70,12 +70,7 @@ import scipy.linalg as sla
 from sklearn.exceptions import ConvergenceWarning
 
 from ... import _jit
-from ..._threads import (
-    compiled_blas_threads,
-    numba_threads,
-    one_blas_thread,
-    with_single_blas_pool,
-)
+from ..._threads import numba_threads, one_blas_thread, with_single_blas_pool
 from ..._validation import MAX_ITER, check_scalar
 from ...linalg import hessian as hess
 from ...linalg.wls import MAX_CHOLESKY_PARAMS
@@ -402,16 +397,14 @@ def _compiled_args(problem, theta, lp, arrays, opts):
     """The arguments of :func:`.compiled.newton_dense`: with float32 Hessian products
     (``ssyrk``) where the Python loop would use them (``hessian.single_applies``: a
     dense design with noise and ``HESSIAN_BLOCKED_MIN`` entries or more), under the same
-    guard (:data:`SINGLE_MAX_COND`); the Hessian's row chunks on numba's threads where
-    :func:`bayesdrop._threads.compiled_blas_threads` allows (the same sums either way)."""
+    guard (:data:`SINGLE_MAX_COND`)."""
     from ..._blas import dpotrf_address, dsyrk_address, ssyrk_address
 
     X, M, scale = arrays
     y, sw = _labels_and_weights(problem)
     ssyrk = ssyrk_address() if hess.single_applies(problem.design) else 0
     return (lp, X, M, float(scale), problem.design.fit_intercept, y, sw, theta, opts,
-            dsyrk_address(), dpotrf_address(), RIDGE, ssyrk, float(SINGLE_MAX_COND),
-            compiled_blas_threads())
+            dsyrk_address(), dpotrf_address(), RIDGE, ssyrk, float(SINGLE_MAX_COND))
 
 
 #: the argument kinds (loss parameter type, IRLS start, layouts) for which the compiled

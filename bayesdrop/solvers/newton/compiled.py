@@ -9,10 +9,8 @@ Per example the terms of ``J`` and their first and second derivatives in ``(m, s
 so the loop is compiled per loss parameter type), the Hessian of
 :mod:`bayesdrop.linalg.hessian` assembled block by block as signed squares
 (:func:`bayesdrop.linalg.kernels.dense_hessian_split` + BLAS ``dsyrk``, no ``N x D``
-temporaries) in fixed row chunks -- two on large designs, on numba's threads where scipy's
-BLAS runs on one thread (:func:`hessian_rows`; digits 1797 x 64, float32 products: 0.48
--> 0.26 ms a Hessian, the 10-class ``DropoutSVC`` 22.5 -> 20.7 ms) --, its Cholesky
-factor, and the trial points' scores recomputed from ``theta + t p`` row by row.
+temporaries), its Cholesky factor, and the trial points' scores recomputed from
+``theta + t p`` row by row.
 """
 
 from __future__ import annotations
@@ -232,166 +230,96 @@ def _add_upper(A, B, p):
 
 
 @_jit.njit(cache=True, nogil=True)
-def _hessian_chunk(c, X, M, two_w, fi, d_mm, d_ms, d_ss, P, Q, Z, Y, syrk, acc, single,
-                   bounds):
-    """Chunk ``c`` of :func:`hessian_rows`: rows ``bounds[c] .. bounds[c + 1] - 1`` in
-    blocks of ``P.shape[1] // 2``, summed into ``acc[c]`` (``P^T P``, ``Q^T Q`` and
-    ``Z^T Y`` in its three layers; zeroed here) with the chunk's own block arrays
-    ``P[c], Q[c], Z[c], Y[c]`` (and ``single``'s) and its own BLAS argument arrays."""
-    p = Z.shape[2]
-    Pc, Qc, Zc, Yc = P[c], Q[c], Z[c], Y[c]
-    B = Pc.shape[0] // 2
-    ssyrk, P32, Q32, H32 = single
-    Hp, Hq, Hz = acc[c, 0], acc[c, 1], acc[c, 2]
-    Hp[:, :] = 0.0
-    Hq[:, :] = 0.0
-    Hz[:, :] = 0.0
-    work = syrk_work()
-    work32 = syrk_work_single()
-    lo, hi = bounds[c], bounds[c + 1]
-    for start in range(lo, hi, B):
-        nb = min(start + B, hi) - start
-        if ssyrk != 0:
-            P32c, Q32c, H32c = P32[c], Q32[c], H32[c]
-            n_p, n_q, n_z = dense_hessian_split(X, M, two_w, fi, d_mm, d_ms, d_ss, start,
-                                                nb, P32c, Q32c, Zc, Yc)
-            if n_p:
-                syrk_rows(ssyrk, P32c, n_p, H32c, work32)  # beta = 0: H32 = P^T P
-                _add_upper(Hp, H32c, p)
-            if n_q:
-                syrk_rows(ssyrk, Q32c, n_q, H32c, work32)
-                _add_upper(Hq, H32c, p)
-        else:
-            n_p, n_q, n_z = dense_hessian_split(X, M, two_w, fi, d_mm, d_ms, d_ss, start,
-                                                nb, Pc, Qc, Zc, Yc)
-            if n_p:
-                syrk_rows(syrk, Pc, n_p, Hp, work)
-            if n_q:
-                syrk_rows(syrk, Qc, n_q, Hq, work)
-        for k in range(n_z):  # strongly indefinite examples: the exact product
-            for a in range(p):
-                za = Zc[k, a]
-                for b in range(p):
-                    Hz[a, b] += za * Yc[k, b]
-
-
-@_jit.njit(cache=True, nogil=True, parallel=True)
-def _hessian_chunks_threads(X, M, two_w, fi, d_mm, d_ms, d_ss, P, Q, Z, Y, syrk, acc, single,
-                            bounds):
-    """The chunks of :func:`hessian_rows` on numba's threads (the same sums)."""
-    for c in _jit.prange(bounds.shape[0] - 1):
-        _hessian_chunk(c, X, M, two_w, fi, d_mm, d_ms, d_ss, P, Q, Z, Y, syrk, acc, single,
-                       bounds)
-
-
-@_jit.njit(cache=True, nogil=True)
-def hessian_rows(X, M, scale, fi, theta, d_mm, d_ms, d_ss, ws, syrk, L, single, threads):
+def hessian_rows(X, M, scale, fi, theta, d_mm, d_ms, d_ss, P, Q, Z, Y, syrk, work, L,
+                 single):
     """The rows' share of ``H`` (its data part: no penalty, no noise diagonal) into both
     triangles of ``L``, as ``P^T P - Q^T Q + Z^T Y`` block by block
     (:func:`bayesdrop.linalg.kernels.dense_hessian_split`: two ``dsyrk`` per block, and
     a product for strongly indefinite examples), for the per-example curvatures
     ``d_mm, d_ms, d_ss`` at ``w = theta[:D]``.
 
-    The rows run in the fixed chunks ``bounds`` of the workspace ``ws = (P, Q, Z, Y, acc,
-    bounds)`` (:func:`hessian_workspace`), each summed into its own layer of ``acc``,
-    the layers then added in chunk order: with ``threads`` the chunks run on numba's
-    threads, else one after the other -- the same sums. Threads only where every BLAS
-    but numpy's runs on one thread (the chunks' ``syrk`` calls would otherwise compete
-    for the cores: digits 1797 x 64, 20 ms against 0.5 ms a Hessian).
-
-    ``single = (ssyrk, P32, Q32, H32)`` with ``ssyrk != 0``: the rows of ``P`` and
+    ``single = (ssyrk, P32, Q32, H32, work32)`` with ``ssyrk != 0``: the rows of ``P`` and
     ``Q`` stored and multiplied in float32 (``ssyrk``), each block's product added to the
     float64 sums (as :func:`bayesdrop.linalg.hessian.hessian_matrix` with ``single``);
-    ``Z^T Y`` stays float64."""
-    D = X.shape[1]
-    P, Q, Z, Y, acc, bounds = ws
-    p = Z.shape[2]
+    ``Z^T Y`` stays float64. The workspace: :func:`hessian_workspace`."""
+    n, D = X.shape
+    p = Z.shape[1]
+    pp = P.shape[1]  # P and Q: zero columns p..pp-1 (a faster syrk, _blas.SYRK_PAD)
+    B = P.shape[0] // 2
+    ssyrk, P32, Q32, H32, work32 = single
+    Hp = np.zeros((pp, pp))
+    Hq = np.zeros((pp, pp))
+    Hz = np.zeros((p, p))
     two_w = np.empty(D)
     for d in range(D):
         two_w[d] = 2.0 * scale * theta[d]
-    K = bounds.shape[0] - 1
-    if threads and K > 1:
-        _hessian_chunks_threads(X, M, two_w, fi, d_mm, d_ms, d_ss, P, Q, Z, Y, syrk, acc,
-                                single, bounds)
-    else:
-        for c in range(K):
-            _hessian_chunk(c, X, M, two_w, fi, d_mm, d_ms, d_ss, P, Q, Z, Y, syrk, acc,
-                           single, bounds)
-    for a in range(p):  # the upper triangles of the P and Q layers hold their sums
-        for b in range(a, p):
-            v = 0.0
-            for c in range(K):
-                v += (acc[c, 0, a, b] - acc[c, 1, a, b]
-                      + 0.5 * (acc[c, 2, a, b] + acc[c, 2, b, a]))
-            L[a, b] = v
-            L[b, a] = v
+    for start in range(0, n, B):
+        nb = min(start + B, n) - start
+        if ssyrk != 0:
+            n_p, n_q, n_z = dense_hessian_split(X, M, two_w, fi, d_mm, d_ms, d_ss, start,
+                                                nb, P32, Q32, Z, Y)
+            if n_p:
+                syrk_rows(ssyrk, P32, n_p, H32, work32)  # beta = 0: H32 = P^T P
+                _add_upper(Hp, H32, p)
+            if n_q:
+                syrk_rows(ssyrk, Q32, n_q, H32, work32)
+                _add_upper(Hq, H32, p)
+        else:
+            n_p, n_q, n_z = dense_hessian_split(X, M, two_w, fi, d_mm, d_ms, d_ss, start,
+                                                nb, P, Q, Z, Y)
+            if n_p:
+                syrk_rows(syrk, P, n_p, Hp, work)
+            if n_q:
+                syrk_rows(syrk, Q, n_q, Hq, work)
+        for k in range(n_z):  # strongly indefinite examples: the exact product
+            for a in range(p):
+                za = Z[k, a]
+                for c in range(p):
+                    Hz[a, c] += za * Y[k, c]
+    for a in range(p):  # the upper triangles of Hp, Hq hold their sums (syrk_rows)
+        for c in range(a, p):
+            v = Hp[a, c] - Hq[a, c] + 0.5 * (Hz[a, c] + Hz[c, a])
+            L[a, c] = v
+            L[c, a] = v
 
 
 @_jit.njit(cache=True, nogil=True, inline="always")
 def float64_products(single):
     """``single`` of :func:`hessian_rows` with its ``ssyrk`` set to 0: the same
     workspace, the products in float64."""
-    _, P32, Q32, H32 = single
-    return np.int64(0), P32, Q32, H32
-
-
-#: the rows of a dense Hessian run in this many fixed chunks (:func:`hessian_rows`) on
-#: designs of at least :data:`HESSIAN_CHUNKED_MIN` stored entries and
-#: ``HESSIAN_CHUNKS * _HESSIAN_ROWS`` rows; below, one chunk
-HESSIAN_CHUNKS = 2
-#: see :data:`HESSIAN_CHUNKS`
-HESSIAN_CHUNKED_MIN = 40_000
-
-
-@_jit.njit(cache=True, nogil=True)
-def hessian_chunks(n, p):
-    """The chunks' row bounds of :func:`hessian_rows` for ``n`` rows and ``p`` parameters:
-    :data:`HESSIAN_CHUNKS` equal runs of whole blocks where the design is large, else
-    one."""
-    B = min(_HESSIAN_ROWS, n)
-    K = HESSIAN_CHUNKS if n * p >= HESSIAN_CHUNKED_MIN and n >= HESSIAN_CHUNKS * B else 1
-    blocks = -(-n // B)
-    bounds = np.empty(K + 1, dtype=np.int64)
-    for c in range(K + 1):
-        bounds[c] = min(n, ((blocks * c) // K) * B)
-    return bounds
+    _, P32, Q32, H32, work32 = single
+    return np.int64(0), P32, Q32, H32, work32
 
 
 @_jit.njit(cache=True, nogil=True)
 def hessian_workspace(n, p, ssyrk):
     """The workspace of :func:`hessian_rows` for ``n`` rows and ``p`` parameters:
-    ``((P, Q, Z, Y, acc, bounds), single)``, each chunk's blocks of
-    ``min(_HESSIAN_ROWS, n)`` rows (``P`` and ``Q`` with zero columns ``p..``), ``acc``
-    its three ``padded(p)``-square sums, ``bounds`` the chunks (:func:`hessian_chunks`);
-    ``single``'s float32 arrays empty unless ``ssyrk`` (the address of BLAS ``ssyrk``)
-    is non-zero."""
+    ``(P, Q, Z, Y, work, single)``, blocks of ``min(_HESSIAN_ROWS, n)`` rows (``P`` and
+    ``Q`` with zero columns ``p..``); ``single``'s float32 arrays empty unless ``ssyrk``
+    (the address of BLAS ``ssyrk``) is non-zero."""
     B = min(_HESSIAN_ROWS, n)
-    bounds = hessian_chunks(n, p)
-    K = bounds.shape[0] - 1
-    pp = padded(p)
-    P = np.empty((K, 2 * B, pp))
-    Q = np.empty((K, 2 * B, pp))
-    P[:, :, p:] = 0.0
-    Q[:, :, p:] = 0.0
+    P = np.empty((2 * B, padded(p)))
+    Q = np.empty((2 * B, padded(p)))
+    P[:, p:] = 0.0
+    Q[:, p:] = 0.0
     rows32 = 2 * B if ssyrk != 0 else 0
-    single = (ssyrk, np.zeros((K, rows32, pp), dtype=np.float32),
-              np.zeros((K, rows32, pp), dtype=np.float32),
-              np.zeros((K, pp, pp), dtype=np.float32))
-    ws = (P, Q, np.empty((K, 2 * B, p)), np.empty((K, 2 * B, p)), np.zeros((K, 3, pp, pp)),
-          bounds)
-    return ws, single
+    single = (ssyrk, np.zeros((rows32, padded(p)), dtype=np.float32),
+              np.zeros((rows32, padded(p)), dtype=np.float32),
+              np.zeros((padded(p), padded(p)), dtype=np.float32), syrk_work_single())
+    return P, Q, np.empty((2 * B, p)), np.empty((2 * B, p)), syrk_work(), single
 
 
 @_jit.njit(cache=True, nogil=True)
-def _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, ws, syrk, potrf, L, single,
-            threads):
+def _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, P, Q, Z, Y, syrk, work,
+            potrf, L, single):
     """Lower Cholesky factor of ``H`` into the lower triangle of ``L`` (its strict upper
     triangle holds ``H``): the rows' share (:func:`hessian_rows`; float32 products with
     ``single``), then ``2 I'`` and the noise diagonal ``nd``; a relative ridge if ``H``
     is singular to working precision."""
     D = X.shape[1]
-    p = L.shape[0]
-    hessian_rows(X, M, scale, fi, theta, d_mm, d_ms, d_ss, ws, syrk, L, single, threads)
+    p = Z.shape[1]
+    hessian_rows(X, M, scale, fi, theta, d_mm, d_ms, d_ss, P, Q, Z, Y, syrk, work, L,
+                 single)
     for d in range(D):
         L[d, d] += 2.0 + nd[d]
     hmax = 1.0
@@ -445,8 +373,7 @@ class DenseSteps(NamedTuple):
     the current point ``theta`` and its scores (``m, s``), a trial point ``cand`` and at the line search's and a doubling's
     trial points (``m_c, s_c``; ``m_e, s_e``; ``J_trial`` their ``J``), the per-example
     derivatives (``d_*``; ``order[0]``: 1 first only, 2 also second), the Hessian's
-    workspace ``ws`` (:func:`hessian_workspace`; ``syrk`` the address of BLAS ``dsyrk``,
-    ``threads``: its chunks on numba's threads, :func:`hessian_rows`) and its
+    workspace (``P, Q, Z, Y``, ``work``; ``syrk`` the address of BLAS ``dsyrk``) and its
     kept lower Cholesky factor ``L``; ``ridge`` as ``RIDGE``; the float32 products'
     workspace ``single`` (:func:`_factor`), ``max_cond`` as ``SINGLE_MAX_COND`` and
     ``flags``: float32 Hessians allowed, the kept factor from them, the last float64
@@ -475,7 +402,11 @@ class DenseSteps(NamedTuple):
     d_ms: np.ndarray
     d_ss: np.ndarray
     order: np.ndarray
-    ws: tuple
+    P: np.ndarray
+    Q: np.ndarray
+    Z: np.ndarray
+    Y: np.ndarray
+    work: tuple
     L: np.ndarray
     nd: np.ndarray
     syrk: int
@@ -490,26 +421,25 @@ class DenseSteps(NamedTuple):
     nd_c: np.ndarray
     g_c: np.ndarray
     fused: np.ndarray
-    threads: bool
 
 
 @_jit.njit(cache=True, nogil=True)
-def dense_steps(lp, X, M, scale, fi, y, sw, syrk, potrf, ridge, ssyrk, max_cond, threads):
+def dense_steps(lp, X, M, scale, fi, y, sw, syrk, potrf, ridge, ssyrk, max_cond):
     """A :class:`DenseSteps` with its workspace for ``X`` (n x D, C-ordered float64);
     ``ssyrk`` the address of BLAS ``ssyrk`` for float32 Hessians (0: float64 only)."""
     n, D = X.shape
     p = D + (1 if fi else 0)
-    ws, single = hessian_workspace(n, p, ssyrk)
+    P, Q, Z, Y, work, single = hessian_workspace(n, p, ssyrk)
     flags = np.zeros(3, dtype=np.int64)
     if ssyrk != 0:
         flags[0] = 1
     return DenseSteps(lp, np.zeros(p), np.empty(p), X, M, scale, fi, y, sw, np.empty(n), np.empty(n),
                       np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.zeros(2),
                       np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n),
-                      np.zeros(1, dtype=np.int64), ws, np.zeros((p, p)),
+                      np.zeros(1, dtype=np.int64), P, Q, Z, Y, work, np.zeros((p, p)),
                       np.zeros(D), syrk, potrf, ridge, True, single, max_cond, flags,
                       np.empty(n), np.empty(n), np.empty(D), np.empty(p),
-                      np.zeros(1, dtype=np.int64), threads)
+                      np.zeros(1, dtype=np.int64))
 
 
 def _is_dense(ev):
@@ -575,13 +505,14 @@ def _new_factor(ev):
     the stopping rule stay float64."""
     if ev.flags[0] == 1 and ev.flags[2] == 0:
         _factor(ev.X, ev.M, ev.scale, ev.fi, ev.theta, ev.d_mm, ev.d_ms, ev.d_ss, ev.nd,
-                ev.ridge, ev.ws, ev.syrk, ev.potrf, ev.L, ev.single, ev.threads)
+                ev.ridge, ev.P, ev.Q, ev.Z, ev.Y, ev.syrk, ev.work, ev.potrf, ev.L,
+                ev.single)
         if diagonal_condition(ev.L) <= ev.max_cond:
             ev.flags[1] = 1
             return
     _factor(ev.X, ev.M, ev.scale, ev.fi, ev.theta, ev.d_mm, ev.d_ms, ev.d_ss, ev.nd,
-            ev.ridge, ev.ws, ev.syrk, ev.potrf, ev.L, float64_products(ev.single),
-            ev.threads)
+            ev.ridge, ev.P, ev.Q, ev.Z, ev.Y, ev.syrk, ev.work, ev.potrf, ev.L,
+            float64_products(ev.single))
     ev.flags[1] = 0
     if ev.flags[0] == 1:
         ev.flags[2] = 1 if diagonal_condition(ev.L) > ev.max_cond else 0
@@ -690,12 +621,11 @@ newton_loop_compiled = _jit.njit(cache=True, nogil=True)(loop.newton_loop)
 
 @_jit.njit(cache=True, nogil=True)
 def newton_dense(lp, X, M, scale, fi, y, sw, theta0, opts, syrk, potrf, ridge, ssyrk,
-                 max_cond, threads):
+                 max_cond):
     """:func:`newton_loop_compiled` from ``theta0`` on the :class:`DenseSteps` of these
     arrays (built here: no tuple of arrays crosses into Python); ``ssyrk``: float32
     Hessians (:func:`_new_factor`; 0: float64 only)."""
-    ev = dense_steps(lp, X, M, scale, fi, y, sw, syrk, potrf, ridge, ssyrk, max_cond,
-                     threads)
+    ev = dense_steps(lp, X, M, scale, fi, y, sw, syrk, potrf, ridge, ssyrk, max_cond)
     return newton_loop_compiled(ev, theta0, opts, True)
 
 
@@ -724,7 +654,7 @@ def _with_C(lp, C):
 
 @_jit.njit(cache=True, nogil=True)
 def newton_dense_path(lp, X, M, scale, fi, y, sw, Cs, theta0, previous, opts, bare_Js, syrk,
-                      potrf, ridge, ssyrk, max_cond, threads):
+                      potrf, ridge, ssyrk, max_cond):
     """:func:`newton_dense` at each ``C`` of ``Cs`` in turn (the loss ``lp`` at that ``C``,
     :func:`with_C`; the trap check at ``bare_Js[i]``), each run from the start of
     :func:`bayesdrop.solvers.fit_path`: the first from ``theta0``, the ``i``-th from
@@ -757,7 +687,7 @@ def newton_dense_path(lp, X, M, scale, fi, y, sw, Cs, theta0, previous, opts, ba
                                  opts.check_start)
         theta, J_i, g, history, it, st, nf = newton_dense(
             with_C(lp, Cs[i]), X, M, scale, fi, y, sw, starts[i].copy(), run, syrk, potrf,
-            ridge, ssyrk, max_cond, threads)
+            ridge, ssyrk, max_cond)
         thetas[i] = theta
         J[i] = J_i
         gmax = 0.0
