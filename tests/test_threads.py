@@ -283,9 +283,8 @@ def test_a_threaded_one_vs_rest_fit_keeps_the_limit_for_all_its_problems(seconda
     them all, so that no thread's block ends by lifting it while another problem
     computes (the other BLAS then ran its own threads against the fits': digits
     ``DropoutSVC``, 10 classes, 72 ms without the outer block against 24 ms with it, and
-    slower sequential fits after it). Every
-    problem starts with the secondary BLAS on one thread, and the limit is lifted after
-    the fit."""
+    slower sequential fits after it). Every problem starts with the secondary BLAS on one
+    thread, and the limit is lifted after the fit."""
     from sklearn.datasets import load_digits
 
     from bayesdrop import DropoutSVC
