@@ -520,7 +520,10 @@ def _new_factor(ev):
 
 @_jit.overload(loop.chord_solve)
 def _chord_solve(ev, q):
-    if not _is_dense(ev):
+    from numba import types
+
+    if not (_is_dense(ev) or isinstance(ev, types.BaseNamedTuple)
+            and ev.instance_class is loop.KeptFactor):
         return None
 
     def impl(ev, q):

@@ -45,9 +45,9 @@ import numpy as np
 from ... import _jit
 
 __all__ = ["ROUNDING_RTOL", "STAGNATION_RTOL", "STAGNATION_STEPS", "STALL_RTOL",
-           "NewtonOptions", "accept", "add_pair", "chord_solve", "newton_direction",
-           "newton_loop", "qn_direction", "retry_exact", "start", "take_doubled",
-           "trial"]
+           "KeptFactor", "NewtonOptions", "accept", "add_pair", "chord_solve",
+           "newton_direction", "newton_loop", "qn_direction", "retry_exact", "start",
+           "take_doubled", "trial"]
 
 #: status codes of :func:`newton_loop`
 CONVERGED, MAX_ITER, NO_DECREASE, STALLED, NONFINITE_DIRECTION, NONFINITE_START = \
@@ -221,6 +221,30 @@ def _put_compiled(dst, src):
 
 
 # -- the BFGS update of a kept factor ------------------------------------------------------
+
+class KeptFactor(NamedTuple):
+    """An evaluator that is only a kept lower Cholesky factor ``L`` of a Hessian ``H_k``
+    (its lower triangle; the upper one is not read): the ``chord_solve`` of
+    :func:`qn_direction` for a loop that takes its own steps
+    (:func:`bayesdrop.solvers.bare.bare_newton`). Compiled code solves with the factor
+    as :mod:`.compiled`'s evaluator does.
+
+    Examples
+    --------
+    >>> H = np.array([[4.0, 1.0], [1.0, 3.0]])
+    >>> ev = KeptFactor(np.linalg.cholesky(H))
+    >>> bool(np.allclose(H @ chord_solve(ev, np.array([1.0, 2.0])), [1.0, 2.0]))
+    True
+    """
+
+    L: np.ndarray
+
+    def chord_solve(self, q):
+        """``H_k^{-1} q`` by the two triangular solves."""
+        from scipy.linalg import cho_solve
+
+        return cho_solve((self.L, True), q, check_finite=False)
+
 
 @_jit.jitable
 def qn_direction(ev, g, S, Yq, rho, k):
