@@ -533,6 +533,59 @@ def test_newton_cg_takes_one_pass_of_derivatives_per_step(monkeypatch, loss):
     assert res.objective[-1] == pytest.approx(exact.objective[-1], rel=1e-8)
 
 
+@pytest.mark.parametrize("noise", ["dropout", "multiplicative", "none"])
+def test_the_compiled_passes_form_M_from_X_as_the_stored_M_gives_it(noise):
+    """Where ``V = scale X * X`` (dropout, multiplicative noise, zero noise) the compiled
+    dense loop gets ``M`` None (:meth:`~bayesdrop.model.design.Design.dense_kernel_arrays`)
+    and forms the squares from ``X`` (:func:`bayesdrop.model._design_kernels.m_entry`):
+    its scores, fused ``J`` and gradient, gradient pass, IRLS start factor and the
+    Hessian's rows (float64 products; curvatures with strongly indefinite examples, the
+    exact rows) equal those from the stored ``M = X * X`` to rounding (1e-13 relative).
+    Poisson noise (``M = X``) keeps its stored ``M``."""
+    from bayesdrop import MultiplicativeGaussian, Poisson
+    from bayesdrop._blas import dpotrf_address, dsyrk_address
+    from bayesdrop.solvers.newton import compiled
+
+    rng = np.random.default_rng(11)
+    n, D = 301, 9
+    X = rng.normal(size=(n, D))
+    y = np.where(X[:, 0] + rng.normal(size=n) > 0, 1.0, -1.0)
+    made = {"dropout": Dropout(0.3), "multiplicative": MultiplicativeGaussian(0.4),
+            "none": "none"}[noise]
+    problem = Problem.create(X, y, HingeLoss(0.8), made)
+    Xc, M, scale = problem.design.dense_kernel_arrays()
+    assert M is None
+    stored = np.ascontiguousarray(X * X)
+    lp, fi, p = problem.loss.kernel_params, True, D + 1
+    sw, yy = np.ones(n), problem.y.astype(float)
+    theta = rng.normal(size=p)
+    rho = rng.uniform(0.5, 2.0, n)
+    d_mm, d_ss = rng.uniform(0.1, 2.0, n), rng.uniform(-1.0, 1.0, n)
+    d_ms = rng.uniform(-1.0, 1.0, n)
+    d_ms[::7] = 1e3 * np.sqrt(np.abs(d_mm[::7] * d_ss[::7]))  # strongly indefinite rows
+    noisy = 0.5 if scale == 0.0 else float(scale)  # where M is read at zero noise too
+
+    def passes(M_):
+        m, s, d_m, d_s, g, nd = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
+                                 np.empty(p), np.empty(D))
+        J = compiled._value_gradient(lp, Xc, M_, float(scale), fi, yy, sw, theta, m, s,
+                                     d_m, d_s, g, nd)
+        nd2 = np.zeros(D)
+        g2 = compiled._gradient(Xc, M_, float(scale), fi, d_m, d_s, theta, nd2)
+        L0 = compiled.start_factor(Xc, M_, noisy, fi, rho, p, dsyrk_address(),
+                                   dpotrf_address())
+        P, Q, Z, Y, work, single = compiled.hessian_workspace(n, p, 0)
+        H = np.empty((p, p))
+        compiled.hessian_rows(Xc, M_, noisy, fi, theta, d_mm, d_ms, d_ss, P, Q, Z, Y,
+                              dsyrk_address(), work, H, single)
+        return [np.array([J]), m, s, g, nd, g2, nd2, np.tril(L0), H]
+
+    for a, b in zip(passes(None), passes(stored)):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13 * np.abs(b).max())
+    assert Problem.create(np.abs(X), y, HingeLoss(0.8), Poisson(0.5)).design \
+        .dense_kernel_arrays()[1] is not None
+
+
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("noise", ["dropout", "none"])
 def test_the_fused_pass_gives_J_and_the_gradient_of_the_objective(fit_intercept, noise):
@@ -541,7 +594,8 @@ def test_the_fused_pass_gives_J_and_the_gradient_of_the_objective(fit_intercept,
     against ``Problem.objective`` with its gradient (numpy's products, the losses' own
     terms) -- hinge, logistic and epsilon-insensitive losses with sample weights, with and
     without noise and intercept -- and its noise diagonal against ``2 V^T d_s`` from the
-    same derivatives: equal to rounding (1e-12 relative)."""
+    same derivatives: equal to rounding (1e-12 relative). ``M`` is None there: the
+    squares ``X * X`` are formed in the pass (reading ``X`` for ``X * X`` fails it)."""
     from bayesdrop import EpsilonInsensitiveLoss
     from bayesdrop.solvers.newton import compiled
 
@@ -553,7 +607,8 @@ def test_the_fused_pass_gives_J_and_the_gradient_of_the_objective(fit_intercept,
                     (EpsilonInsensitiveLoss(0.9, 0.3), X[:, 1] + rng.normal(size=83))):
         problem = Problem.create(X, y, loss.weighted(sw), noise if noise == "none"
                                  else Dropout(0.35), fit_intercept=fit_intercept)
-        _, (Xc, M), scale = problem.design.row_kernel_arrays()
+        Xc, M, scale = problem.design.dense_kernel_arrays()
+        assert M is None  # V = scale X * X (zero at no noise): formed from X in the pass
         p = problem.design.n_params
         theta = rng.normal(size=p)
         n = X.shape[0]

@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from .. import _jit
-from ..model._design_kernels import _scaled_row
+from ..model._design_kernels import _scaled_row, m_entry
 
 __all__ = ["CHUNKED_MIN_ENTRIES", "HVP_CHUNKS", "csr_gradient_entries", "csr_gradient_pass",
            "csr_hessian_entries", "csr_hvp", "csr_normal_diagonal", "csr_pcg", "csr_pcg_blocks",
@@ -607,10 +607,11 @@ def _eigen2(a, b, c):
 
 @_jit.njit(cache=True, nogil=True, inline="always")
 def _put_row(Z, row, X, M, g, r, fit_intercept, cx, cg):
-    """``Z[row] = cx * xbar_r + cg * gbar_r`` (``gbar_r = g * M[r]``, zero intercept)."""
+    """``Z[row] = cx * xbar_r + cg * gbar_r`` (``gbar_r = g * M[r]``, zero intercept;
+    ``M`` None: ``X * X``, :func:`bayesdrop.model._design_kernels.m_entry`)."""
     D = X.shape[1]
     for j in range(D):
-        Z[row, j] = cx * X[r, j] + cg * (M[r, j] * g[j])
+        Z[row, j] = cx * X[r, j] + cg * (m_entry(X, M, r, j) * g[j])
     if fit_intercept:
         Z[row, D] = cx
 

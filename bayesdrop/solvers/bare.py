@@ -341,12 +341,13 @@ def _compiled_steps(problem, slope, rows, half, max_iter, target, work, compiled
     if compiled is False or type(design) is not Design or _jit.interpreting():
         return None
     arrays = design.row_kernel_arrays()
-    if arrays is None or arrays[0] != "dense" or _dense_arrays(design, compiled) is None:
+    dense = _dense_arrays(design, compiled)
+    if arrays is None or arrays[0] != "dense" or dense is None:
         return None
     from ._bare_compiled import bare_steps, kept_state
     from .newton.compiled import hessian_workspace
 
-    X, M = arrays[1]
+    X, M, scale = dense  # M None: X * X (the Newton loop's arrays)
     n, p = design.n_samples, design.n_params
     ssyrk = ssyrk_address() if single_applies(design) else 0
     ws = work.get(("compiled", ssyrk))
@@ -357,7 +358,7 @@ def _compiled_steps(problem, slope, rows, half, max_iter, target, work, compiled
         ws = work[("compiled", ssyrk)] = hessian_workspace(n, p, ssyrk)
     half_n = np.zeros(n)
     half_n[rows] = half
-    data = (X, M, float(arrays[2]), design.fit_intercept, slope, half_n)
+    data = (X, M, float(scale), design.fit_intercept, slope, half_n)
     limits = (max_iter, BARE_NEWTON_NEAR * target)
     contraction, memory = _kept_factor_rule(design)
     rest = (BARE_NEWTON_RIDGE, BARE_NEWTON_RIDGE * float(half.sum()), ARMIJO, MIN_STEP,

@@ -439,11 +439,13 @@ def _at_hand(tag, args, runs):
     """Whether every ``(dispatcher, arguments)`` of ``runs`` (a list, or a function that
     makes it: called only where the answer is not remembered yet) has machine code
     without compiling (:func:`.compiled.ready`), remembered per ``tag`` and argument kinds
-    (the loss parameter type, the layouts of ``X`` and ``M`` in ``args``)."""
+    (the loss parameter type, the layouts of ``X`` and ``M`` in ``args``; ``M`` None:
+    formed from ``X``)."""
     from .compiled import ready
 
     key = (tag, type(args[0])) + tuple(
-        (a.flags.c_contiguous, a.flags.writeable, a.dtype.str) for a in args[1:3])
+        None if a is None else (a.flags.c_contiguous, a.flags.writeable, a.dtype.str)
+        for a in args[1:3])
     if key in _READY:
         return True
     if callable(runs):

@@ -22,7 +22,7 @@ import numpy as np
 from ... import _jit
 from ..._blas import cholesky_lower, padded, syrk_rows, syrk_work, syrk_work_single
 from ...linalg.kernels import dense_hessian_split
-from ...model._design_kernels import dense_rmatvec_pair, scaled_rows
+from ...model._design_kernels import dense_rmatvec_pair, m_entry, scaled_rows
 from ...model.losses.kernels import (
     mean,
     objective_from_scores,
@@ -63,13 +63,13 @@ def _objective(lp, X, M, scale, fi, y, sw, theta, m, s):
 @_jit.njit(cache=True, nogil=True, inline="always")
 def _row_sums(X, M, i, theta, D):
     """Row ``i``'s ``(x_i . w, M_i . w^2)`` (inlined into its callers, whose ``fastmath``
-    flags apply)."""
+    flags apply; ``M`` None: ``X * X``, :func:`bayesdrop.model._design_kernels.m_entry`)."""
     mi = 0.0
     si = 0.0
     for d in range(D):
         wd = theta[d]
         mi += X[i, d] * wd
-        si += M[i, d] * (wd * wd)
+        si += m_entry(X, M, i, d) * (wd * wd)
     return mi, si
 
 
@@ -119,7 +119,7 @@ def _value_gradient(lp, X, M, scale, fi, y, sw, theta, m, s, d_m, d_s, g, nd):
         intercept += a
         for d in range(D):
             acc[d] += X[i, d] * a
-            acn[d] += M[i, d] * c
+            acn[d] += m_entry(X, M, i, d) * c
     if fi:
         g[D] = intercept
     for d in range(D):
