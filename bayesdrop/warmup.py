@@ -82,6 +82,11 @@ def _compile_newton(est, X, y):
         # bare_newton's compiled steps, from a bare model on the first example's kink
         bare_newton(problem, np.append(np.zeros(problem.design.n_features), kinks[0][0, 0]),
                     compiled=True)
+    if not problem.design.sparse:  # the float32 products of large designs' refined
+        # Newton directions (hessian.single_operator; 512 features or more)
+        from .linalg import hessian
+
+        hessian.single_operator(problem.design, hessian.curvature(problem, theta)[2])(theta)
     if not regression and not problem.design.sparse:  # the CV path's fits in one call (for the epsilon-insensitive
         # loss only where its tube has at most 64 edges: bayesdrop.solvers.fit_path)
         newton.fit_path(problem, [1.0, 2.0], theta, compiled=True)

@@ -90,6 +90,28 @@ def test_single_operator_is_the_hessian_to_float32_rounding(loss, intercept, noi
         assert np.max(err) > 0.0
 
 
+def test_single_operator_with_a_stored_M_is_the_hessian_to_float32_rounding():
+    """As above for a variance stored apart from ``X`` (Poisson noise, ``M = X`` on
+    non-negative data; dropout forms ``X * X`` in the pass instead): the kernel reads
+    the float32 ``M`` it is given, within the same bound and not the float64 products."""
+    from bayesdrop import LogisticLoss, Poisson
+
+    rng = np.random.default_rng(6)
+    X = np.abs(make_classification(N, D, n_informative=10, random_state=1)[0])
+    y = np.where(X[:, 0] > np.median(X[:, 0]), 1.0, -1.0)
+    problem = Problem.create(X, y, LogisticLoss(1.0), Poisson(0.5))
+    assert problem.design.dense_kernel_arrays()[1] is not None
+    curv = hessian.curvature(problem, 0.1 * rng.normal(size=D + 1))[2]
+    acurv = curv._replace(**{k: np.abs(getattr(curv, k))
+                             for k in ("w", "d_mm", "d_ms", "d_ss", "noise_diag")})
+    z = rng.normal(size=D + 1)
+    exact = hessian.hessian_operator(problem.design, curv)(z)
+    err = np.abs(hessian.single_operator(problem.design, curv)(z) - exact)
+    bound = 4 * (N + D + 2) * 2.0**-24 * hessian.hessian_operator(problem.design,
+                                                                  acurv)(np.abs(z))
+    assert np.all(err <= bound) and np.max(err) > 0.0
+
+
 def test_refined_direction_solves_the_current_newton_system():
     """Preconditioned by the factor of the Hessian at a nearby point, CG on the current
     Hessian's float32 products reaches the relative residual asked for (measured against

@@ -375,18 +375,19 @@ def hessian_operator(design, curv, diagonal=False):
 
 def single_operator(design, curv):
     """The function ``z -> H z`` for a dense design with row kernels, its four products
-    with the data in float32 (BLAS ``sgemv`` on :meth:`~bayesdrop.model.design.Design.single_arrays`)::
+    with the data in float32 (:meth:`~bayesdrop.model.design.Design.single_arrays`, in
+    one pass over the rows: :func:`bayesdrop.linalg.kernels.single_hvp`)::
 
         a = d_mm (Xbar z) + d_ms (G z),   b = d_ms (Xbar z) + d_ss (G z),
         H z = (2 I' + diag(noise_diag)) z + Xbar^T a + G^T b,   G = 2 scale M diag(w)
 
-    -- ``a``, ``b`` and the sums over them in float64. Each product carries a relative
+    -- ``a`` and ``b`` in float64. Each product carries a relative
     error of order ``N 2^-24`` in its entries' magnitudes (Higham 2002, section 3.1): for
     directions only -- the preconditioned CG of a Newton step
     (:func:`bayesdrop.solvers.newton.steps.direction_refined`), whose gradient, ``J`` and
     line search stay float64. Faster than the compiled float64 pass where the data
-    exceed the cache (Fashion-MNIST 4000 x 784, 2 threads: 1.4-2.6 ms within a fit against
-    4.8 ms; memory-bound, four reads of 12.5 MB).
+    exceed the cache (Fashion-MNIST 4000 x 784: 0.7 ms, one read of 12.5 MB; four
+    ``sgemv`` took 0.8 ms on two threads, the float64 pass 4.8 ms).
 
     Examples
     --------
@@ -412,30 +413,20 @@ def single_operator(design, curv):
     """
     _check_design(design)
     X, M = design.single_arrays()
+    if design.dense_kernel_arrays()[1] is None:
+        M = None  # M = X * X (or zero noise): formed from X's row in the pass
     scale = design.row_kernel_arrays()[2]
-    D = design.n_features
     fi = design.fit_intercept
     two_s = 2.0 * scale
-    w = curv.w
-    base = 2.0 + curv.noise_diag
     # (a, b) = (c_xx xz + c_xg mz, c_xg xz + c_gg mz) with mz = M (w z), G z = two_s mz
     c_xg = two_s * curv.d_ms
     c_gg = two_s * two_s * curv.d_ss
+    base = 2.0 + curv.noise_diag
 
     def apply(z):
-        z = np.asarray(z, dtype=np.float64)
-        zw = z[:D]
-        xz = (X @ zw.astype(np.float32)).astype(np.float64)
-        if fi:
-            xz += z[D]
-        mz = M @ (w * zw).astype(np.float32)
-        a = curv.d_mm * xz + c_xg * mz
-        b = c_xg * xz + c_gg * mz
-        out = np.empty(design.n_params)
-        out[:D] = base * zw + X.T @ a.astype(np.float32) + w * (M.T @ b.astype(np.float32))
-        if fi:
-            out[D] = a.sum()
-        return out
+        return kernels.single_hvp(X, M, fi, curv.w, curv.d_mm, c_xg, c_gg, base,
+                                  np.ascontiguousarray(z, dtype=np.float64),
+                                  np.empty(design.n_params))
     return apply
 
 

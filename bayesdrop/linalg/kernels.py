@@ -38,7 +38,7 @@ from ..model._design_kernels import _scaled_row, m_entry
 __all__ = ["CHUNKED_MIN_ENTRIES", "HVP_CHUNKS", "csr_gradient_entries", "csr_gradient_pass",
            "csr_hessian_entries", "csr_hvp", "csr_normal_diagonal", "csr_pcg", "csr_pcg_blocks",
            "csr_pcg_iterate", "csr_pcg_state", "dense_hdiag",
-           "dense_hessian_split", "dense_hvp", "row_chunks", "threads_arg"]
+           "dense_hessian_split", "dense_hvp", "row_chunks", "single_hvp", "threads_arg"]
 
 
 @_jit.njit(cache=True, nogil=True)
@@ -550,6 +550,51 @@ def dense_hvp(X, M, scale, fit_intercept, w, d_mm, d_ms, d_ss, noise_diag, z, ou
             out[j] += X[i, j] * a + M[i, j] * w[j] * b
         if fit_intercept:
             out[D] += a
+    return out
+
+
+@_jit.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def single_hvp(X, M, fit_intercept, w, d_mm, c_xg, c_gg, base, z, out):
+    """``out = H z`` from float32 ``X`` and ``M`` (``M`` None: ``X * X``,
+    :func:`bayesdrop.model._design_kernels.m_entry`) in one pass over the rows: row
+    ``n``'s ``x_n . z`` and ``m_n . (w z)`` in float32 sums, its ``a_n = d_mm xz +
+    c_xg mz`` and ``b_n = c_xg xz + c_gg mz`` in float64, then its shares of
+    ``X^T a`` and ``M^T b`` (float32 sums) while the row is in the cache;
+    ``out = base z + X^T a + w M^T b`` (intercept: ``sum a``). The four products of
+    :func:`bayesdrop.linalg.hessian.single_operator` with one read of the data instead of
+    four, each sum within the float32 bound of any summation order (``fastmath`` with
+    only ``reassoc`` and ``contract``). Fashion-MNIST 4000 x 784: 0.66-0.72 ms against
+    0.83 ms for four ``sgemv`` on two threads, 1.85 ms on one."""
+    n, D = X.shape
+    zb = z[D] if fit_intercept else 0.0
+    zz = np.empty(D, dtype=np.float32)
+    wz = np.empty(D, dtype=np.float32)
+    for d in range(D):
+        zz[d] = np.float32(z[d])
+        wz[d] = np.float32(w[d] * z[d])
+    ax = np.zeros(D, dtype=np.float32)
+    am = np.zeros(D, dtype=np.float32)
+    total = 0.0
+    for i in range(n):
+        xz = np.float32(0.0)
+        mz = np.float32(0.0)
+        for d in range(D):
+            xz += X[i, d] * zz[d]
+            mz += m_entry(X, M, i, d) * wz[d]
+        xi = np.float64(xz) + zb
+        mi = np.float64(mz)
+        a = d_mm[i] * xi + c_xg[i] * mi
+        b = c_xg[i] * xi + c_gg[i] * mi
+        total += a
+        a32 = np.float32(a)
+        b32 = np.float32(b)
+        for d in range(D):
+            ax[d] += X[i, d] * a32
+            am[d] += m_entry(X, M, i, d) * b32
+    for d in range(D):
+        out[d] = base[d] * z[d] + np.float64(ax[d]) + w[d] * np.float64(am[d])
+    if fit_intercept:
+        out[D] = total
     return out
 
 
