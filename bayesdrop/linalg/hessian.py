@@ -412,9 +412,7 @@ def single_operator(design, curv):
     True
     """
     _check_design(design)
-    X, M = design.single_arrays()
-    if design.dense_kernel_arrays()[1] is None:
-        M = None  # M = X * X (or zero noise): formed from X's row in the pass
+    X, M = design.single_arrays()  # M None: X * X formed from X's row in the pass
     scale = design.row_kernel_arrays()[2]
     fi = design.fit_intercept
     two_s = 2.0 * scale

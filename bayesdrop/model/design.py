@@ -325,18 +325,19 @@ class Design:
         return out
 
     def single_arrays(self):
-        """float32 copies ``(X, M)`` of the dense arrays of :meth:`row_kernel_arrays`
-        (``M is X`` at zero noise), made at the first call and kept with the design (half
-        the memory of the float64 arrays): for products that only shape a direction, such
-        as :func:`bayesdrop.linalg.hessian.single_operator`'s. Raises ``ValueError``
-        where there are none (a sparse design, or one without row kernels)."""
+        """float32 copies ``(X, M)`` of the dense arrays of :meth:`dense_kernel_arrays`
+        (``M`` None where the loops form ``X * X`` from ``X``: dropout, multiplicative and
+        zero noise), made at the first call and kept with the design (half the memory of
+        the float64 arrays): for products that only shape a direction, such as
+        :func:`bayesdrop.linalg.hessian.single_operator`'s. Raises ``ValueError`` where
+        there are none (a sparse design, or one without row kernels)."""
         if getattr(self, "_single_arrays", None) is None:
             compiled = self.row_kernel_arrays()
             if compiled is None or compiled[0] != "dense":
                 raise ValueError("single_arrays needs a dense design with row kernels")
-            X, M = compiled[1]
-            X32 = X.astype(np.float32)
-            self._single_arrays = (X32, X32 if M is X else M.astype(np.float32))
+            X, M, _ = self.dense_kernel_arrays()
+            self._single_arrays = (X.astype(np.float32),
+                                   None if M is None else M.astype(np.float32))
         return self._single_arrays
 
     def noise_matvec(self, z):
