@@ -185,18 +185,18 @@ def test_a_kernel_found_ready_in_the_disk_cache_can_be_called_from_new_compiled_
     it -- without the registration numba failed with "No definition for lowering"."""
     code = """
         from bayesdrop.solvers.newton.compiled import hessian_workspace
-        hessian_workspace(5, 3, 0)  # compiled, or loaded, and in the cache
+        hessian_workspace(5, 3, (0, 0))  # compiled, or loaded, and in the cache
     """
     _run(code)
     out = _run("""
         from numba import njit
         from bayesdrop.solvers.newton.compiled import hessian_workspace, ready
-        assert ready(hessian_workspace, 5, 3, 0)
+        assert ready(hessian_workspace, 5, 3, (0, 0))
 
         @njit
-        def caller(n, p, ssyrk):
-            return hessian_workspace(n, p, ssyrk)[0].shape[0]
+        def caller(n, p, sgram):
+            return hessian_workspace(n, p, sgram)[0].shape[0]
 
-        print(caller(5, 3, 0))
+        print(caller(5, 3, (0, 0)))
     """)
     assert out.strip().splitlines()[-1] == "10"

@@ -330,7 +330,7 @@ def test_qn_direction_is_the_bfgs_updated_inverse(n_pairs):
                                expected, rtol=1e-10, atol=1e-12)
     X = np.zeros((3, p - 1))
     dense_ev = compiled.dense_steps(LogisticLoss(1.0).kernel_params, X, X, 1.0, True,
-                                    np.ones(3), np.ones(3), 0, 0, 1e-10, 0, 1e4)
+                                    np.ones(3), np.ones(3), (0, 0), 0, 1e-10, (0, 0), 1e4)
     dense_ev.L[:] = np.linalg.cholesky(H)
     run = numba.njit(lambda ev, g, S, Yq, rho, k: loop.qn_direction(ev, g, S, Yq, rho, k))
     np.testing.assert_allclose(run(dense_ev, g, S, Yq, rho, n_pairs), expected,
@@ -543,7 +543,7 @@ def test_the_compiled_passes_form_M_from_X_as_the_stored_M_gives_it(noise):
     exact rows) equal those from the stored ``M = X * X`` to rounding (1e-13 relative).
     Poisson noise (``M = X``) keeps its stored ``M``."""
     from bayesdrop import MultiplicativeGaussian, Poisson
-    from bayesdrop._blas import dpotrf_address, dsyrk_address
+    from bayesdrop._blas import dpotrf_address, gram_pair
     from bayesdrop.solvers.newton import compiled
 
     rng = np.random.default_rng(11)
@@ -572,12 +572,12 @@ def test_the_compiled_passes_form_M_from_X_as_the_stored_M_gives_it(noise):
                                      d_m, d_s, g, nd)
         nd2 = np.zeros(D)
         g2 = compiled._gradient(Xc, M_, float(scale), fi, d_m, d_s, theta, nd2)
-        L0 = compiled.start_factor(Xc, M_, noisy, fi, rho, p, dsyrk_address(),
+        L0 = compiled.start_factor(Xc, M_, noisy, fi, rho, p, gram_pair(),
                                    dpotrf_address())
-        P, Q, Z, Y, work, single = compiled.hessian_workspace(n, p, 0)
+        P, Q, Z, Y, work, single = compiled.hessian_workspace(n, p, (0, 0))
         H = np.empty((p, p))
         compiled.hessian_rows(Xc, M_, noisy, fi, theta, d_mm, d_ms, d_ss, P, Q, Z, Y,
-                              dsyrk_address(), work, H, single)
+                              gram_pair(), work, H, single)
         return [np.array([J]), m, s, g, nd, g2, nd2, np.tril(L0), H]
 
     for a, b in zip(passes(None), passes(stored)):

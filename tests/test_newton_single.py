@@ -262,7 +262,7 @@ def test_compiled_loop_float32_products_reach_the_float64_optimum(loss, monkeypa
     problem = _problem(loss, n=2000)
     assert hessian.single_applies(problem.design)
     fast = newton.fit(problem, compiled=True)
-    monkeypatch.setattr(blas, "ssyrk_address", lambda: 0)  # no float32 products
+    monkeypatch.setattr(blas, "gram_pair_single", lambda: (0, 0))  # no float32 products
     exact = newton.fit(problem, compiled=True)
     monkeypatch.undo()
     assert not np.array_equal(fast.theta, exact.theta)  # the float32 products were used

@@ -224,6 +224,43 @@ def test_compiled_syrk_sums_row_blocks_of_the_weighted_gram_matrix():
     np.testing.assert_allclose(A, W.T @ W, rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.parametrize("single", [False, True])
+@pytest.mark.parametrize("width", [5, 400])
+def test_gram_rows_sums_w_t_w_by_gemm_on_small_products_and_by_syrk_on_large(single, width):
+    """``bayesdrop._blas.gram_rows``: the upper triangle of ``W[:rows]^T W[:rows]`` added
+    (float64 work: ``beta = 1``) or written (float32: ``beta = 0``), by ``gemm`` -- the
+    whole square -- while ``p^2 rows <= GEMM_SMALL_MNK`` and by ``syrk`` -- the lower
+    triangle left as it was -- above; only the first ``rows`` rows count."""
+    from bayesdrop._blas import (
+        GEMM_SMALL_MNK,
+        gram_pair,
+        gram_pair_single,
+        gram_rows,
+        syrk_work,
+        syrk_work_single,
+    )
+
+    rng = np.random.default_rng(3)
+    dtype = np.float32 if single else np.float64
+    rows = 9
+    W = np.full((rows + 4, width), np.nan, dtype=dtype)
+    W[:rows] = rng.normal(size=(rows, width))
+    A = np.full((width, width), 2.0, dtype=dtype)
+    gram_rows(gram_pair_single() if single else gram_pair(), W, rows, A,
+              syrk_work_single() if single else syrk_work())
+    base = 0.0 if single else 2.0  # float32 work overwrites, float64 work adds
+    exact = W[:rows].astype(np.float64).T @ W[:rows].astype(np.float64) + base
+    rtol = 1e-5 if single else 1e-12
+    upper = np.triu_indices(width)
+    np.testing.assert_allclose(A[upper], exact[upper], rtol=rtol, atol=rtol * rows)
+    lower = np.tril_indices(width, -1)
+    if width * width * rows <= GEMM_SMALL_MNK:  # gemm: the whole square
+        np.testing.assert_allclose(A[lower], exact[lower], rtol=rtol, atol=rtol * rows)
+    else:  # syrk: the lower triangle untouched
+        assert width * width * rows > GEMM_SMALL_MNK
+        np.testing.assert_array_equal(A[lower], 2.0)
+
+
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_compiled_csr_cg_is_scipys_iteration_on_threads_or_not(fit_intercept, monkeypatch):
     """A CSR design's primal CG runs compiled (``kernels.csr_pcg`` on the weighted

@@ -73,7 +73,7 @@ def _huber_model(slope, half, m, s, derivs, d_m, d_s, d_mm, d_ms, d_ss):
 
 @_jit.njit(cache=True, nogil=True)
 def bare_steps(X, M, scale, fi, slope, half, phi0, k_first, max_iter, near_at, resume,
-               ridge, allowance, armijo, min_step, contraction, syrk, potrf, ssyrk, ws, qn):
+               ridge, allowance, armijo, min_step, contraction, gram, potrf, sgram, ws, qn):
     """Newton's steps on the Huber model ``F`` of :func:`bayesdrop.solvers.bare.bare_newton`
     from ``phi0``, as that function's iterations ``k_first .. max_iter``.
 
@@ -83,7 +83,7 @@ def bare_steps(X, M, scale, fi, slope, half, phi0, k_first, max_iter, near_at, r
     iteration skips both tests: it resumes one that returned ``NEAR``); the direction:
     the kept factor's, BFGS-updated (:func:`bayesdrop.solvers.newton.loop.qn_direction`),
     if its decrement is at most ``contraction`` times the last step's, else the
-    Hessian's (float32 products where ``ssyrk`` is non-zero and the iteration is not
+    Hessian's (float32 products where ``sgram`` is non-zero and the iteration is not
     near; no penalty) with the relative ridge ``ridge``, its Cholesky factor kept;
     backtracking on ``F`` (sufficient decrease ``armijo``, shortest step ``min_step``;
     where the kept factor's step fails, the Hessian's). Exit ``STOPPED`` where there is
@@ -130,8 +130,8 @@ def bare_steps(X, M, scale, fi, slope, half, phi0, k_first, max_iter, near_at, r
         fresh = state[1] == 0.0
         while True:
             if fresh:
-                hessian_rows(X, M, scale, fi, phi, d_mm, d_ms, d_ss, P, Q, Z, Y, syrk,
-                             work, L, exact if near or ssyrk == 0 else single)
+                hessian_rows(X, M, scale, fi, phi, d_mm, d_ms, d_ss, P, Q, Z, Y, gram,
+                             work, L, exact if near or sgram[0] == 0 else single)
                 for d in range(D):
                     L[d, d] += nd[d]
                 hmax = 1.0

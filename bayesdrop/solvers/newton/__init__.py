@@ -395,16 +395,16 @@ def _labels_and_weights(problem):
 
 def _compiled_args(problem, theta, lp, arrays, opts):
     """The arguments of :func:`.compiled.newton_dense`: with float32 Hessian products
-    (``ssyrk``) where the Python loop would use them (``hessian.single_applies``: a
+    (``sgram``) where the Python loop would use them (``hessian.single_applies``: a
     dense design with noise and ``HESSIAN_BLOCKED_MIN`` entries or more), under the same
     guard (:data:`SINGLE_MAX_COND`)."""
-    from ..._blas import dpotrf_address, dsyrk_address, ssyrk_address
+    from ..._blas import dpotrf_address, gram_pair, gram_pair_single
 
     X, M, scale = arrays
     y, sw = _labels_and_weights(problem)
-    ssyrk = ssyrk_address() if hess.single_applies(problem.design) else 0
+    sgram = gram_pair_single() if hess.single_applies(problem.design) else (0, 0)
     return (lp, X, M, float(scale), problem.design.fit_intercept, y, sw, theta, opts,
-            dsyrk_address(), dpotrf_address(), RIDGE, ssyrk, float(SINGLE_MAX_COND))
+            gram_pair(), dpotrf_address(), RIDGE, sgram, float(SINGLE_MAX_COND))
 
 
 #: the argument kinds (loss parameter type, IRLS start, layouts) for which the compiled

@@ -8,7 +8,7 @@ Per example the terms of ``J`` and their first and second derivatives in ``(m, s
 (MATH.md section 3; the loss's compiled kernels, :mod:`bayesdrop.model.losses.kernels`,
 so the loop is compiled per loss parameter type), the Hessian of
 :mod:`bayesdrop.linalg.hessian` assembled block by block as signed squares
-(:func:`bayesdrop.linalg.kernels.dense_hessian_split` + BLAS ``dsyrk``, no ``N x D``
+(:func:`bayesdrop.linalg.kernels.dense_hessian_split` + BLAS Gram products, no ``N x D``
 temporaries), its Cholesky factor, and the trial points' scores recomputed from
 ``theta + t p`` row by row.
 """
@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ... import _jit
-from ..._blas import cholesky_lower, padded, syrk_rows, syrk_work, syrk_work_single
+from ..._blas import cholesky_lower, gram_rows, padded, syrk_work, syrk_work_single
 from ...linalg.kernels import dense_hessian_split
 from ...model._design_kernels import dense_rmatvec_pair, m_entry, scaled_rows
 from ...model.losses.kernels import (
@@ -159,11 +159,11 @@ def start_weights(lp, y, sw):
 
 
 @_jit.njit(cache=True, nogil=True)
-def start_factor(X, M, scale, fi, rho, p, syrk, potrf):
+def start_factor(X, M, scale, fi, rho, p, gram, potrf):
     """The lower Cholesky factor of :func:`irls_start_factored`'s system for the weights
     ``rho`` (:func:`start_weights`), the IRLS system ``A = 2 I' + Xbar^T diag(rho) Xbar +
-    diag(V^T rho)`` (MATH.md 3-4): the Gram part as one ``dsyrk`` of the rows
-    ``sqrt(rho_n) xbar_n``."""
+    diag(V^T rho)`` (MATH.md 3-4): the Gram part as one product of the rows
+    ``sqrt(rho_n) xbar_n`` (``gram``: :func:`bayesdrop._blas.gram_pair`)."""
     n, D = X.shape
     root = np.empty(n)
     for i in range(n):
@@ -175,9 +175,9 @@ def start_factor(X, M, scale, fi, rho, p, syrk, potrf):
     dense_rmatvec_pair(X, M, rho, rho, r, nd)  # nd = M^T rho (r unused)
     pp = W.shape[1]
     G = np.zeros((pp, pp))
-    syrk_rows(syrk, W, n, G, syrk_work())
+    gram_rows(gram, W, n, G, syrk_work())
     A = np.empty((p, p))
-    for a in range(p):  # G's upper triangle holds the sums (syrk_rows)
+    for a in range(p):  # G's upper triangle holds the sums (gram_rows)
         for c in range(a, p):
             A[a, c] = G[a, c]
             A[c, a] = G[a, c]
@@ -230,23 +230,25 @@ def _add_upper(A, B, p):
 
 
 @_jit.njit(cache=True, nogil=True)
-def hessian_rows(X, M, scale, fi, theta, d_mm, d_ms, d_ss, P, Q, Z, Y, syrk, work, L,
+def hessian_rows(X, M, scale, fi, theta, d_mm, d_ms, d_ss, P, Q, Z, Y, gram, work, L,
                  single):
     """The rows' share of ``H`` (its data part: no penalty, no noise diagonal) into both
     triangles of ``L``, as ``P^T P - Q^T Q + Z^T Y`` block by block
-    (:func:`bayesdrop.linalg.kernels.dense_hessian_split`: two ``dsyrk`` per block, and
-    a product for strongly indefinite examples), for the per-example curvatures
-    ``d_mm, d_ms, d_ss`` at ``w = theta[:D]``.
+    (:func:`bayesdrop.linalg.kernels.dense_hessian_split`: two Gram products per block,
+    :func:`bayesdrop._blas.gram_rows` with the addresses ``gram``, and a product for
+    strongly indefinite examples), for the per-example curvatures ``d_mm, d_ms, d_ss`` at
+    ``w = theta[:D]``.
 
-    ``single = (ssyrk, P32, Q32, H32, work32)`` with ``ssyrk != 0``: the rows of ``P`` and
-    ``Q`` stored and multiplied in float32 (``ssyrk``), each block's product added to the
+    ``single = (sgram, P32, Q32, H32, work32)`` with ``sgram[0] != 0``: the rows of ``P``
+    and ``Q`` stored and multiplied in float32 (``sgram``:
+    :func:`bayesdrop._blas.gram_pair_single`), each block's product added to the
     float64 sums (as :func:`bayesdrop.linalg.hessian.hessian_matrix` with ``single``);
     ``Z^T Y`` stays float64. The workspace: :func:`hessian_workspace`."""
     n, D = X.shape
     p = Z.shape[1]
     pp = P.shape[1]  # P and Q: zero columns p..pp-1 (a faster syrk, _blas.SYRK_PAD)
     B = P.shape[0] // 2
-    ssyrk, P32, Q32, H32, work32 = single
+    sgram, P32, Q32, H32, work32 = single
     Hp = np.zeros((pp, pp))
     Hq = np.zeros((pp, pp))
     Hz = np.zeros((p, p))
@@ -255,28 +257,28 @@ def hessian_rows(X, M, scale, fi, theta, d_mm, d_ms, d_ss, P, Q, Z, Y, syrk, wor
         two_w[d] = 2.0 * scale * theta[d]
     for start in range(0, n, B):
         nb = min(start + B, n) - start
-        if ssyrk != 0:
+        if sgram[0] != 0:
             n_p, n_q, n_z = dense_hessian_split(X, M, two_w, fi, d_mm, d_ms, d_ss, start,
                                                 nb, P32, Q32, Z, Y)
             if n_p:
-                syrk_rows(ssyrk, P32, n_p, H32, work32)  # beta = 0: H32 = P^T P
+                gram_rows(sgram, P32, n_p, H32, work32)  # beta = 0: H32 = P^T P
                 _add_upper(Hp, H32, p)
             if n_q:
-                syrk_rows(ssyrk, Q32, n_q, H32, work32)
+                gram_rows(sgram, Q32, n_q, H32, work32)
                 _add_upper(Hq, H32, p)
         else:
             n_p, n_q, n_z = dense_hessian_split(X, M, two_w, fi, d_mm, d_ms, d_ss, start,
                                                 nb, P, Q, Z, Y)
             if n_p:
-                syrk_rows(syrk, P, n_p, Hp, work)
+                gram_rows(gram, P, n_p, Hp, work)
             if n_q:
-                syrk_rows(syrk, Q, n_q, Hq, work)
+                gram_rows(gram, Q, n_q, Hq, work)
         for k in range(n_z):  # strongly indefinite examples: the exact product
             for a in range(p):
                 za = Z[k, a]
                 for c in range(p):
                     Hz[a, c] += za * Y[k, c]
-    for a in range(p):  # the upper triangles of Hp, Hq hold their sums (syrk_rows)
+    for a in range(p):  # the upper triangles of Hp, Hq hold their sums (gram_rows)
         for c in range(a, p):
             v = Hp[a, c] - Hq[a, c] + 0.5 * (Hz[a, c] + Hz[c, a])
             L[a, c] = v
@@ -285,32 +287,32 @@ def hessian_rows(X, M, scale, fi, theta, d_mm, d_ms, d_ss, P, Q, Z, Y, syrk, wor
 
 @_jit.njit(cache=True, nogil=True, inline="always")
 def float64_products(single):
-    """``single`` of :func:`hessian_rows` with its ``ssyrk`` set to 0: the same
+    """``single`` of :func:`hessian_rows` with its ``sgram`` set to zeros: the same
     workspace, the products in float64."""
     _, P32, Q32, H32, work32 = single
-    return np.int64(0), P32, Q32, H32, work32
+    return (np.int64(0), np.int64(0)), P32, Q32, H32, work32
 
 
 @_jit.njit(cache=True, nogil=True)
-def hessian_workspace(n, p, ssyrk):
+def hessian_workspace(n, p, sgram):
     """The workspace of :func:`hessian_rows` for ``n`` rows and ``p`` parameters:
     ``(P, Q, Z, Y, work, single)``, blocks of ``min(_HESSIAN_ROWS, n)`` rows (``P`` and
-    ``Q`` with zero columns ``p..``); ``single``'s float32 arrays empty unless ``ssyrk``
-    (the address of BLAS ``ssyrk``) is non-zero."""
+    ``Q`` with zero columns ``p..``); ``single``'s float32 arrays empty unless ``sgram``
+    (:func:`bayesdrop._blas.gram_pair_single`, or zeros) is non-zero."""
     B = min(_HESSIAN_ROWS, n)
     P = np.empty((2 * B, padded(p)))
     Q = np.empty((2 * B, padded(p)))
     P[:, p:] = 0.0
     Q[:, p:] = 0.0
-    rows32 = 2 * B if ssyrk != 0 else 0
-    single = (ssyrk, np.zeros((rows32, padded(p)), dtype=np.float32),
+    rows32 = 2 * B if sgram[0] != 0 else 0
+    single = (sgram, np.zeros((rows32, padded(p)), dtype=np.float32),
               np.zeros((rows32, padded(p)), dtype=np.float32),
               np.zeros((padded(p), padded(p)), dtype=np.float32), syrk_work_single())
     return P, Q, np.empty((2 * B, p)), np.empty((2 * B, p)), syrk_work(), single
 
 
 @_jit.njit(cache=True, nogil=True)
-def _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, P, Q, Z, Y, syrk, work,
+def _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, P, Q, Z, Y, gram, work,
             potrf, L, single):
     """Lower Cholesky factor of ``H`` into the lower triangle of ``L`` (its strict upper
     triangle holds ``H``): the rows' share (:func:`hessian_rows`; float32 products with
@@ -318,7 +320,7 @@ def _factor(X, M, scale, fi, theta, d_mm, d_ms, d_ss, nd, ridge, P, Q, Z, Y, syr
     is singular to working precision."""
     D = X.shape[1]
     p = Z.shape[1]
-    hessian_rows(X, M, scale, fi, theta, d_mm, d_ms, d_ss, P, Q, Z, Y, syrk, work, L,
+    hessian_rows(X, M, scale, fi, theta, d_mm, d_ms, d_ss, P, Q, Z, Y, gram, work, L,
                  single)
     for d in range(D):
         L[d, d] += 2.0 + nd[d]
@@ -373,7 +375,8 @@ class DenseSteps(NamedTuple):
     the current point ``theta`` and its scores (``m, s``), a trial point ``cand`` and at the line search's and a doubling's
     trial points (``m_c, s_c``; ``m_e, s_e``; ``J_trial`` their ``J``), the per-example
     derivatives (``d_*``; ``order[0]``: 1 first only, 2 also second), the Hessian's
-    workspace (``P, Q, Z, Y``, ``work``; ``syrk`` the address of BLAS ``dsyrk``) and its
+    workspace (``P, Q, Z, Y``, ``work``; ``gram`` the BLAS addresses of
+    :func:`bayesdrop._blas.gram_pair`) and its
     kept lower Cholesky factor ``L``; ``ridge`` as ``RIDGE``; the float32 products'
     workspace ``single`` (:func:`_factor`), ``max_cond`` as ``SINGLE_MAX_COND`` and
     ``flags``: float32 Hessians allowed, the kept factor from them, the last float64
@@ -409,7 +412,7 @@ class DenseSteps(NamedTuple):
     work: tuple
     L: np.ndarray
     nd: np.ndarray
-    syrk: int
+    gram: tuple
     potrf: int
     ridge: float
     exact: bool
@@ -424,20 +427,21 @@ class DenseSteps(NamedTuple):
 
 
 @_jit.njit(cache=True, nogil=True)
-def dense_steps(lp, X, M, scale, fi, y, sw, syrk, potrf, ridge, ssyrk, max_cond):
+def dense_steps(lp, X, M, scale, fi, y, sw, gram, potrf, ridge, sgram, max_cond):
     """A :class:`DenseSteps` with its workspace for ``X`` (n x D, C-ordered float64);
-    ``ssyrk`` the address of BLAS ``ssyrk`` for float32 Hessians (0: float64 only)."""
+    ``sgram`` the addresses of :func:`bayesdrop._blas.gram_pair_single` for float32
+    Hessians (zeros: float64 only)."""
     n, D = X.shape
     p = D + (1 if fi else 0)
-    P, Q, Z, Y, work, single = hessian_workspace(n, p, ssyrk)
+    P, Q, Z, Y, work, single = hessian_workspace(n, p, sgram)
     flags = np.zeros(3, dtype=np.int64)
-    if ssyrk != 0:
+    if sgram[0] != 0:
         flags[0] = 1
     return DenseSteps(lp, np.zeros(p), np.empty(p), X, M, scale, fi, y, sw, np.empty(n), np.empty(n),
                       np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.zeros(2),
                       np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n),
                       np.zeros(1, dtype=np.int64), P, Q, Z, Y, work, np.zeros((p, p)),
-                      np.zeros(D), syrk, potrf, ridge, True, single, max_cond, flags,
+                      np.zeros(D), gram, potrf, ridge, True, single, max_cond, flags,
                       np.empty(n), np.empty(n), np.empty(D), np.empty(p),
                       np.zeros(1, dtype=np.int64))
 
@@ -505,13 +509,13 @@ def _new_factor(ev):
     the stopping rule stay float64."""
     if ev.flags[0] == 1 and ev.flags[2] == 0:
         _factor(ev.X, ev.M, ev.scale, ev.fi, ev.theta, ev.d_mm, ev.d_ms, ev.d_ss, ev.nd,
-                ev.ridge, ev.P, ev.Q, ev.Z, ev.Y, ev.syrk, ev.work, ev.potrf, ev.L,
+                ev.ridge, ev.P, ev.Q, ev.Z, ev.Y, ev.gram, ev.work, ev.potrf, ev.L,
                 ev.single)
         if diagonal_condition(ev.L) <= ev.max_cond:
             ev.flags[1] = 1
             return
     _factor(ev.X, ev.M, ev.scale, ev.fi, ev.theta, ev.d_mm, ev.d_ms, ev.d_ss, ev.nd,
-            ev.ridge, ev.P, ev.Q, ev.Z, ev.Y, ev.syrk, ev.work, ev.potrf, ev.L,
+            ev.ridge, ev.P, ev.Q, ev.Z, ev.Y, ev.gram, ev.work, ev.potrf, ev.L,
             float64_products(ev.single))
     ev.flags[1] = 0
     if ev.flags[0] == 1:
@@ -623,12 +627,12 @@ newton_loop_compiled = _jit.njit(cache=True, nogil=True)(loop.newton_loop)
 
 
 @_jit.njit(cache=True, nogil=True)
-def newton_dense(lp, X, M, scale, fi, y, sw, theta0, opts, syrk, potrf, ridge, ssyrk,
+def newton_dense(lp, X, M, scale, fi, y, sw, theta0, opts, gram, potrf, ridge, sgram,
                  max_cond):
     """:func:`newton_loop_compiled` from ``theta0`` on the :class:`DenseSteps` of these
-    arrays (built here: no tuple of arrays crosses into Python); ``ssyrk``: float32
-    Hessians (:func:`_new_factor`; 0: float64 only)."""
-    ev = dense_steps(lp, X, M, scale, fi, y, sw, syrk, potrf, ridge, ssyrk, max_cond)
+    arrays (built here: no tuple of arrays crosses into Python); ``sgram``: float32
+    Hessians (:func:`_new_factor`; zeros: float64 only)."""
+    ev = dense_steps(lp, X, M, scale, fi, y, sw, gram, potrf, ridge, sgram, max_cond)
     return newton_loop_compiled(ev, theta0, opts, True)
 
 
@@ -656,8 +660,8 @@ def _with_C(lp, C):
 
 
 @_jit.njit(cache=True, nogil=True)
-def newton_dense_path(lp, X, M, scale, fi, y, sw, Cs, theta0, previous, opts, bare_Js, syrk,
-                      potrf, ridge, ssyrk, max_cond):
+def newton_dense_path(lp, X, M, scale, fi, y, sw, Cs, theta0, previous, opts, bare_Js, gram,
+                      potrf, ridge, sgram, max_cond):
     """:func:`newton_dense` at each ``C`` of ``Cs`` in turn (the loss ``lp`` at that ``C``,
     :func:`with_C`; the trap check at ``bare_Js[i]``), each run from the start of
     :func:`bayesdrop.solvers.fit_path`: the first from ``theta0``, the ``i``-th from
@@ -689,8 +693,8 @@ def newton_dense_path(lp, X, M, scale, fi, y, sw, Cs, theta0, previous, opts, ba
                                  opts.cg_floor, bare_Js[i], opts.trap_steps,
                                  opts.check_start)
         theta, J_i, g, history, it, st, nf = newton_dense(
-            with_C(lp, Cs[i]), X, M, scale, fi, y, sw, starts[i].copy(), run, syrk, potrf,
-            ridge, ssyrk, max_cond)
+            with_C(lp, Cs[i]), X, M, scale, fi, y, sw, starts[i].copy(), run, gram, potrf,
+            ridge, sgram, max_cond)
         thetas[i] = theta
         J[i] = J_i
         gmax = 0.0
