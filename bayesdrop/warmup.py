@@ -90,6 +90,8 @@ def _compile_newton(est, X, y):
     if not regression and not problem.design.sparse:  # the CV path's fits in one call (for the epsilon-insensitive
         # loss only where its tube has at most 64 edges: bayesdrop.solvers.fit_path)
         newton.fit_path(problem, [1.0, 2.0], theta, compiled=True)
+        # a classifier's one-vs-rest problems from zero in one call (first_newton_runs)
+        newton.fit_problems([problem, problem._replace(y=-problem.y)], compiled=True)
 
 
 def _sample_primal(est, X, y, Cs):

@@ -22,14 +22,15 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._arviz import convergence_warning, to_inference_data
 from .._arviz import prefetch as prefetch_arviz
-from .._validation import MAX_ITER, check_bool, check_C, check_scalar, check_verbose
+from .._validation import (MAX_ITER, check_bool, check_C, check_n_jobs, check_scalar,
+                           check_verbose)
 from ..model.losses import HingeLoss, LogisticLoss
 from ..model.noise import make_noise
 from ..model.problem import Problem, drop_zero_weights
 from ..posterior import maybe_log_likelihood, sample_problems, store_log_likelihood
 from ..predictive import check_posterior_of, vote_fractions
 from ..linalg.backend import RowBackend
-from ..solvers import check_solver, fit_path, fit_problem, fit_rows
+from ..solvers import check_solver, first_newton_runs, fit_path, fit_problem, fit_rows
 from ._base import (BinaryFit, LinearModel, OneVsRestClassifier, class_index, column_vector,
                     warns_at_caller)
 from ._dask import dask_problems, fit_dask
@@ -207,12 +208,22 @@ class _DropoutLinearModel(LinearModel):
     def _fit_built(self, problems, noise, loss):
         """Fit the built binary ``problems``; set the fitted attributes."""
 
+        options = {"solver": self._solver, "linalg": self._linalg, "tol": self.tol,
+                   "max_iter": self.max_iter}
+        # from zero, one after the other: the first Newton runs of all the problems in one
+        # compiled call (first_newton_runs), each fit going on from its own
+        firsts = None
+        if (check_n_jobs(getattr(self, "n_jobs", None)) in (None, 1)
+                and self._warm_start_points(len(problems),
+                                            problems[0].design.n_features) is None):
+            firsts = first_newton_runs(problems, **options)
+
         def fit_binary(k, _, start):
             design = problems[k].design
             theta0 = None if start is None else design.pack(*start)
+            first = None if firsts is None or theta0 is not None else firsts[k]
             return _binary_fit(design, fit_problem(
-                problems[k], theta0, solver=self._solver, linalg=self._linalg, tol=self.tol,
-                max_iter=self.max_iter, accelerate=self.accelerate))
+                problems[k], theta0, accelerate=self.accelerate, first=first, **options))
 
         self.noise_ = noise
         self.loss_ = loss

@@ -29,7 +29,8 @@ import time
 import numpy as np
 
 from .. import _jit
-from .._threads import one_blas_thread, with_single_blas_pool
+from .._threads import one_blas_thread, single_blas_pool, with_single_blas_pool
+from .._validation import MAX_ITER, check_scalar
 from ..linalg import wls
 from ..linalg.wls import LINALG
 from ..model.objective import check_theta
@@ -48,8 +49,8 @@ from .bare import (
 )
 from .result import SolverResult
 
-__all__ = ["SOLVERS", "SolverResult", "check_solver", "choose_solver", "fit_path",
-           "fit_problem", "fit_rows"]
+__all__ = ["SOLVERS", "SolverResult", "check_solver", "choose_solver", "first_newton_runs",
+           "fit_path", "fit_problem", "fit_rows"]
 
 #: optimisers of ``J`` an estimator can use
 SOLVERS = ("auto", "newton", "irls", "smoothing", "dual")
@@ -338,7 +339,7 @@ def _leave_trap(problem, first, bare_J, values, kinks, start, refused, *, tol, m
 
 
 def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
-                max_iter=1000, accelerate=True, warn=True, theta0_scale=None):
+                max_iter=1000, accelerate=True, warn=True, theta0_scale=None, first=None):
     """Minimise ``J`` of ``problem`` with the chosen optimiser and back-end.
 
     Parameters
@@ -361,6 +362,10 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
         ``solver="auto"``, the zero-noise hinge and epsilon-insensitive losses then
         follow the solution path from there (:mod:`.homotopy`), and the chosen solver
         runs only where that walk cannot finish.
+    first : tuple, optional
+        This problem's item of :func:`first_newton_runs` (made with the other problems of
+        its design, with the same options): the fit goes on from that first Newton run
+        instead of making its own. Only from zero (``theta0`` None).
 
     Returns
     -------
@@ -384,9 +389,11 @@ def fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
     ('newton', 'irls', True)
     """
     check_problem(problem)
+    if first is not None and theta0 is not None:
+        raise ValueError("first: a first Newton run from zero, but theta0 is given")
     return _fit_problem(problem, _check_start(problem, theta0), solver=solver, linalg=linalg,
                         tol=tol, max_iter=max_iter, accelerate=accelerate, warn=warn,
-                        theta0_scale=theta0_scale)
+                        theta0_scale=theta0_scale, first=first)
 
 
 def _check_start(problem, theta0):
@@ -409,7 +416,7 @@ def _check_start(problem, theta0):
 
 
 def _fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8,
-                 max_iter=1000, accelerate=True, warn=True, theta0_scale=None):
+                 max_iter=1000, accelerate=True, warn=True, theta0_scale=None, first=None):
     """:func:`fit_problem` from a checked ``theta0``."""
     solver, linalg = check_solver(solver, linalg)
     chosen = choose_solver(problem, solver, linalg)
@@ -435,7 +442,7 @@ def _fit_problem(problem, theta0=None, *, solver="auto", linalg="auto", tol=1e-8
             return newton.fit(problem, theta0, tol=tol, max_iter=max_iter, linalg=linalg,
                               warn=warn)
         return _newton_auto(problem, theta0, tol=tol, max_iter=max_iter,
-                            accelerate=accelerate, linalg=linalg, warn=warn)
+                            accelerate=accelerate, linalg=linalg, warn=warn, first=first)
 
 
 def fit_path(problem, Cs, theta0=None, previous=None, *, solver="auto", linalg="auto",
@@ -553,8 +560,57 @@ def fit_path(problem, Cs, theta0=None, previous=None, *, solver="auto", linalg="
     return results
 
 
+def first_newton_runs(problems, *, solver="auto", linalg="auto", tol=1e-8, max_iter=1000,
+                      warn=True):
+    """The first Newton runs of :func:`fit_problem` from zero on each of ``problems`` --
+    problems on one design with one loss, differing in their labels (a classifier's
+    one-vs-rest problems) -- made in one compiled call (:func:`.newton.fit_problems`):
+    pass each as ``first=`` to :func:`fit_problem`, which goes on from it exactly as from
+    its own run. None where that call does not apply (not ``solver="auto"``, not Newton,
+    a design or loss the compiled dense loop does not take, not at hand).
+
+    Examples
+    --------
+    >>> from bayesdrop import Problem, HingeLoss, Dropout
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)); y = np.sign(X[:, 0] + rng.normal(size=60))
+    >>> one = Problem.create(X, y, HingeLoss(1.0), Dropout(0.3))
+    >>> problems = [one, one._replace(y=-y)]
+    >>> firsts = first_newton_runs(problems)
+    >>> fits = [fit_problem(pr, first=f) for pr, f in zip(problems, firsts or [None] * 2)]
+    >>> all(np.array_equal(a.theta, fit_problem(pr).theta) for a, pr in zip(fits, problems))
+    True
+    """
+    solver, linalg = check_solver(solver, linalg)
+    if solver != "auto" or len(problems) < 2:
+        return None
+    problem = problems[0]
+    if choose_solver(problem, solver, linalg) != "newton" or linalg not in ("auto",
+                                                                              "cholesky"):
+        return None
+    check_scalar(max_iter, "max_iter", min_val=1, max_val=MAX_ITER, integer=True)
+    with single_blas_pool():
+        priors = []
+        for pr in problems:
+            pieces = pr.loss.kinks(pr.y)
+            priors.append((pieces, bare_value(pr, None, pieces, with_intercept=True)))
+        bare = [best for _, best in priors]
+        if any(best is None for best in bare) and not all(best is None for best in bare):
+            return None
+        check_start = (bare[0] is not None
+                       and wls.choose_linalg(problem.design) == "cholesky")
+        runs = newton.fit_problems(
+            problems, tol=tol, max_iter=min(max_iter, AUTO_NEWTON_ITER),
+            warn=warn and max_iter <= AUTO_NEWTON_ITER,
+            bare_Js=None if bare[0] is None else [best[0] for best in bare],
+            check_start=check_start)
+    if runs is None:
+        return None
+    return [(pieces, best, run) for (pieces, best), run in zip(priors, runs)]
+
+
 @with_single_blas_pool
-def _newton_auto(problem, theta0, *, tol, max_iter, accelerate, linalg, warn):
+def _newton_auto(problem, theta0, *, tol, max_iter, accelerate, linalg, warn, first=None):
     """``solver="auto"`` where Newton applies (:func:`fit_problem`), with every BLAS but
     numpy's on one thread (:func:`bayesdrop._threads.single_blas_pool`) for the whole
     sequence, not only inside each solver: the trap's bare-model certificate
@@ -568,8 +624,12 @@ def _newton_auto(problem, theta0, *, tol, max_iter, accelerate, linalg, warn):
     # even under noise (w = 0 with examples exactly on the margin: the noise term then
     # acts like a group-lasso penalty on w)
     start = time.perf_counter()
-    pieces = problem.loss.kinks(problem.y)
-    best = bare_value(problem, theta0, pieces, with_intercept=True)
+    if first is None:
+        pieces = problem.loss.kinks(problem.y)
+        best = bare_value(problem, theta0, pieces, with_intercept=True)
+    else:  # made with the other problems of the design (first_newton_runs)
+        pieces, best, first = first
+        start -= first.time
     bare_J = None if best is None else best[0]
 
     def values(thetas):
@@ -584,8 +644,9 @@ def _newton_auto(problem, theta0, *, tol, max_iter, accelerate, linalg, warn):
     # bare model's certificate comes first (_bare_at_start), where it has a dense Hessian
     check_start = (bare_J is not None and theta0 is None
                    and wls.choose_linalg(problem.design) == "cholesky")
-    first = newton.fit(problem, theta0, tol=tol, max_iter=newton_iter, linalg=linalg,
-                       warn=newton_warn, bare_J=bare_J, check_start=check_start)
+    if first is None:
+        first = newton.fit(problem, theta0, tol=tol, max_iter=newton_iter, linalg=linalg,
+                           warn=newton_warn, bare_J=bare_J, check_start=check_start)
     if check_start and first.stalled and first.n_iter == 0:
         bare = np.zeros(problem.design.n_params)
         if fit_intercept:

@@ -708,6 +708,61 @@ def newton_dense_path(lp, X, M, scale, fi, y, sw, Cs, theta0, previous, opts, ba
     return n_C, thetas, J, grad_norm, n_iter, n_factors, status, histories
 
 
+@_jit.njit(cache=True, nogil=True)
+def newton_dense_problems(lp, X, M, scale, fi, Y, SW, irls_start, opts, bare_Js, gram, potrf,
+                          ridge, sgram, max_cond):
+    """:func:`newton_dense` from zero on each problem ``k`` of a design -- labels ``Y[k]``,
+    sample weights ``SW[k]`` (the one-vs-rest problems of a classifier), the trap check
+    at ``bare_Js[k]`` -- in one call, without Python between them; with ``irls_start``
+    each run starts from one compiled IRLS map from zero (:func:`irls_start_factored`),
+    its system's factor shared while the weights at zero agree (as
+    :func:`bayesdrop.solvers.newton._compiled_start`). The same operations as
+    :func:`bayesdrop.solvers.newton.fit` on each problem from zero, so the same results.
+
+    Returns ``(thetas, J, grad_norm, n_iter, n_factors, status, histories)``, a row per
+    problem (row ``k`` of ``histories`` holds ``J`` before each step and after the last
+    in its first ``n_iter[k] + 1`` entries)."""
+    K, n = Y.shape
+    p = X.shape[1] + (1 if fi else 0)
+    thetas = np.empty((K, p))
+    J, grad_norm = np.empty(K), np.empty(K)
+    n_iter, n_factors, status = (np.zeros(K, dtype=np.int64), np.zeros(K, dtype=np.int64),
+                                 np.zeros(K, dtype=np.int64))
+    histories = np.full((K, opts.max_iter + 1), np.nan)
+    L = np.zeros((p, p))
+    kept = np.empty(0)  # the weights L was made for
+    for k in range(K):
+        y, sw = Y[k], SW[k]
+        theta0 = np.zeros(p)
+        if irls_start:
+            rho = start_weights(lp, y, sw)
+            same = kept.shape[0] == n
+            for i in range(kept.shape[0]):
+                if kept[i] != rho[i]:
+                    same = False
+                    break
+            if not same:
+                L = start_factor(X, M, scale, fi, rho, p, gram, potrf)
+                kept = rho
+            theta0 = irls_start_factored(lp, X, M, scale, fi, y, sw, L)
+        run = loop.NewtonOptions(opts.tol, opts.max_iter, opts.armijo, opts.min_step,
+                                 opts.reuse, opts.contraction, opts.chord_stop,
+                                 opts.expand_steps, opts.expand_ratio, opts.qn_memory,
+                                 opts.cg_floor, bare_Js[k], opts.trap_steps,
+                                 opts.check_start)
+        theta, J_k, g, history, it, st, nf = newton_dense(
+            lp, X, M, scale, fi, y, sw, theta0, run, gram, potrf, ridge, sgram, max_cond)
+        thetas[k] = theta
+        J[k] = J_k
+        gmax = 0.0
+        for a in range(g.shape[0]):
+            gmax = max(gmax, abs(g[a]))
+        grad_norm[k] = gmax
+        n_iter[k], n_factors[k], status[k] = it, nf, st
+        histories[k, :history.shape[0]] = history
+    return thetas, J, grad_norm, n_iter, n_factors, status, histories
+
+
 def ready(dispatcher, *args):
     """Whether ``dispatcher`` has machine code for these arguments without compiling:
     compiled in this process, or in numba's on-disk cache (then loaded, as numba's own
