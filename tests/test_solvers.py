@@ -1608,13 +1608,15 @@ def test_bare_newton_scratch_arrays_live_with_the_users_array():
 
 
 @pytest.mark.parametrize("loss", ["hinge", "logistic"])
-def test_first_newton_runs_of_one_vs_rest_problems_leave_every_fit_unchanged(loss):
+def test_first_newton_runs_of_one_vs_rest_problems_leave_every_fit_unchanged(loss,
+                                                                            monkeypatch):
     """``first_newton_runs``: the first Newton runs of a classifier's one-vs-rest problems
     in one compiled call (``newton.fit_problems``); ``fit_problem`` going on from each
     equals ``fit_problem`` alone bit for bit -- digits 10 classes, dropout 0.2, ``C =
     0.1``, the hinge loss's IRLS starts sharing one factor and its 8-vs-rest class, whose
     optimum is ``w = 0``, certified after a run stopped at its start -- and the
-    estimator's fit, which takes that way, equals the problems fitted one by one."""
+    estimator's fit, which takes that way, equals the problems fitted one by one; in
+    calls of three problems (``PROBLEMS_CALL_ENTRIES``) the runs are the same."""
     from sklearn.datasets import load_digits
 
     from bayesdrop.solvers import first_newton_runs
@@ -1628,6 +1630,12 @@ def test_first_newton_runs_of_one_vs_rest_problems_leave_every_fit_unchanged(los
     newton.fit_problems(problems[:2], compiled=True)  # its machine code at hand
     firsts = first_newton_runs(problems)
     assert firsts is not None
+    monkeypatch.setattr(newton, "PROBLEMS_CALL_ENTRIES", 3 * X.size)
+    for (_, _, a), b in zip(firsts, newton.fit_problems(problems, bare_Js=[
+            f[1][0] for f in firsts] if loss == "hinge" else None,
+            check_start=loss == "hinge", max_iter=40)):
+        np.testing.assert_array_equal(a.theta, b.theta)
+    monkeypatch.undo()
     alone = [fit_problem(pr) for pr in problems]
     together = [fit_problem(pr, first=f) for pr, f in zip(problems, firsts)]
     for a, b in zip(alone, together):

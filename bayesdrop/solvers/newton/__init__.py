@@ -782,6 +782,11 @@ def fit_path(problem, Cs, theta0, previous=None, *, tol=1e-8, max_iter=100, bare
             for i in range(k)]
 
 
+#: :func:`fit_problems` fits its problems in compiled calls of at most this many entries of
+#: ``X`` in all (``N x D`` per problem; at least one problem a call)
+PROBLEMS_CALL_ENTRIES = 4_000_000
+
+
 def fit_problems(problems, *, tol=1e-8, max_iter=100, warn=True, bare_Js=None,
                  check_start=False, compiled="auto"):
     """:func:`fit` from zero on each of ``problems`` -- problems on one small dense design
@@ -848,8 +853,14 @@ def fit_problems(problems, *, tol=1e-8, max_iter=100, warn=True, bare_Js=None,
                                              [(newton_dense_problems, many_args)]):
         return None
     start = time.perf_counter()
-    thetas, J, grad_norm, n_iter, n_factors, status, histories = \
-        newton_dense_problems(*many_args)
+    # calls of at most PROBLEMS_CALL_ENTRIES entries of X in all (at least one problem):
+    # back in Python often enough for Ctrl-C (a call of digits' 10 classes: about 15 ms)
+    step = max(1, PROBLEMS_CALL_ENTRIES // max(design.n_samples * design.n_features, 1))
+    parts = [newton_dense_problems(*args[:5], Y[k: k + step], SW[k: k + step], irls_start,
+                                   opts, bare_Js[k: k + step], *args[9:])
+             for k in range(0, len(problems), step)]
+    thetas, J, grad_norm, n_iter, n_factors, status, histories = (
+        np.concatenate([part[i] for part in parts]) for i in range(7))
     share = (time.perf_counter() - start) / len(problems)
     return [_result((thetas[k], J[k], grad_norm[k: k + 1], histories[k, : n_iter[k] + 1],
                      int(n_iter[k]), int(status[k]), int(n_factors[k])),
