@@ -569,6 +569,23 @@ def first_newton_runs(problems, *, solver="auto", linalg="auto", tol=1e-8, max_i
     its own run. None where that call does not apply (not ``solver="auto"``, not Newton,
     a design or loss the compiled dense loop does not take, not at hand).
 
+    Parameters
+    ----------
+    problems : list of Problem
+        Two or more, sharing one design and one loss (``Problem._replace(y=...)`` of one
+        problem).
+    solver, linalg, tol, max_iter, warn : as :func:`fit_problem`'s
+        Which must get the same.
+
+    Returns
+    -------
+    list of tuple or None
+        Per problem ``(kinks, best bare model, first run)``: the loss's kinks at its
+        labels (:meth:`~bayesdrop.model.losses.Loss.kinks`), ``(J, b)`` of the best bare
+        model (:func:`.bare.bare_value`; None for a smooth loss) and the
+        :class:`SolverResult` of Newton's first run (at most ``AUTO_NEWTON_ITER`` steps,
+        with the trap check at that ``J``).
+
     Examples
     --------
     >>> from bayesdrop import Problem, HingeLoss, Dropout
