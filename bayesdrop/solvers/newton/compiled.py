@@ -674,38 +674,55 @@ def newton_dense_path(lp, X, M, scale, fi, y, sw, Cs, theta0, previous, opts, ba
     before each step and after the last in its first ``n_iter[i] + 1`` entries)."""
     n_C = Cs.shape[0]
     p = theta0.shape[0]
-    starts, thetas = np.empty((n_C, p)), np.empty((n_C, p))
-    J, grad_norm = np.empty(n_C), np.empty(n_C)
-    n_iter, n_factors, status = (np.zeros(n_C, dtype=np.int64), np.zeros(n_C, dtype=np.int64),
-                                 np.zeros(n_C, dtype=np.int64))
-    histories = np.full((n_C, opts.max_iter + 1), np.nan)
+    starts = np.empty((n_C, p))
+    runs = _runs(n_C, p, opts.max_iter)
     for i in range(n_C):
         for a in range(p):
             if i == 0:
                 starts[i, a] = theta0[a]
             elif previous.shape[0] > 0:  # the same operations as the Python path's
-                starts[i, a] = thetas[i - 1, a] + previous[i, a] - previous[i - 1, a]
+                starts[i, a] = runs[0][i - 1, a] + previous[i, a] - previous[i - 1, a]
             else:
-                starts[i, a] = thetas[i - 1, a]
-        run = loop.NewtonOptions(opts.tol, opts.max_iter, opts.armijo, opts.min_step,
-                                 opts.reuse, opts.contraction, opts.chord_stop,
-                                 opts.expand_steps, opts.expand_ratio, opts.qn_memory,
-                                 opts.cg_floor, bare_Js[i], opts.trap_steps,
-                                 opts.check_start)
-        theta, J_i, g, history, it, st, nf = newton_dense(
-            with_C(lp, Cs[i]), X, M, scale, fi, y, sw, starts[i].copy(), run, gram, potrf,
-            ridge, sgram, max_cond)
-        thetas[i] = theta
-        J[i] = J_i
-        gmax = 0.0
-        for a in range(g.shape[0]):
-            gmax = max(gmax, abs(g[a]))
-        grad_norm[i] = gmax
-        n_iter[i], n_factors[i], status[i] = it, nf, st
-        histories[i, :history.shape[0]] = history
+                starts[i, a] = runs[0][i - 1, a]
+        st = _run_into(runs, i, with_C(lp, Cs[i]), X, M, scale, fi, y, sw, starts[i].copy(),
+                       opts, bare_Js[i], gram, potrf, ridge, sgram, max_cond)
         if st != loop.CONVERGED:
-            return i + 1, thetas, J, grad_norm, n_iter, n_factors, status, histories
-    return n_C, thetas, J, grad_norm, n_iter, n_factors, status, histories
+            return (i + 1, *runs)
+    return (n_C, *runs)
+
+
+@_jit.njit(cache=True, nogil=True)
+def _runs(k, p, max_iter):
+    """The rows of ``k`` runs: ``(thetas, J, grad_norm, n_iter, n_factors, status,
+    histories)`` (:func:`_run_into`)."""
+    return (np.empty((k, p)), np.empty(k), np.empty(k), np.zeros(k, dtype=np.int64),
+            np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64),
+            np.full((k, max_iter + 1), np.nan))
+
+
+@_jit.njit(cache=True, nogil=True)
+def _run_into(runs, i, lp, X, M, scale, fi, y, sw, theta0, opts, bare_J, gram, potrf, ridge,
+              sgram, max_cond):
+    """:func:`newton_dense` from ``theta0`` with the trap check at ``bare_J``, its result in
+    row ``i`` of ``runs`` (:func:`_runs`: the point, ``J``, the gradient's largest entry,
+    the counts and status, ``J`` before each step and after the last); returns its
+    status."""
+    run = loop.NewtonOptions(opts.tol, opts.max_iter, opts.armijo, opts.min_step,
+                             opts.reuse, opts.contraction, opts.chord_stop,
+                             opts.expand_steps, opts.expand_ratio, opts.qn_memory,
+                             opts.cg_floor, bare_J, opts.trap_steps, opts.check_start)
+    theta, J_i, g, history, it, st, nf = newton_dense(
+        lp, X, M, scale, fi, y, sw, theta0, run, gram, potrf, ridge, sgram, max_cond)
+    thetas, J, grad_norm, n_iter, n_factors, status, histories = runs
+    thetas[i] = theta
+    J[i] = J_i
+    gmax = 0.0
+    for a in range(g.shape[0]):
+        gmax = max(gmax, abs(g[a]))
+    grad_norm[i] = gmax
+    n_iter[i], n_factors[i], status[i] = it, nf, st
+    histories[i, :history.shape[0]] = history
+    return st
 
 
 @_jit.njit(cache=True, nogil=True)
@@ -724,11 +741,7 @@ def newton_dense_problems(lp, X, M, scale, fi, Y, SW, irls_start, opts, bare_Js,
     in its first ``n_iter[k] + 1`` entries)."""
     K, n = Y.shape
     p = X.shape[1] + (1 if fi else 0)
-    thetas = np.empty((K, p))
-    J, grad_norm = np.empty(K), np.empty(K)
-    n_iter, n_factors, status = (np.zeros(K, dtype=np.int64), np.zeros(K, dtype=np.int64),
-                                 np.zeros(K, dtype=np.int64))
-    histories = np.full((K, opts.max_iter + 1), np.nan)
+    runs = _runs(K, p, opts.max_iter)
     L = np.zeros((p, p))
     kept = np.empty(0)  # the weights L was made for
     for k in range(K):
@@ -745,22 +758,9 @@ def newton_dense_problems(lp, X, M, scale, fi, Y, SW, irls_start, opts, bare_Js,
                 L = start_factor(X, M, scale, fi, rho, p, gram, potrf)
                 kept = rho
             theta0 = irls_start_factored(lp, X, M, scale, fi, y, sw, L)
-        run = loop.NewtonOptions(opts.tol, opts.max_iter, opts.armijo, opts.min_step,
-                                 opts.reuse, opts.contraction, opts.chord_stop,
-                                 opts.expand_steps, opts.expand_ratio, opts.qn_memory,
-                                 opts.cg_floor, bare_Js[k], opts.trap_steps,
-                                 opts.check_start)
-        theta, J_k, g, history, it, st, nf = newton_dense(
-            lp, X, M, scale, fi, y, sw, theta0, run, gram, potrf, ridge, sgram, max_cond)
-        thetas[k] = theta
-        J[k] = J_k
-        gmax = 0.0
-        for a in range(g.shape[0]):
-            gmax = max(gmax, abs(g[a]))
-        grad_norm[k] = gmax
-        n_iter[k], n_factors[k], status[k] = it, nf, st
-        histories[k, :history.shape[0]] = history
-    return thetas, J, grad_norm, n_iter, n_factors, status, histories
+        _run_into(runs, k, lp, X, M, scale, fi, y, sw, theta0, opts, bare_Js[k], gram, potrf,
+                  ridge, sgram, max_cond)
+    return runs
 
 
 def ready(dispatcher, *args):
