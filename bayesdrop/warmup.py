@@ -75,19 +75,21 @@ def _compile_newton(est, X, y):
     target = np.asarray(y, dtype=float) if regression else 2.0 * np.asarray(y) - 1.0
     problem = Problem.create(X, target, est._make_loss(), "dropout")
     theta = newton.fit(problem, compiled=True, warn=False).theta
+    if problem.design.sparse:  # the rest is the dense designs' compiled code
+        return
     kinks = problem.loss.kinks(problem.y)
-    if kinks is not None and not problem.design.sparse:
+    if kinks is not None:
         from .solvers.bare import bare_newton
 
         # bare_newton's compiled steps, from a bare model on the first example's kink
         bare_newton(problem, np.append(np.zeros(problem.design.n_features), kinks[0][0, 0]),
                     compiled=True)
-    if not problem.design.sparse:  # the float32 products of large designs' refined
-        # Newton directions (hessian.single_operator; 512 features or more)
-        from .linalg import hessian
+    # the float32 products of large designs' refined Newton directions
+    # (hessian.single_operator; 512 features or more)
+    from .linalg import hessian
 
-        hessian.single_operator(problem.design, hessian.curvature(problem, theta)[2])(theta)
-    if not regression and not problem.design.sparse:  # the CV path's fits in one call (for the epsilon-insensitive
+    hessian.single_operator(problem.design, hessian.curvature(problem, theta)[2])(theta)
+    if not regression:  # the CV path's fits in one call (for the epsilon-insensitive
         # loss only where its tube has at most 64 edges: bayesdrop.solvers.fit_path)
         newton.fit_path(problem, [1.0, 2.0], theta, compiled=True)
         # a classifier's one-vs-rest problems from zero in one call (first_newton_runs)

@@ -228,13 +228,12 @@ class Design:
         if self.sparse:
             return None
         arrays = self.row_kernel_arrays()
+        V = self.variance
         if arrays is not None:
             (X, M), scale = arrays[1], arrays[2]
-            V = self.variance
             if V.is_zero or getattr(V, "squares_of", None) is self.X:
                 return X, None, scale
             return X, M, scale
-        V = self.variance
         if V.is_constant and self.n_samples * self.n_features <= max_constant_entries:
             X = np.ascontiguousarray(self.X)
             return X, np.ones_like(X), V.scale

@@ -606,24 +606,37 @@ def first_newton_runs(problems, *, solver="auto", linalg="auto", tol=1e-8, max_i
                                                                               "cholesky"):
         return None
     check_scalar(max_iter, "max_iter", min_val=1, max_val=MAX_ITER, integer=True)
+    newton.check_shared(problems)
     with single_blas_pool():
-        priors = []
-        for pr in problems:
-            pieces = pr.loss.kinks(pr.y)
-            priors.append((pieces, bare_value(pr, None, pieces, with_intercept=True)))
+        priors = [_bare_prior(pr, None) for pr in problems]  # one loss: all None or none
         bare = [best for _, best in priors]
-        if any(best is None for best in bare) and not all(best is None for best in bare):
-            return None
-        check_start = (bare[0] is not None
-                       and wls.choose_linalg(problem.design) == "cholesky")
+        newton_iter, newton_warn, check_start = _first_run_rule(problem, None, bare[0],
+                                                                max_iter, warn)
         runs = newton.fit_problems(
-            problems, tol=tol, max_iter=min(max_iter, AUTO_NEWTON_ITER),
-            warn=warn and max_iter <= AUTO_NEWTON_ITER,
+            problems, tol=tol, max_iter=newton_iter, warn=newton_warn,
             bare_Js=None if bare[0] is None else [best[0] for best in bare],
             check_start=check_start)
     if runs is None:
         return None
     return [(pieces, best, run) for (pieces, best), run in zip(priors, runs)]
+
+
+def _bare_prior(problem, theta0):
+    """``(pieces, best)`` of :func:`_newton_auto`: the loss's kinks at the labels and the
+    best bare model ``(J, b)`` (:func:`.bare.bare_value`; both None for a smooth loss)."""
+    pieces = problem.loss.kinks(problem.y)
+    return pieces, bare_value(problem, theta0, pieces, with_intercept=True)
+
+
+def _first_run_rule(problem, theta0, best, max_iter, warn):
+    """``(max_iter, warn, check_start)`` of :func:`_newton_auto`'s first Newton run: at
+    most ``AUTO_NEWTON_ITER`` steps, warning only where they are all the fit has; a start
+    no lower than the best bare model ``best`` stops Newton before its first step, and the
+    bare model's certificate comes first (:func:`_bare_at_start`), where it has a dense
+    Hessian."""
+    check_start = (best is not None and theta0 is None
+                   and wls.choose_linalg(problem.design) == "cholesky")
+    return min(max_iter, AUTO_NEWTON_ITER), warn and max_iter <= AUTO_NEWTON_ITER, check_start
 
 
 @with_single_blas_pool
@@ -642,8 +655,7 @@ def _newton_auto(problem, theta0, *, tol, max_iter, accelerate, linalg, warn, fi
     # acts like a group-lasso penalty on w)
     start = time.perf_counter()
     if first is None:
-        pieces = problem.loss.kinks(problem.y)
-        best = bare_value(problem, theta0, pieces, with_intercept=True)
+        pieces, best = _bare_prior(problem, theta0)
     else:  # made with the other problems of the design (first_newton_runs)
         pieces, best, first = first
         start -= first.time
@@ -655,12 +667,8 @@ def _newton_auto(problem, theta0, *, tol, max_iter, accelerate, linalg, warn, fi
     fit_intercept = problem.design.fit_intercept
     kinks = None if pieces is None else pieces[0]
     refused = []  # bare models bare_newton did not certify (see _certified_bare)
-    newton_iter = min(max_iter, AUTO_NEWTON_ITER)
-    newton_warn = warn and max_iter <= AUTO_NEWTON_ITER
-    # a start no lower than the bare model stops Newton before its first step, and the
-    # bare model's certificate comes first (_bare_at_start), where it has a dense Hessian
-    check_start = (bare_J is not None and theta0 is None
-                   and wls.choose_linalg(problem.design) == "cholesky")
+    newton_iter, newton_warn, check_start = _first_run_rule(problem, theta0, best, max_iter,
+                                                            warn)
     if first is None:
         first = newton.fit(problem, theta0, tol=tol, max_iter=newton_iter, linalg=linalg,
                            warn=newton_warn, bare_J=bare_J, check_start=check_start)

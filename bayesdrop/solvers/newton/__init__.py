@@ -117,8 +117,8 @@ from .constants import (  # noqa: F401
     TRAP_STEPS,
 )
 
-__all__ = ["LINALG", "applicable", "choose_linalg", "fit", "fit_path", "fit_problems",
-           "ray_scale"]
+__all__ = ["LINALG", "applicable", "check_shared", "choose_linalg", "fit", "fit_path",
+           "fit_problems", "ray_scale"]
 
 #: linear-algebra back-ends of the Newton solver
 LINALG = ("auto", "cholesky", "cg")
@@ -782,6 +782,14 @@ def fit_path(problem, Cs, theta0, previous=None, *, tol=1e-8, max_iter=100, bare
             for i in range(k)]
 
 
+def check_shared(problems):
+    """A ``ValueError`` unless ``problems`` share one design and one loss (the one-vs-rest
+    problems of :func:`fit_problems`)."""
+    design, loss = problems[0].design, problems[0].loss
+    if any(pr.design is not design or pr.loss is not loss for pr in problems):
+        raise ValueError("problems must share one design and one loss")
+
+
 #: :func:`fit_problems` fits its problems in compiled calls of at most this many entries of
 #: ``X`` in all (``N x D`` per problem; at least one problem a call)
 PROBLEMS_CALL_ENTRIES = 4_000_000
@@ -828,10 +836,9 @@ def fit_problems(problems, *, tol=1e-8, max_iter=100, warn=True, bare_Js=None,
     """
     tol = check_scalar(tol, "tol", min_val=0.0, include_min=False)
     max_iter = check_scalar(max_iter, "max_iter", min_val=1, max_val=MAX_ITER, integer=True)
+    check_shared(problems)
     problem = problems[0]
     design, loss = problem.design, problem.loss
-    if any(pr.design is not design or pr.loss is not loss for pr in problems):
-        raise ValueError("problems must share one design and one loss")
     inputs = (_compiled_inputs(problem, choose_linalg(design), compiled)
               if applicable(problem) and (loss.smooth or design.every_row_noisy) else None)
     if inputs is None:
